@@ -1,0 +1,157 @@
+"""Env steps per second of ``zoo eval``'s rollout loop, side by side with its limits.
+
+For each env (CartPole-v1 and HalfCheetah-v5, 8 envs each) this measures, in one run:
+
+  (a) a gymnasium SyncVectorEnv stepping random actions: the limit any evaluator can reach;
+  (b) zoo's rollout loop (``zoo.evaluate.rollout``) with a CleanRL policy from the registry;
+  (c) stable-baselines3's ``evaluate_policy`` on a DummyVecEnv of 8 envs;
+  (d) a CleanRL-style loop: one env, one forward pass per step.
+
+Every variant's sub-envs are wrapped in the same step counter, so the rates count real env
+steps (including the extra steps a vector env takes to fill per-env quotas). Targets:
+CartPole (b) >= 0.5 x (a) and >= 2 x (c); HalfCheetah (b) >= 0.85 x (a).
+
+    python benchmarks/eval_throughput.py [--episodes-cartpole 400] [--episodes-cheetah 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from zoo.envs import EnvSpec, env_factory
+from zoo.evaluate import rollout, single_cpu_thread
+from zoo.frameworks.cleanrl.checkpoint import build_model
+from zoo.frameworks.cleanrl.policy import CleanRLPolicy
+from zoo.registry import load_registry
+
+STEPS = {"count": 0}
+
+
+class CountSteps(gym.Wrapper):
+    """Counts every env step, whoever drives the env."""
+
+    def step(self, action):
+        STEPS["count"] += 1
+        return self.env.step(action)
+
+
+def counted(thunk):
+    return lambda: CountSteps(thunk())
+
+
+def rate(fn) -> float:
+    STEPS["count"] = 0
+    start = time.perf_counter()
+    fn()
+    return STEPS["count"] / (time.perf_counter() - start)
+
+
+def random_actions(spec: EnvSpec, num_envs: int, vector_steps: int) -> float:
+    envs = gym.vector.SyncVectorEnv([counted(env_factory(spec, i)) for i in range(num_envs)])
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+
+    def run():
+        for _ in range(vector_steps):
+            envs.step(envs.action_space.sample())
+
+    try:
+        return rate(run)
+    finally:
+        envs.close()
+
+
+def zoo_policy(exp_name: str, spec: EnvSpec) -> CleanRLPolicy:
+    entry = load_registry().get(exp_name)
+    probe = env_factory(spec, 0)()
+    spaces = (probe.observation_space, probe.action_space)
+    probe.close()
+    module = build_model(entry, entry.policy["part"], spaces, {})
+    return CleanRLPolicy(module, entry.policy["head"], *spaces, entry.eval, "cpu", seed=0)
+
+
+def zoo_rollout(policy: CleanRLPolicy, spec: EnvSpec, num_envs: int, episodes: int) -> float:
+    envs = gym.vector.SyncVectorEnv([counted(env_factory(spec, i)) for i in range(num_envs)])
+    try:
+        with single_cpu_thread("cpu"):
+            return rate(lambda: rollout(policy, envs, episodes, seed=0, deterministic=True))
+    finally:
+        envs.close()
+
+
+def sb3_evaluate(spec: EnvSpec, num_envs: int, episodes: int, algo: str) -> float:
+    from stable_baselines3 import PPO, TD3
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    venv = DummyVecEnv([counted(env_factory(spec, i)) for i in range(num_envs)])
+    model = (PPO if algo == "ppo" else TD3)("MlpPolicy", venv, seed=0, device="cpu")
+    try:
+        return rate(lambda: evaluate_policy(model, venv, n_eval_episodes=episodes, deterministic=True))
+    finally:
+        venv.close()
+
+
+def cleanrl_single(policy: CleanRLPolicy, spec: EnvSpec, episodes: int) -> float:
+    env = counted(env_factory(spec, 0))()
+
+    def run():
+        for ep in range(episodes):
+            obs, _ = env.reset(seed=ep)
+            done = False
+            while not done:
+                action, _ = policy.act(obs[None], deterministic=True)
+                obs, _r, term, trunc, _ = env.step(action[0])
+                done = term or trunc
+
+    try:
+        return rate(run)
+    finally:
+        env.close()
+
+
+def bench(env_id: str, exp_name: str, sb3_algo: str, episodes: int, num_envs: int = 8) -> dict[str, float]:
+    spec = EnvSpec(env_id, "classic")
+    policy = zoo_policy(exp_name, spec)
+    zoo_rollout(policy, spec, num_envs, num_envs)  # warm-up: imports, first forward passes
+    a = random_actions(spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs))
+    b = zoo_rollout(policy, spec, num_envs, episodes)
+    c = sb3_evaluate(spec, num_envs, episodes, sb3_algo)
+    d = cleanrl_single(policy, spec, max(2, episodes // 8))
+    return {"a": a, "b": b, "c": c, "d": d}
+
+
+def report(env_id: str, r: dict[str, float], targets: str) -> None:
+    print(f"\n{env_id}, 8 envs (env steps per second)")
+    print(f"  (a) SyncVectorEnv, random actions : {r['a']:10,.0f}")
+    print(f"  (b) zoo eval rollout loop         : {r['b']:10,.0f}   b/a = {r['b'] / r['a']:.2f}")
+    print(f"  (c) SB3 evaluate_policy           : {r['c']:10,.0f}   b/c = {r['b'] / r['c']:.2f}")
+    print(f"  (d) CleanRL-style single env      : {r['d']:10,.0f}   b/d = {r['b'] / r['d']:.2f}")
+    print(f"  targets: {targets}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--episodes-cartpole", type=int, default=400)
+    parser.add_argument("--episodes-cheetah", type=int, default=16)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    np.random.seed(0)
+    warnings.filterwarnings("ignore", message="Evaluation environment is not wrapped")
+    print(f"torch {torch.__version__}, gymnasium {gym.__version__}, threads {torch.get_num_threads()}")
+    cart = bench("CartPole-v1", "dqn", "ppo", args.episodes_cartpole)
+    report("CartPole-v1", cart, "b/a >= 0.5 and b/c >= 2")
+    cheetah = bench("HalfCheetah-v5", "td3_continuous_action", "td3", args.episodes_cheetah)
+    report("HalfCheetah-v5", cheetah, "b/a >= 0.85")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Shared test helpers: real torch artifacts from zoo's CleanRL model classes, and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples" / "runs"
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        return json.loads(self.stdout)
+
+
+def zoo(*args: str, env: dict | None = None) -> CliResult:
+    """Run the ``zoo`` CLI in-process; stdout and stderr kept apart."""
+    from zoo.cli import cli
+
+    result = CliRunner().invoke(cli, [str(a) for a in args], env=env, catch_exceptions=False)
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+def spaces(env_id: str):
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    try:
+        return env.observation_space, env.action_space
+    finally:
+        env.close()
+
+
+def save_model(path: Path, exp_name: str, env_id: str, seed: int = 0) -> Path:
+    """torch.save a freshly initialised registry model in the layout its training script writes."""
+    import torch
+
+    from zoo.frameworks.cleanrl.checkpoint import build_model
+    from zoo.registry import load_registry
+
+    torch.manual_seed(seed)
+    entry = load_registry().get(exp_name)
+    space_pair = spaces(env_id)
+    models = [build_model(entry, part, space_pair, {}).state_dict() for part in entry.parts]
+    kind = entry.layout["kind"]
+    if kind == "state_dict":
+        obj = models[0]
+    elif kind == "tuple":
+        obj = tuple(models)
+    else:
+        args = {"exp_name": exp_name, "env_id": env_id, "n_atoms": 101, "v_min": -100, "v_max": 100}
+        obj = {entry.layout["weights_key"]: models[0], entry.layout["args_key"]: args}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(obj, path)
+    return path
+
+
+def make_run(root: Path, env_id: str, exp_name: str, seed: int = 1, t: int = 1700000000,
+             model_name: str | None = None) -> Path:  # fmt: skip
+    """``root/runs/{env_id}__{exp_name}__{seed}__{t}/{exp_name}.cleanrl_model``."""
+    run = root / "runs" / f"{env_id}__{exp_name}__{seed}__{t}"
+    save_model(run / (model_name or f"{exp_name}.cleanrl_model"), exp_name, env_id, seed)
+    return run
+
+
+class Canary:
+    """Pickles to a call that creates ``path``: proof that a load executed code."""
+
+    def __init__(self, path: Path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.path}",))
+
+
+def write_malicious(path: Path, canary: Path, as_torch: bool = True) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if as_torch:
+        import torch
+
+        torch.save({"network.0.weight": torch.zeros(2), "payload": Canary(canary)}, path)
+    else:
+        path.write_bytes(pickle.dumps(Canary(canary), protocol=4))
+    return path

@@ -1,0 +1,172 @@
+"""``zoo check``: discovery, per-run verdicts, filters, exit codes, and no needless imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from helpers import EXAMPLES, make_run, save_model, write_malicious, zoo
+
+
+def _by_name(reports):
+    return {r["run"]["run_name"]: r for r in reports}
+
+
+def test_bundled_examples_are_all_ok_with_metadata():
+    result = zoo("check", EXAMPLES, "--json")
+    assert result.exit_code == 0, result.stderr
+    reports = result.json()
+    assert {r["run"]["exp_name"] for r in reports} >= {"dqn", "c51", "td3_continuous_action"}
+    for r in reports:
+        assert r["status"] == "ok", r
+        run = r["run"]
+        assert (
+            run["env_id"] in ("CartPole-v1", "Pendulum-v1") and run["seed"] == 1 and run["started_at"] > 1.6e9
+        )
+        assert run["model_file"].endswith(f"{run['exp_name']}.cleanrl_model")
+        assert run["events_file"] and "events.out.tfevents" in run["events_file"]
+        assert r["details"]["weights_only"] is True and r["details"]["format"] == "torch-zip"
+        assert isinstance(r["details"]["train_return"]["value"], float)
+
+
+def test_human_table_and_summary():
+    result = zoo("check", EXAMPLES)
+    assert result.exit_code == 0
+    assert "CartPole-v1__dqn__1__" in result.stdout and "ready to evaluate" in result.stdout
+    assert "runs: " in result.stdout and "0 error" in result.stdout
+
+
+def test_one_run_dir_and_one_model_file(tmp_path):
+    run = make_run(tmp_path, "CartPole-v1", "dqn")
+    for target in (run, run / "dqn.cleanrl_model"):
+        reports = zoo("check", target, "--json").json()
+        assert len(reports) == 1 and reports[0]["status"] == "ok"
+        assert reports[0]["run"]["env_id"] == "CartPole-v1"
+
+
+def test_filters_narrow_and_say_when_nothing_matches(tmp_path):
+    make_run(tmp_path, "CartPole-v1", "dqn", seed=1)
+    make_run(tmp_path, "CartPole-v1", "dqn", seed=2)
+    make_run(tmp_path, "Acrobot-v1", "c51", seed=1)
+    runs = tmp_path / "runs"
+    assert len(zoo("check", runs, "--json").json()) == 3
+    assert len(zoo("check", runs, "--seed", "2", "--json").json()) == 1
+    only = zoo("check", runs, "--exp-name", "c51", "--json").json()
+    assert [r["run"]["env_id"] for r in only] == ["Acrobot-v1"]
+    none = zoo("check", runs, "--env-id", "Pendulum-v1")
+    assert none.exit_code == 1 and "no run matches --env-id Pendulum-v1" in none.stderr
+
+
+def test_each_problem_gets_its_reason_and_exit_1(tmp_path):
+    runs = tmp_path / "runs"
+    make_run(tmp_path, "CartPole-v1", "dqn", seed=1)  # ok
+    (runs / "CartPole-v1__dqn__2__1700000000").mkdir()  # empty run dir
+    make_run(tmp_path, "CartPole-v1", "c51", seed=3, model_name="dqn.cleanrl_model")  # exp mismatch
+    bogus = runs / "CartPole-v1__dqnn__4__1700000000"
+    save_model(bogus / "dqnn.cleanrl_model", "dqn", "CartPole-v1")  # unknown experiment
+    cut = runs / "CartPole-v1__dqn__5__1700000000" / "dqn.cleanrl_model"
+    good = save_model(cut, "dqn", "CartPole-v1").read_bytes()
+    cut.write_bytes(good[:1000])  # truncated
+    text = runs / "CartPole-v1__dqn__6__1700000000" / "dqn.cleanrl_model"
+    text.parent.mkdir()
+    text.write_text("not a model")  # not a torch file
+    wrong = runs / "Acrobot-v1__dqn__7__1700000000" / "dqn.cleanrl_model"
+    save_model(wrong, "dqn", "CartPole-v1")  # shapes do not fit the env
+    layout = runs / "CartPole-v1__c51__8__1700000000" / "c51.cleanrl_model"
+    save_model(layout, "dqn", "CartPole-v1")  # a dqn state dict where c51 writes a dict
+    unparsed = runs / "my-experiment" / "dqn.cleanrl_model"
+    save_model(unparsed, "dqn", "CartPole-v1")  # run name that does not parse
+
+    result = zoo("check", runs, "--json")
+    assert result.exit_code == 1
+    reports = {r["run"]["path"].split("/runs/")[-1]: r for r in result.json()}
+    expect = {
+        "CartPole-v1__dqn__1__1700000000": ("ok", "ready"),
+        "CartPole-v1__dqn__2__1700000000": ("error", "missing model"),
+        "CartPole-v1__c51__3__1700000000": ("error", "exp_name mismatch"),
+        "CartPole-v1__dqnn__4__1700000000": ("error", "unknown experiment 'dqnn'"),
+        "CartPole-v1__dqn__5__1700000000": ("error", "truncated"),
+        "CartPole-v1__dqn__6__1700000000": ("error", "not a torch file"),
+        "Acrobot-v1__dqn__7__1700000000": ("error", "shapes do not match dqn on Acrobot-v1"),
+        "CartPole-v1__c51__8__1700000000": ("error", "c51 files hold a dict"),
+        "my-experiment": ("error", "is not env_id__exp_name__seed__time"),
+    }
+    for name, (status, reason) in expect.items():
+        assert reports[name]["status"] == status, (name, reports[name])
+        assert reason in reports[name]["reason"], (name, reports[name]["reason"])
+        if status == "error":
+            assert reports[name]["hint"]
+    assert reports["CartPole-v1__dqnn__4__1700000000"]["hint"] == "did you mean dqn?"
+
+
+def test_unparseable_empty_dir_and_missing_path(tmp_path):
+    (tmp_path / "nothing").mkdir()
+    empty = zoo("check", tmp_path / "nothing")
+    assert empty.exit_code == 1 and "no runs found" in empty.stderr
+    missing = zoo("check", tmp_path / "absent")
+    assert missing.exit_code == 1 and "path not found" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_malicious_model_is_flagged_and_never_executed(tmp_path):
+    canary = tmp_path / "canary"
+    run = tmp_path / "runs" / "CartPole-v1__dqn__1__1700000000"
+    write_malicious(run / "dqn.cleanrl_model", canary)
+    result = zoo("check", run, "--json")
+    assert result.exit_code == 1
+    report = result.json()[0]
+    assert report["status"] == "error" and "unsafe pickle" in report["reason"]
+    assert report["details"]["dangerous_globals"] == ["posix.system"]
+    assert not canary.exists()
+
+
+def test_missing_optional_extra_is_a_warning(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ale_py" else real(name, *a)
+    )
+    run = tmp_path / "runs" / "BreakoutNoFrameskip-v4__dqn_atari__1__1700000000"
+    import gymnasium as gym
+    import torch
+
+    from zoo.frameworks.cleanrl.checkpoint import build_model
+    from zoo.registry import load_registry
+
+    entry = load_registry().get("dqn_atari")
+    spaces = (gym.spaces.Box(0, 255, (4, 84, 84), "uint8"), gym.spaces.Discrete(4))
+    run.mkdir(parents=True)
+    torch.save(build_model(entry, "q_network", spaces, {}).state_dict(), run / "dqn_atari.cleanrl_model")
+    report = zoo("check", run, "--json").json()[0]
+    assert report["status"] == "warning" and "missing optional extra 'atari'" in report["reason"]
+    assert "rl-zoo-hub[atari]" in report["hint"]
+
+
+def test_videos_and_existing_eval_are_found(tmp_path):
+    run = make_run(tmp_path, "CartPole-v1", "dqn")
+    (run / "eval.json").write_text("{}")
+    for folder, count in ((run.name, 2), (f"{run.name}-eval", 1)):
+        (tmp_path / "videos" / folder).mkdir(parents=True)
+        for i in range(count):
+            (tmp_path / "videos" / folder / f"rl-video-episode-{i}.mp4").write_bytes(b"\0")
+    report = zoo("check", tmp_path / "runs", "--json").json()[0]
+    assert report["run"]["videos"] == {"train": 2, "eval": 1}
+    assert report["run"]["eval_json"].endswith("eval.json")
+
+
+def _imported_after(args: list[str]) -> set[str]:
+    code = (
+        "import contextlib, io, sys\nfrom zoo.cli import cli\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    try:\n        cli({args!r}, prog_name='zoo')\n    except SystemExit:\n        pass\n"
+        "print(' '.join(m for m in ('torch', 'gymnasium', 'tensorboard') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(proc.stdout.split())
+
+
+def test_help_and_check_without_model_files_import_no_heavy_library(tmp_path):
+    (tmp_path / "runs" / "CartPole-v1__dqn__1__1700000000").mkdir(parents=True)
+    assert _imported_after(["--help"]) == set()
+    assert _imported_after(["check", str(tmp_path / "runs"), "--json"]) == set()
+    assert _imported_after(["registry", "list"]) == set()

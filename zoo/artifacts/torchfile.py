@@ -1,0 +1,185 @@
+"""Static inspection of a torch-saved file: what it holds, whether it is safe.
+
+``inspect_torch_file`` never imports torch and never runs a pickle. It reads the
+zip central directory, scans ``data.pkl`` for globals, decodes tensor
+descriptions through the metadata unpickler, and checks that each storage
+record in the archive is as large as its tensors claim (a cut-short file
+fails here, not halfway through an eval).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zoo.artifacts.pickles import (
+    ITEMSIZE,
+    DisallowedGlobal,
+    PickleTruncated,
+    TensorInfo,
+    is_dangerous,
+    read_torch_pickle,
+    scan_globals,
+)
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_PICKLE_START = (b"\x80", b"(", b"}", b"]", b"c")
+
+
+@dataclass
+class TorchFileInfo:
+    """What a model file is, without loading it."""
+
+    path: Path
+    size: int
+    kind: str  # torch-zip | torch-legacy | pickle | empty | not-torch | truncated | missing
+    globals: list[tuple[str, str]] = field(default_factory=list)
+    dangerous: list[str] = field(default_factory=list)
+    disallowed: list[str] = field(default_factory=list)
+    content: object = None  # decoded structure with TensorInfo leaves (torch-zip, safe only)
+    problem: str | None = None
+
+    @property
+    def is_safe(self) -> bool:
+        return not self.dangerous
+
+    @property
+    def weights_only_ok(self) -> bool:
+        """Static verdict: holds only what ``torch.load(weights_only=True)`` decodes."""
+        return (
+            self.kind == "torch-zip"
+            and not self.dangerous
+            and not self.disallowed
+            and self.content is not None
+        )
+
+
+def _find_data_pkl(zf: zipfile.ZipFile) -> str | None:
+    for name in zf.namelist():
+        if name.endswith("data.pkl") and name.count("/") == 1:
+            return name
+    return None
+
+
+def _storage_problems(zf: zipfile.ZipFile, prefix: str, content: object) -> str | None:
+    sizes = {info.filename: info.file_size for info in zf.infolist()}
+    for tensor in iter_tensors(content):
+        entry = f"{prefix}data/{tensor.storage_key}"
+        need = tensor.storage_numel * ITEMSIZE.get(tensor.dtype, 1)
+        if entry not in sizes:
+            return f"storage {tensor.storage_key} missing from the archive"
+        if sizes[entry] < need:
+            return f"storage {tensor.storage_key} holds {sizes[entry]} bytes, tensors need {need}"
+    return None
+
+
+def iter_tensors(obj: object):
+    """Every :class:`TensorInfo` inside a decoded structure."""
+    if isinstance(obj, TensorInfo):
+        yield obj
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from iter_tensors(value)
+    elif isinstance(obj, list | tuple):
+        for value in obj:
+            yield from iter_tensors(value)
+
+
+def _classify_globals(info: TorchFileInfo, found: list[tuple[str, str]]) -> None:
+    info.globals = found
+    info.dangerous = sorted({f"{m}.{n}" for m, n in found if is_dangerous(m, n)})
+
+
+def _inspect_zip(info: TorchFileInfo, raw: bytes) -> None:
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(raw))
+    except zipfile.BadZipFile:
+        info.kind, info.problem = "truncated", "zip archive is cut short (no central directory)"
+        return
+    with zf:
+        pkl_name = _find_data_pkl(zf)
+        if pkl_name is None:
+            info.kind, info.problem = "not-torch", "zip archive without data.pkl (not a torch file)"
+            return
+        try:
+            data = zf.read(pkl_name)
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            info.kind, info.problem = "truncated", f"cannot read {pkl_name}: {exc}"
+            return
+        info.kind = "torch-zip"
+        try:
+            _classify_globals(info, scan_globals(data))
+        except PickleTruncated:
+            info.kind, info.problem = "truncated", "data.pkl is cut short"
+            return
+        if info.dangerous:
+            return
+        try:
+            info.content = read_torch_pickle(data)
+        except DisallowedGlobal as exc:
+            info.disallowed.append(f"{exc.module}.{exc.name}")
+            return
+        except Exception as exc:  # noqa: BLE001 - any decoding failure is a finding, not a crash
+            info.problem = f"data.pkl does not decode: {exc}"
+            return
+        info.problem = _storage_problems(zf, pkl_name[: -len("data.pkl")], info.content)
+        if info.problem:
+            info.kind = "truncated"
+
+
+def _inspect_pickle_stream(info: TorchFileInfo, raw: bytes) -> None:
+    import pickletools
+
+    stream = io.BytesIO(raw)
+    found: list[tuple[str, str]] = []
+    legacy = False
+    for index in range(5):  # legacy torch: magic, protocol, sys_info, object, storage keys
+        start = stream.tell()
+        if start >= len(raw):
+            break
+        chunk = raw[start:]
+        try:
+            found += scan_globals(chunk)
+        except PickleTruncated:
+            if index == 0:
+                info.kind, info.problem = "truncated", "pickle stream is cut short"
+                _classify_globals(info, found)
+                return
+            break
+        if index == 0:
+            for op, arg, _ in pickletools.genops(io.BytesIO(chunk)):
+                if op.name in ("LONG1", "LONG4", "INT", "LONG") and arg == _LEGACY_MAGIC:
+                    legacy = True
+                break_after = op.name == "STOP"
+                if break_after:
+                    break
+        # advance past this pickle's STOP
+        end = next(pos for op, _, pos in pickletools.genops(io.BytesIO(chunk)) if op.name == "STOP")
+        stream.seek(start + end + 1)
+        if not legacy:
+            break
+    info.kind = "torch-legacy" if legacy else "pickle"
+    _classify_globals(info, found)
+
+
+def inspect_torch_file(path: str | Path) -> TorchFileInfo:
+    """Describe a model file statically; every outcome is a value, never an exception."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return TorchFileInfo(path, 0, "missing", problem="file not found")
+    except OSError as exc:
+        return TorchFileInfo(path, 0, "missing", problem=f"cannot read: {exc.strerror}")
+    info = TorchFileInfo(path, len(raw), "not-torch")
+    if not raw:
+        info.kind, info.problem = "empty", "file is empty"
+    elif raw[:4] == b"PK\x03\x04":
+        _inspect_zip(info, raw)
+    elif raw[:1] in _PICKLE_START:
+        _inspect_pickle_stream(info, raw)
+    else:
+        info.problem = "not a torch file (neither a torch zip archive nor a pickle)"
+    return info

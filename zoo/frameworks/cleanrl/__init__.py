@@ -1,0 +1,171 @@
+"""CleanRL adapter: recognise runs, inspect checkpoints, build policies.
+
+CleanRL's training scripts write ``runs/{run_name}/{exp_name}.cleanrl_model`` in
+one of three layouts (a state dict, ``{"model_weights", "args"}``, or a tuple of
+state dicts); the registry says which. Models are the classes in
+:mod:`zoo.frameworks.cleanrl.models`, key-for-key compatible with the scripts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zoo.artifacts.report import ERROR, WARNING, RunReport
+from zoo.artifacts.runs import Run
+from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
+from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
+from zoo.errors import ZooError
+from zoo.frameworks.cleanrl.checkpoint import (
+    LayoutMismatch,
+    build_model,
+    expected_shapes,
+    load_checkpoint,
+    shape_problems,
+    split_parts,
+)
+from zoo.frameworks.cleanrl.discover import MODEL_SUFFIX, discover
+from zoo.registry import Entry, Registry
+
+__all__ = ["discover", "inspect_run", "load_policy", "env_spec", "MODEL_SUFFIX"]
+
+_SPACES_CACHE: dict[tuple[str, str], tuple] = {}
+_SHAPES_CACHE: dict[tuple, dict[str, tuple]] = {}
+
+
+def env_spec(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
+    return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
+
+
+def needed_extras(entry: Entry, env_id: str) -> list[str]:
+    return sorted(set(entry.extras) | set(extras_for_env(env_id)))
+
+
+def spaces_for(entry: Entry, env_id: str) -> tuple:
+    """Observation/action spaces of the wrapped eval env, built once per (env, preset)."""
+    from zoo.envs import probe_spaces
+
+    key = (env_id, entry.env["wrappers"])
+    if key not in _SPACES_CACHE:
+        _SPACES_CACHE[key] = probe_spaces(env_spec(entry, env_id))
+    return _SPACES_CACHE[key]
+
+
+def _file_findings(report: RunReport, info: TorchFileInfo) -> bool:
+    """Flag what the static scan found; True when the content can be compared further."""
+    report.details.update(size=info.size, format=info.kind, weights_only=info.weights_only_ok)
+    if info.dangerous:
+        report.details["dangerous_globals"] = info.dangerous
+        report.flag(ERROR, f"unsafe pickle: loading would call {', '.join(info.dangerous)}",
+                    "do not load it; zoo eval refuses it unless --trust-pickle")  # fmt: skip
+        return False
+    if info.kind in ("empty", "not-torch", "truncated", "missing") or info.problem:
+        hint = (
+            "re-save or re-download the file" if info.kind == "truncated" else "is this a CleanRL model file?"
+        )
+        report.flag(ERROR, f"{info.kind}: {info.problem}", hint)
+        return False
+    if info.disallowed or info.kind != "torch-zip":
+        what = ", ".join(info.disallowed) or f"{info.kind} format"
+        report.flag(WARNING, f"not loadable with weights_only=True ({what})", "zoo eval needs --trust-pickle")
+        return False
+    return True
+
+
+def inspect_run(run: Run, registry: Registry) -> RunReport:
+    """Everything ``zoo check`` says about one CleanRL run, without executing any file."""
+    report = RunReport(run)
+    if run.name_problem and run.model_file is None:
+        report.flag(ERROR, run.name_problem, "pass --exp-name and --env-id, or rename the run dir")
+        return report
+    entry = registry.find(run.exp_name or "")
+    if entry is None:
+        try:
+            registry.get(run.exp_name or "")
+        except ZooError as exc:
+            report.flag(ERROR, f"unknown experiment {run.exp_name!r}", exc.hint)
+        return report
+    report.details["algorithm"] = entry.algorithm
+    if run.model_file is None:
+        if run.other_model_files:
+            names = ", ".join(p.name for p in run.other_model_files)
+            report.flag(ERROR, f"exp_name mismatch: run is {run.exp_name!r}, model file is {names}",
+                        "rename the file or pass --exp-name")  # fmt: skip
+        else:
+            report.flag(ERROR, "missing model: no .cleanrl_model in the run dir", "train with --save-model")
+        return report
+    info = inspect_torch_file(run.model_file)
+    if not _file_findings(report, info):
+        return report
+    try:
+        parts, kwargs = split_parts(entry, info.content)
+    except LayoutMismatch as exc:
+        report.flag(ERROR, exc.message, exc.hint)
+        return report
+    report.details["tensors"] = sum(len(sd) for sd in parts.values())
+    if kwargs:
+        report.details["model_kwargs"] = kwargs
+    if run.env_id is None:
+        report.flag(WARNING, "env id unknown (the file is not in a run dir)", "pass --env-id to zoo eval")
+        return report
+    missing = missing_modules_for_extras(needed_extras(entry, run.env_id))
+    if missing:
+        report.flag(WARNING, f"missing optional extra {missing[0]!r} to evaluate it",
+                    f"pip install 'rl-zoo-hub[{missing[0]}]'")  # fmt: skip
+        return report
+    if _compare_shapes(report, entry, run.env_id, parts, kwargs):
+        _verify_weights_only_load(report, run.model_file)
+    return report
+
+
+def _verify_weights_only_load(report: RunReport, path: Path) -> None:
+    """Confirm the static verdict with torch's own weights-only loader (mmap: no tensor copies)."""
+    import torch
+
+    try:
+        torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as exc:  # noqa: BLE001 - any failure is the finding
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        report.details["weights_only"] = False
+        report.flag(
+            ERROR, f"torch.load(weights_only=True) failed: {first}", "re-save or re-download the file"
+        )
+
+
+def _compare_shapes(report: RunReport, entry: Entry, env_id: str, parts: dict, kwargs: dict) -> bool:
+    """Flag the first key/shape that differs from the registry's model class; True when all fit."""
+    try:
+        spaces = spaces_for(entry, env_id)
+    except ZooError as exc:
+        report.flag(WARNING, f"cannot build env to compare shapes: {exc.message}", exc.hint)
+        return False
+    for part, state in parts.items():
+        key = (entry.name, part, env_id, tuple(sorted(kwargs.items())))
+        if key not in _SHAPES_CACHE:
+            _SHAPES_CACHE[key] = expected_shapes(entry, part, spaces, kwargs)
+        problems = shape_problems(state, _SHAPES_CACHE[key])
+        if problems:
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            where = f" in {part}" if len(parts) > 1 else ""
+            report.flag(ERROR, f"shapes do not match {entry.name} on {env_id}{where}: {problems[0]}{more}",
+                        "check the env id and exp_name of this run")  # fmt: skip
+            return False
+    return True
+
+
+def load_policy(model_file: Path, entry: Entry, env_id: str, *, device: str, seed: int,
+                trust_pickle: bool = False):  # fmt: skip
+    """A ready :class:`~zoo.frameworks.cleanrl.policy.CleanRLPolicy` for ``env_id``."""
+    from zoo.frameworks.cleanrl.policy import CleanRLPolicy
+
+    info = inspect_torch_file(model_file)
+    checkpoint = load_checkpoint(model_file, info, trust_pickle=trust_pickle)
+    parts, kwargs = split_parts(entry, checkpoint)
+    spaces = spaces_for(entry, env_id)
+    part = entry.policy["part"]
+    problems = shape_problems(parts[part], expected_shapes(entry, part, spaces, kwargs))
+    if problems:
+        raise ZooError(f"model does not fit {env_id}: {problems[0]}",
+                       hint="check --env-id and --exp-name")  # fmt: skip
+    module = build_model(entry, part, spaces, kwargs, device=device)
+    module.load_state_dict(parts[part])
+    return CleanRLPolicy(module, entry.policy["head"], spaces[0], spaces[1], entry.eval, device, seed)

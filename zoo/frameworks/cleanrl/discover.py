@@ -1,0 +1,107 @@
+"""Find CleanRL runs: ``runs/{env_id}__{exp_name}__{seed}__{unix_time}/{exp_name}.cleanrl_model``.
+
+Discovery only lists directories (``os.scandir``) and parses names; it reads no
+file contents, so it stays fast on trees of many thousands of runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from zoo.artifacts.runs import Run
+
+MODEL_SUFFIX = ".cleanrl_model"
+RUN_NAME = re.compile(r"^(?P<env_id>.+?)__(?P<exp_name>[^_].*?)__(?P<seed>\d+)__(?P<time>\d+)$")
+
+
+def parse_run_name(name: str) -> dict | None:
+    """``{"env_id", "exp_name", "seed", "time"}`` or None when the name is not CleanRL's."""
+    m = RUN_NAME.match(name)
+    if not m:
+        return None
+    return {"env_id": m["env_id"], "exp_name": m["exp_name"], "seed": int(m["seed"]), "time": int(m["time"])}
+
+
+def _count_videos(folder: Path) -> int:
+    try:
+        return sum(1 for e in os.scandir(folder) if e.name.endswith(".mp4"))
+    except OSError:
+        return 0
+
+
+def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None) -> Run:
+    """Describe one run dir from its listing (and the sibling ``videos/`` folder)."""
+    if entries is None:
+        entries = list(os.scandir(run_dir))
+    run = Run(framework="cleanrl", path=run_dir, run_name=run_dir.name)
+    parsed = parse_run_name(run_dir.name)
+    if parsed:
+        run.env_id, run.exp_name, run.seed, run.started_at = (
+            parsed["env_id"], parsed["exp_name"], parsed["seed"], parsed["time"],
+        )  # fmt: skip
+    else:
+        run.name_problem = f"run name {run_dir.name!r} is not env_id__exp_name__seed__time"
+    models = sorted(Path(e.path) for e in entries if e.name.endswith(MODEL_SUFFIX) and e.is_file())
+    expected = f"{run.exp_name}{MODEL_SUFFIX}" if run.exp_name else None
+    for model in models:
+        if model.name == expected:
+            run.model_file = model
+        else:
+            run.other_model_files.append(model)
+    events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file())
+    run.events_file = Path(events[-1]) if events else None
+    eval_json = run_dir / "eval.json"
+    run.eval_json = eval_json if any(e.name == "eval.json" for e in entries) else None
+    videos_root = run_dir.parent.parent / "videos"
+    for kind, suffix in (("train", ""), ("eval", "-eval")):
+        count = _count_videos(videos_root / f"{run_dir.name}{suffix}")
+        if count:
+            run.videos[kind] = count
+    return run
+
+
+def run_from_model_file(model: Path) -> Run:
+    """A model file given directly: described by its parent run dir when that parses."""
+    parent = model.parent
+    if parse_run_name(parent.name):
+        run = run_from_dir(parent)
+        if run.model_file != model:
+            run.other_model_files = [p for p in run.other_model_files if p != model]
+            if run.model_file is not None:
+                run.other_model_files.append(run.model_file)
+            run.model_file = model
+        return run
+    return Run(
+        framework="cleanrl", path=model, run_name=None, model_file=model, exp_name=model.name.split(".")[0]
+    )
+
+
+def _looks_like_run(name: str, entries: list[os.DirEntry]) -> bool:
+    return parse_run_name(name) is not None or any(
+        e.name.endswith(MODEL_SUFFIX) or e.name.startswith("events.out.tfevents.") for e in entries
+    )
+
+
+def discover(root: Path) -> Iterator[Run]:
+    """Every CleanRL run under ``root`` (a runs folder, one run dir, or a model file)."""
+    if root.is_file():
+        if root.name.endswith(MODEL_SUFFIX):
+            yield run_from_model_file(root)
+        return
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        if _looks_like_run(folder.name, entries):
+            yield run_from_dir(folder, entries)
+            continue
+        subdirs = sorted(
+            (Path(e.path) for e in entries if e.is_dir() and not e.name.startswith(".")), reverse=True
+        )
+        stack.extend(d for d in subdirs if d.name != "videos")

@@ -1,0 +1,198 @@
+"""The experiment registry: ``registry.yaml`` loaded, merged and validated.
+
+The bundled file ships inside the wheel (``zoo/_bundled``) and sits at the repo
+root in a checkout. A user file (``--registry FILE`` or ``ZOO_REGISTRY``) is
+merged over it entry by entry and checked with the same rules, so that a typo
+fails on load with the entry and field named, not later in a rollout.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zoo.envs import PRESETS
+from zoo.errors import ZooError
+
+FORMATS = ("torch-state-dict", "torch-checkpoint", "sb3-zip", "flax-msgpack", "safetensors")
+LAYOUTS = ("state_dict", "dict", "tuple")
+HEADS = ("q_values", "c51", "gaussian", "deterministic_actor")
+FRAMEWORKS = ("cleanrl",)
+KNOWN_EXTRAS = ("mujoco", "atari", "video")
+_EVAL_KEYS = {"episodes": int, "deterministic": bool, "epsilon": float, "exploration_noise": float}
+
+
+def bundled_path() -> Path:
+    """The registry shipped with zoo (wheel data, else the checkout's root)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_bundled" / "registry.yaml", here.parent / "registry.yaml"):
+        if candidate.is_file():
+            return candidate
+    raise ZooError("bundled registry.yaml not found; reinstall rl-zoo-hub")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One experiment: everything needed to find, load and evaluate its models."""
+
+    name: str
+    framework: str
+    algorithm: str
+    format: str
+    filename: str
+    layout: dict[str, Any]
+    model: dict[str, str]
+    policy: dict[str, str]
+    env: dict[str, Any]
+    eval: dict[str, Any]
+    extras: list[str] = field(default_factory=list)
+    hub: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def parts(self) -> list[str]:
+        return list(self.layout["parts"])
+
+    def model_filename(self) -> str:
+        return self.filename.format(exp_name=self.name)
+
+    def hub_repo(self, *, hf_entity: str, env_id: str, seed: int) -> str:
+        return self.hub["repo"].format(hf_entity=hf_entity, env_id=env_id, exp_name=self.name, seed=seed)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+class Registry:
+    """Validated entries by name, with close-match suggestions for typos."""
+
+    def __init__(self, entries: dict[str, Entry], sources: list[Path]):
+        self.entries = entries
+        self.sources = sources
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+    def get(self, name: str) -> Entry:
+        if name in self.entries:
+            return self.entries[name]
+        close = difflib.get_close_matches(name, self.names(), n=3, cutoff=0.6)
+        hint = f"did you mean {', '.join(close)}?" if close else "see `zoo registry list`"
+        raise ZooError(f"unknown experiment {name!r}", hint=hint)
+
+    def find(self, name: str) -> Entry | None:
+        return self.entries.get(name)
+
+
+def _fail(source: Path, name: str, fieldname: str, problem: str) -> ZooError:
+    return ZooError(f"invalid registry {source}: entry {name!r}, field {fieldname!r}: {problem}")
+
+
+def _require(source: Path, name: str, raw: dict, key: str, kind: type) -> Any:
+    if key not in raw:
+        raise _fail(source, name, key, "missing")
+    value = raw[key]
+    if not isinstance(value, kind):
+        raise _fail(source, name, key, f"expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _one_of(source: Path, name: str, key: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise _fail(source, name, key, f"{value!r} is not one of {', '.join(allowed)}")
+
+
+def validate_entry(source: Path, name: str, raw: Any) -> Entry:
+    """Check one raw mapping and build an :class:`Entry`; the first problem raises."""
+    if not isinstance(raw, dict):
+        raise _fail(source, name, "-", f"expected a mapping, got {type(raw).__name__}")
+    allowed = set(Entry.__dataclass_fields__) - {"name"}
+    for key in raw:
+        if key not in allowed:
+            raise _fail(source, name, key, f"unknown field; allowed: {', '.join(sorted(allowed))}")
+    framework = _require(source, name, raw, "framework", str)
+    _one_of(source, name, "framework", framework, FRAMEWORKS)
+    fmt = _require(source, name, raw, "format", str)
+    _one_of(source, name, "format", fmt, FORMATS)
+    filename = _require(source, name, raw, "filename", str)
+    layout = _require(source, name, raw, "layout", dict)
+    _one_of(source, name, "layout.kind", layout.get("kind", "<missing>"), LAYOUTS)
+    parts = layout.get("parts")
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+        raise _fail(source, name, "layout.parts", "expected a non-empty list of part names")
+    if layout["kind"] != "tuple" and len(parts) != 1:
+        raise _fail(source, name, "layout.parts", f"layout {layout['kind']!r} holds exactly one part")
+    if layout["kind"] == "dict":
+        for key in ("weights_key", "args_key"):
+            if not isinstance(layout.get(key), str):
+                raise _fail(source, name, f"layout.{key}", "required for layout kind 'dict'")
+    model = _require(source, name, raw, "model", dict)
+    for part in parts:
+        target = model.get(part)
+        if not isinstance(target, str) or ":" not in target:
+            raise _fail(source, name, f"model.{part}", "expected 'module.path:ClassName'")
+    policy = _require(source, name, raw, "policy", dict)
+    if policy.get("part") not in parts:
+        raise _fail(source, name, "policy.part", f"must name one of the layout parts {parts}")
+    _one_of(source, name, "policy.head", policy.get("head", "<missing>"), HEADS)
+    env = _require(source, name, raw, "env", dict)
+    _one_of(source, name, "env.wrappers", env.get("wrappers", "<missing>"), PRESETS)
+    evaluation = _require(source, name, raw, "eval", dict)
+    for key, value in evaluation.items():
+        kind = _EVAL_KEYS.get(key)
+        if kind is None:
+            raise _fail(source, name, f"eval.{key}", f"unknown; allowed: {', '.join(_EVAL_KEYS)}")
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise _fail(source, name, f"eval.{key}", f"expected {kind.__name__}, got {value!r}")
+        if kind in (int, float) and value < 0:
+            raise _fail(source, name, f"eval.{key}", "must not be negative")
+    evaluation.setdefault("episodes", 10)
+    evaluation.setdefault("deterministic", True)
+    extras = raw.get("extras", [])
+    if not isinstance(extras, list) or any(e not in KNOWN_EXTRAS for e in extras):
+        raise _fail(source, name, "extras", f"expected a list drawn from {', '.join(KNOWN_EXTRAS)}")
+    hub = raw.get("hub", {})
+    if not isinstance(hub, dict) or not isinstance(hub.get("repo", ""), str):
+        raise _fail(source, name, "hub.repo", "expected a string pattern")
+    return Entry(
+        name=name, framework=framework, algorithm=str(raw.get("algorithm", name)), format=fmt,
+        filename=filename, layout=layout, model=model, policy=policy, env=env, eval=evaluation,
+        extras=list(extras), hub=hub,
+    )  # fmt: skip
+
+
+def _read_yaml(path: Path) -> dict:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ZooError(f"cannot read registry {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ZooError(f"invalid registry {path}: not valid YAML{where}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ZooError(f"invalid registry {path}: top level must be a mapping of experiment names")
+    return data
+
+
+def load_registry(user_file: str | os.PathLike | None = None) -> Registry:
+    """The bundled registry merged with ``user_file`` (or ``$ZOO_REGISTRY``)."""
+    sources = [bundled_path()]
+    user = user_file or os.environ.get("ZOO_REGISTRY")
+    if user:
+        sources.append(Path(user))
+    entries: dict[str, Entry] = {}
+    for source in sources:
+        for name, raw in _read_yaml(source).items():
+            entries[str(name)] = validate_entry(source, str(name), raw)
+    return Registry(entries, sources)
