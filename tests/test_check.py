@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from helpers import EXAMPLES, make_run, save_model, write_malicious, zoo
 
@@ -170,3 +171,26 @@ def test_help_and_check_without_model_files_import_no_heavy_library(tmp_path):
     assert _imported_after(["--help"]) == set()
     assert _imported_after(["check", str(tmp_path / "runs"), "--json"]) == set()
     assert _imported_after(["registry", "list"]) == set()
+
+
+def test_events_results_are_cached_until_the_file_changes(tmp_path):
+    import json
+    import os
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = make_run(tmp_path, "CartPole-v1", "dqn")
+    writer = SummaryWriter(str(run))
+    writer.add_scalar("charts/episodic_return", 42.0, 100)
+    writer.close()
+    first = zoo("check", run, "--json").json()[0]["details"]["train_return"]
+    assert first == {"step": 100, "value": 42.0}
+    memo = json.loads((Path(os.environ["ZOO_CACHE_DIR"]) / "events.json").read_text())
+    (entry,) = memo["entries"].values()
+    entry["value"] = [100, 7.0]  # a planted value proves the second call reads the memo
+    (Path(os.environ["ZOO_CACHE_DIR"]) / "events.json").write_text(json.dumps(memo))
+    assert zoo("check", run, "--json").json()[0]["details"]["train_return"]["value"] == 7.0
+    assert zoo("check", run, "--json", "--no-cache").json()[0]["details"]["train_return"]["value"] == 42.0
+    events = next(run.glob("events.out.tfevents.*"))
+    os.utime(events, ns=(events.stat().st_atime_ns, events.stat().st_mtime_ns + 10**9))
+    assert zoo("check", run, "--json").json()[0]["details"]["train_return"]["value"] == 42.0

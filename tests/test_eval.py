@@ -117,9 +117,11 @@ def test_c51_reads_its_atoms_from_the_saved_args(tmp_path):
     assert _eval(run, "-n", "2", "--deterministic").exit_code == 0
 
 
-def test_bundled_cartpole_examples_score_at_least_195():
-    for run in sorted(EXAMPLES.glob("CartPole-v1__*")):
-        out = run.parent.parent / ".." / ".cache" / f"{run.name}.json"
+def test_bundled_cartpole_examples_score_at_least_195(tmp_path):
+    runs = sorted(EXAMPLES.glob("CartPole-v1__*"))
+    assert {r.name.split("__")[1] for r in runs} == {"dqn", "c51"}
+    for run in runs:
+        out = tmp_path / f"{run.name}.json"
         result = _eval(run, "-n", "20", "--deterministic", "--out", out)
         assert result.exit_code == 0, result.stderr
         assert json.loads(out.read_text())["metrics"]["return_mean"] >= 195, run.name

@@ -6,6 +6,7 @@ import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from zoo.artifacts.cache import FileMemo
 from zoo.artifacts.report import RunReport
 from zoo.artifacts.runs import Run, RunFilter
 from zoo.errors import ZooError
@@ -32,7 +33,9 @@ def discover_runs(paths: list[Path], registry: Registry, run_filter: RunFilter) 
                     yield run
 
 
-def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter) -> list[RunReport]:
+def check_paths(
+    paths: list[Path], registry: Registry, run_filter: RunFilter, use_cache: bool = True
+) -> list[RunReport]:
     """One report per run found; an error when nothing (or nothing matching) is there."""
     runs = list(discover_runs(paths, registry, run_filter))
     if not runs:
@@ -43,19 +46,26 @@ def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter) ->
         raise ZooError(
             f"no runs found under {where}", hint="expected runs/{env_id}__{exp_name}__{seed}__{time}/"
         )
+    memo = FileMemo("events", enabled=use_cache)
     reports = []
     for run in runs:
         report = adapter(run.framework).inspect_run(run, registry)
-        _add_training_return(report)
+        _add_training_return(report, memo)
         reports.append(report)
+    memo.save()
     return reports
 
 
-def _add_training_return(report: RunReport) -> None:
-    if report.run.events_file is None:
+def _add_training_return(report: RunReport, memo: FileMemo) -> None:
+    """The last logged ``charts/episodic_return``, remembered per events file."""
+    events = report.run.events_file
+    if events is None:
         return
-    from zoo.artifacts.tensorboard import last_scalar
+    hit, last = memo.get(events)
+    if not hit:
+        from zoo.artifacts.tensorboard import last_scalar
 
-    last = last_scalar(report.run.events_file)
+        last = last_scalar(events)
+        memo.put(events, last)
     if last is not None:
-        report.details["train_return"] = {"step": last[0], "value": last[1]}
+        report.details["train_return"] = {"step": int(last[0]), "value": float(last[1])}

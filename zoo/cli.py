@@ -91,19 +91,11 @@ def registry_list(ctx: click.Context, as_json: bool) -> None:
         table.add_column(col)
     for name in reg.names():
         e = reg.entries[name]
-        mode = "deterministic" if e.eval.get("deterministic") else _stochastic_label(e.eval)
+        mode = "deterministic" if e.eval.get("deterministic") else e.stochastic_mode()
         table.add_row(
             name, e.framework, e.algorithm, e.format, e.layout["kind"], mode, ",".join(e.extras) or "-"
         )
     out.print(table)
-
-
-def _stochastic_label(evaluation: dict) -> str:
-    if "epsilon" in evaluation:
-        return f"epsilon {evaluation['epsilon']}"
-    if "exploration_noise" in evaluation:
-        return f"noise {evaluation['exploration_noise']}"
-    return "sampled"
 
 
 @registry_cmd.command("show")
@@ -135,8 +127,11 @@ _STYLE = {"ok": "green", "warning": "yellow", "error": "red"}
 @click.option("--seed", type=int, default=None, help="Only runs with this seed.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="Only print runs that are not ok.")
+@click.option(
+    "--no-cache", is_flag=True, help="Re-read every events file (results are cached by size and mtime)."
+)
 @click.pass_context
-def check_cmd(ctx, paths, exp_name, env_id, seed, as_json, quiet) -> None:
+def check_cmd(ctx, paths, exp_name, env_id, seed, as_json, quiet, no_cache) -> None:
     """Find runs under PATHS and say which hold a usable model.
 
     PATH may be a runs folder, one run dir or one model file. Nothing is executed:
@@ -145,7 +140,9 @@ def check_cmd(ctx, paths, exp_name, env_id, seed, as_json, quiet) -> None:
     from zoo.artifacts.runs import RunFilter
     from zoo.check import check_paths
 
-    reports = check_paths(list(paths), _registry(ctx), RunFilter(exp_name, env_id, seed))
+    reports = check_paths(
+        list(paths), _registry(ctx), RunFilter(exp_name, env_id, seed), use_cache=not no_cache
+    )
     if as_json:
         _print_json([r.to_json() for r in reports])
     else:
@@ -210,64 +207,27 @@ def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, 
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
     """
-    from zoo.evaluate import evaluate, resolve_device
-    from zoo.targets import resolve_target
+    from zoo.targets import plan_eval, resolve_target, run_eval
 
-    resolved = resolve_target(target, _registry(ctx), exp_name=exp_name, env_id=env_id, seed=run_seed)
-    entry = resolved.entry
-    episodes = episodes or entry.eval["episodes"]
-    num_envs = min(num_envs, episodes)
-    mode_from = "flag" if deterministic is not None else "registry"
-    deterministic = entry.eval["deterministic"] if deterministic is None else deterministic
-    device = resolve_device(device)
-    out_path = out_path or _default_eval_path(resolved)
-    video_dir = str(_video_dir(resolved)) if capture_video else None
-    settings = (
-        {k: v for k, v in entry.eval.items() if k in ("epsilon", "exploration_noise")}
-        if not deterministic
-        else {}
-    )
-    mode = "deterministic" if deterministic else f"stochastic ({_stochastic_label(entry.eval)})"
+    target_ = resolve_target(target, _registry(ctx), exp_name=exp_name, env_id=env_id, seed=run_seed)
+    plan = plan_eval(target_, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
+                     device=device, out_path=out_path, capture_video=capture_video, trust_pickle=trust_pickle)  # fmt: skip
     if not quiet:
-        err.print(f"evaluating [bold]{resolved.model_file}[/] ({entry.name}, {resolved.env_id}): {episodes} episodes, "
-                  f"{num_envs} envs, seed {seed}, {mode} [dim]({mode_from})[/], device {device}", markup=True)  # fmt: skip
-    policy = resolved.adapter.load_policy(resolved.model_file, entry, resolved.env_id, device=device, seed=seed,
-                                          trust_pickle=trust_pickle)  # fmt: skip
-    spec = resolved.adapter.env_spec(entry, resolved.env_id, video_dir=video_dir)
+        err.print(f"evaluating [bold]{target_.model_file}[/] ({target_.entry.name}, {target_.env_id}): "
+                  f"{plan.episodes} episodes, {plan.num_envs} envs, seed {plan.seed}, {plan.mode} "
+                  f"[dim]({plan.mode_source})[/], device {plan.device}", markup=True)  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = _run_with_progress(
-            quiet, episodes,
-            lambda on_episode: evaluate(policy, spec, episodes=episodes, num_envs=num_envs, seed=seed,
-                                        deterministic=deterministic, checkpoint=str(resolved.model_file),
-                                        exp_name=entry.name, framework=entry.framework, device=device,
-                                        settings=settings, on_episode=on_episode),
-        )  # fmt: skip
+        result = _run_with_progress(quiet, plan.episodes, lambda on_episode: run_eval(plan, on_episode))
     for message in dict.fromkeys(str(w.message) for w in caught if "video" in str(w.message)):
         err.print(f"[yellow]warning:[/] {message}", markup=True)
-    from zoo.atomic import write_json_atomic
-
-    data = result.to_json()
-    write_json_atomic(out_path, data)
     if as_json:
-        _print_json(data)
+        _print_json(result.to_json())
     if not quiet:
         m = result.metrics
         success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
-        err.print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {episodes} episodes "
-                  f"(length {m['length_mean']:.1f}{success}) in {result.wall_clock_seconds:.1f}s -> {out_path}")  # fmt: skip
-
-
-def _default_eval_path(resolved) -> Path:
-    run = resolved.run
-    return (run.path if run.path.is_dir() else run.path.parent) / "eval.json"
-
-
-def _video_dir(resolved) -> Path:
-    run = resolved.run
-    if run.path.is_dir() and run.run_name:
-        return run.path.parent.parent / "videos" / f"{run.run_name}-eval"
-    return Path("videos") / f"{resolved.model_file.stem}-eval"
+        err.print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {plan.episodes} episodes "
+                  f"(length {m['length_mean']:.1f}{success}) in {result.wall_clock_seconds:.1f}s -> {plan.out_path}")  # fmt: skip
 
 
 def _run_with_progress(quiet: bool, total: int, work):

@@ -61,6 +61,14 @@ class Entry:
     def hub_repo(self, *, hf_entity: str, env_id: str, seed: int) -> str:
         return self.hub["repo"].format(hf_entity=hf_entity, env_id=env_id, exp_name=self.name, seed=seed)
 
+    def stochastic_mode(self) -> str:
+        """How the published eval mode picks actions: epsilon-greedy, noise or sampling."""
+        if "epsilon" in self.eval:
+            return f"epsilon {self.eval['epsilon']}"
+        if "exploration_noise" in self.eval:
+            return f"noise {self.eval['exploration_noise']}"
+        return "sampled"
+
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 

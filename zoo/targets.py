@@ -61,3 +61,71 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
             f"{run.path}: no model file", hint=f"expected {entry.model_filename()} (train with --save-model)"
         )
     return Target(run, entry, env, model)
+
+
+@dataclass
+class EvalPlan:
+    """Every setting of one evaluation, resolved from the flags and the registry defaults."""
+
+    target: Target
+    episodes: int
+    num_envs: int
+    seed: int
+    deterministic: bool
+    mode_source: str  # "flag" or "registry"
+    device: str
+    out_path: Path
+    video_dir: Path | None
+    trust_pickle: bool
+
+    @property
+    def settings(self) -> dict:
+        """The stochastic mode's parameters (epsilon / exploration noise), recorded in eval.json."""
+        if self.deterministic:
+            return {}
+        return {k: v for k, v in self.target.entry.eval.items() if k in ("epsilon", "exploration_noise")}
+
+    @property
+    def mode(self) -> str:
+        return (
+            "deterministic" if self.deterministic else f"stochastic ({self.target.entry.stochastic_mode()})"
+        )
+
+
+def plan_eval(target: Target, *, episodes: int | None, num_envs: int, seed: int, deterministic: bool | None,
+              device: str, out_path: Path | None, capture_video: bool, trust_pickle: bool) -> EvalPlan:  # fmt: skip
+    """Fill what the flags leave open from the registry entry; outputs default to the run's folders."""
+    from zoo.evaluate import resolve_device
+
+    entry, run = target.entry, target.run
+    episodes = episodes or entry.eval["episodes"]
+    run_dir = run.path if run.path.is_dir() else run.path.parent
+    if run.path.is_dir() and run.run_name:
+        video_dir = run.path.parent.parent / "videos" / f"{run.run_name}-eval"
+    else:
+        video_dir = Path("videos") / f"{target.model_file.stem}-eval"
+    return EvalPlan(
+        target=target, episodes=episodes, num_envs=min(num_envs, episodes), seed=seed,
+        deterministic=entry.eval["deterministic"] if deterministic is None else deterministic,
+        mode_source="registry" if deterministic is None else "flag", device=resolve_device(device),
+        out_path=out_path or run_dir / "eval.json", video_dir=video_dir if capture_video else None,
+        trust_pickle=trust_pickle,
+    )  # fmt: skip
+
+
+def run_eval(plan: EvalPlan, on_episode=None):
+    """Load the policy safely, roll it out, write eval.json atomically; returns the EvalResult."""
+    from zoo.atomic import write_json_atomic
+    from zoo.evaluate import evaluate
+
+    target = plan.target
+    policy = target.adapter.load_policy(target.model_file, target.entry, target.env_id, device=plan.device,
+                                        seed=plan.seed, trust_pickle=plan.trust_pickle)  # fmt: skip
+    spec = target.adapter.env_spec(target.entry, target.env_id,
+                                   video_dir=str(plan.video_dir) if plan.video_dir else None)  # fmt: skip
+    result = evaluate(policy, spec, episodes=plan.episodes, num_envs=plan.num_envs, seed=plan.seed,
+                      deterministic=plan.deterministic, checkpoint=str(target.model_file),
+                      exp_name=target.entry.name, framework=target.entry.framework, device=plan.device,
+                      settings=plan.settings, on_episode=on_episode)  # fmt: skip
+    write_json_atomic(plan.out_path, result.to_json())
+    return result

@@ -36,6 +36,7 @@ _DTYPES = {
 }  # fmt: skip
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
             "int16": 2, "int8": 1, "uint8": 1, "bool": 1}  # fmt: skip
+_INT_OPS = {"INT", "LONG", "LONG1", "LONG4", "BININT", "BININT1", "BININT2"}
 _STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING",
                "SHORT_BINSTRING"}  # fmt: skip
 
@@ -51,16 +52,30 @@ def is_dangerous(module: str, name: str) -> bool:
     return root in {"builtins", "__builtin__"} and name in DANGEROUS_BUILTINS
 
 
-def scan_globals(data: bytes) -> list[tuple[str, str]]:
-    """Every ``(module, name)`` the pickle would import, in order, without loading it."""
+@dataclass
+class PickleScan:
+    """What one pickle in a byte stream references, and where it ends."""
+
+    globals: list[tuple[str, str]]
+    end: int  # offset just past the STOP opcode
+    first_int: int | None  # the first integer pushed (torch's legacy magic number)
+
+
+def scan_pickle(data: bytes, start: int = 0) -> PickleScan:
+    """Walk one pickle's opcodes from ``start``; list every global it would import. Nothing runs."""
     found: list[tuple[str, str]] = []
     memo: dict[int, object] = {}
     recent: list[object] = []  # values pushed by string / memo-get ops, newest last
+    first_int = None
+    stream = io.BytesIO(data)
+    stream.seek(start)
     try:
-        for opcode, arg, _pos in pickletools.genops(io.BytesIO(data)):
+        for opcode, arg, pos in pickletools.genops(stream):
             name = opcode.name
             if name in _STRING_OPS:
                 recent.append(arg)
+            elif name in _INT_OPS and first_int is None:
+                first_int = int(arg)
             elif name in ("BINGET", "LONG_BINGET", "GET"):
                 recent.append(memo.get(int(arg)))
             elif name in ("BINPUT", "LONG_BINPUT", "PUT"):
@@ -76,10 +91,15 @@ def scan_globals(data: bytes) -> list[tuple[str, str]]:
                 else:
                     found.append(("<unknown>", "<stack_global>"))
             elif name == "STOP":
-                return found
+                return PickleScan(found, pos + 1, first_int)
     except ValueError as exc:
         raise PickleTruncated(str(exc)) from None
     raise PickleTruncated("no STOP opcode")
+
+
+def scan_globals(data: bytes) -> list[tuple[str, str]]:
+    """Every ``(module, name)`` the (first) pickle in ``data`` would import, in order."""
+    return scan_pickle(data).globals
 
 
 @dataclass(frozen=True)

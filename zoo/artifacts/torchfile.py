@@ -22,6 +22,7 @@ from zoo.artifacts.pickles import (
     is_dangerous,
     read_torch_pickle,
     scan_globals,
+    scan_pickle,
 )
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -130,37 +131,23 @@ def _inspect_zip(info: TorchFileInfo, raw: bytes) -> None:
 
 
 def _inspect_pickle_stream(info: TorchFileInfo, raw: bytes) -> None:
-    import pickletools
-
-    stream = io.BytesIO(raw)
+    """A plain pickle, or torch's legacy format: five pickles (magic number first), then raw storages."""
     found: list[tuple[str, str]] = []
-    legacy = False
-    for index in range(5):  # legacy torch: magic, protocol, sys_info, object, storage keys
-        start = stream.tell()
-        if start >= len(raw):
-            break
-        chunk = raw[start:]
+    offset, legacy = 0, False
+    for index in range(5):
         try:
-            found += scan_globals(chunk)
+            scan = scan_pickle(raw, offset)
         except PickleTruncated:
             if index == 0:
                 info.kind, info.problem = "truncated", "pickle stream is cut short"
-                _classify_globals(info, found)
-                return
             break
-        if index == 0:
-            for op, arg, _ in pickletools.genops(io.BytesIO(chunk)):
-                if op.name in ("LONG1", "LONG4", "INT", "LONG") and arg == _LEGACY_MAGIC:
-                    legacy = True
-                break_after = op.name == "STOP"
-                if break_after:
-                    break
-        # advance past this pickle's STOP
-        end = next(pos for op, _, pos in pickletools.genops(io.BytesIO(chunk)) if op.name == "STOP")
-        stream.seek(start + end + 1)
-        if not legacy:
+        found += scan.globals
+        legacy = legacy or (index == 0 and scan.first_int == _LEGACY_MAGIC)
+        offset = scan.end
+        if not legacy or offset >= len(raw):
             break
-    info.kind = "torch-legacy" if legacy else "pickle"
+    if info.kind != "truncated":
+        info.kind = "torch-legacy" if legacy else "pickle"
     _classify_globals(info, found)
 
 
