@@ -31,7 +31,7 @@ def test_bundled_examples_are_all_ok_with_metadata():
 
 
 def test_human_table_and_summary():
-    result = zoo("check", EXAMPLES)
+    result = zoo("check", EXAMPLES, env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "CartPole-v1__dqn__1__" in result.stdout and "ready to evaluate" in result.stdout
     assert "runs: " in result.stdout and "0 error" in result.stdout

@@ -27,14 +27,20 @@ def _console(stderr: bool) -> Console:
     return Console(stderr=stderr, highlight=False, width=width, soft_wrap=stderr)
 
 
-out = _console(stderr=False)
-err = _console(stderr=True)
+def out() -> Console:
+    """Console for results (stdout), built per call so that COLUMNS and redirections are honoured."""
+    return _console(stderr=False)
+
+
+def err() -> Console:
+    """Console for progress, summaries, warnings and errors (stderr)."""
+    return _console(stderr=True)
 
 
 def _fail(exc: ZooError) -> None:
-    err.print(f"[bold red]error:[/] {exc.message}", markup=True)
+    err().print(f"[bold red]error:[/] {exc.message}", markup=True)
     if exc.hint:
-        err.print(f"[dim]hint:[/] {exc.hint}", markup=True)
+        err().print(f"[dim]hint:[/] {exc.hint}", markup=True)
     sys.exit(exc.exit_code)
 
 
@@ -95,7 +101,7 @@ def registry_list(ctx: click.Context, as_json: bool) -> None:
         table.add_row(
             name, e.framework, e.algorithm, e.format, e.layout["kind"], mode, ",".join(e.extras) or "-"
         )
-    out.print(table)
+    out().print(table)
 
 
 @registry_cmd.command("show")
@@ -112,8 +118,8 @@ def registry_show(ctx: click.Context, name: str, as_json: bool) -> None:
         return
     data = entry.as_dict()
     data.pop("name")
-    out.print(f"[bold]{name}[/]", markup=True)
-    out.print(yaml.safe_dump(data, sort_keys=False).rstrip())
+    out().print(f"[bold]{name}[/]", markup=True)
+    out().print(yaml.safe_dump(data, sort_keys=False).rstrip())
 
 
 # ----------------------------------------------------------------------------- check
@@ -167,9 +173,9 @@ def _render_check(reports, quiet: bool) -> None:
             f"{train['value']:.1f}" if train else "-", reason,
         )  # fmt: skip
     if shown:
-        out.print(table)
+        out().print(table)
     counts = {s: sum(r.status == s for r in reports) for s in ("ok", "warning", "error")}
-    out.print(f"{len(reports)} runs: {counts['ok']} ok, {counts['warning']} warning, {counts['error']} error")
+    out().print(f"{len(reports)} runs: {counts['ok']} ok, {counts['warning']} warning, {counts['error']} error")
 
 
 # ----------------------------------------------------------------------------- eval
@@ -213,20 +219,20 @@ def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, 
     plan = plan_eval(target_, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
                      device=device, out_path=out_path, capture_video=capture_video, trust_pickle=trust_pickle)  # fmt: skip
     if not quiet:
-        err.print(f"evaluating [bold]{target_.model_file}[/] ({target_.entry.name}, {target_.env_id}): "
+        err().print(f"evaluating [bold]{target_.model_file}[/] ({target_.entry.name}, {target_.env_id}): "
                   f"{plan.episodes} episodes, {plan.num_envs} envs, seed {plan.seed}, {plan.mode} "
                   f"[dim]({plan.mode_source})[/], device {plan.device}", markup=True)  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = _run_with_progress(quiet, plan.episodes, lambda on_episode: run_eval(plan, on_episode))
     for message in dict.fromkeys(str(w.message) for w in caught if "video" in str(w.message)):
-        err.print(f"[yellow]warning:[/] {message}", markup=True)
+        err().print(f"[yellow]warning:[/] {message}", markup=True)
     if as_json:
         _print_json(result.to_json())
     if not quiet:
         m = result.metrics
         success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
-        err.print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {plan.episodes} episodes "
+        err().print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {plan.episodes} episodes "
                   f"(length {m['length_mean']:.1f}{success}) in {result.wall_clock_seconds:.1f}s -> {plan.out_path}")  # fmt: skip
 
 
@@ -236,7 +242,7 @@ def _run_with_progress(quiet: bool, total: int, work):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:  # fmt: skip
+                  console=err(), transient=True) as progress:  # fmt: skip
         task = progress.add_task("eval", total=total)
         return work(lambda done: progress.update(task, completed=done))
 
