@@ -175,7 +175,9 @@ def _render_check(reports, quiet: bool) -> None:
     if shown:
         out().print(table)
     counts = {s: sum(r.status == s for r in reports) for s in ("ok", "warning", "error")}
-    out().print(f"{len(reports)} runs: {counts['ok']} ok, {counts['warning']} warning, {counts['error']} error")
+    out().print(
+        f"{len(reports)} runs: {counts['ok']} ok, {counts['warning']} warning, {counts['error']} error"
+    )
 
 
 # ----------------------------------------------------------------------------- eval
