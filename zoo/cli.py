@@ -52,6 +52,14 @@ class ZooGroup(click.Group):
             return super().invoke(ctx)
         except ZooError as exc:
             _fail(exc)
+        except KeyboardInterrupt:
+            err().print("interrupted: nothing was written")
+            sys.exit(130)
+        except Exception as exc:  # a bug in zoo: one line by default, the traceback on request
+            if os.environ.get("ZOO_DEBUG"):
+                raise
+            _fail(ZooError(f"internal error: {type(exc).__name__}: {exc}",
+                           hint="please report it; rerun with ZOO_DEBUG=1 for the traceback"))  # fmt: skip
 
 
 def _registry(ctx: click.Context):
@@ -215,18 +223,21 @@ def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, 
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
     """
-    from zoo.targets import plan_eval, resolve_target, run_eval
+    from zoo.targets import load_plan_policy, plan_eval, resolve_target, run_eval
 
     target_ = resolve_target(target, _registry(ctx), exp_name=exp_name, env_id=env_id, seed=run_seed)
     plan = plan_eval(target_, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
                      device=device, out_path=out_path, capture_video=capture_video, trust_pickle=trust_pickle)  # fmt: skip
+    policy = load_plan_policy(plan)
     if not quiet:
         err().print(f"evaluating [bold]{target_.model_file}[/] ({target_.entry.name}, {target_.env_id}): "
                   f"{plan.episodes} episodes, {plan.num_envs} envs, seed {plan.seed}, {plan.mode} "
                   f"[dim]({plan.mode_source})[/], device {plan.device}", markup=True)  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = _run_with_progress(quiet, plan.episodes, lambda on_episode: run_eval(plan, on_episode))
+        result = _run_with_progress(
+            quiet, plan.episodes, lambda on_episode: run_eval(plan, policy, on_episode)
+        )
     for message in dict.fromkeys(str(w.message) for w in caught if "video" in str(w.message)):
         err().print(f"[yellow]warning:[/] {message}", markup=True)
     if as_json:
@@ -239,12 +250,14 @@ def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, 
 
 
 def _run_with_progress(quiet: bool, total: int, work):
-    if quiet:
+    """A rich progress bar on a terminal; nothing at all when piped or quiet."""
+    console = err()
+    if quiet or not console.is_terminal:
         return work(None)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err(), transient=True) as progress:  # fmt: skip
+                  console=console, transient=True) as progress:  # fmt: skip
         task = progress.add_task("eval", total=total)
         return work(lambda done: progress.update(task, completed=done))
 

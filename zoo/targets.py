@@ -113,14 +113,19 @@ def plan_eval(target: Target, *, episodes: int | None, num_envs: int, seed: int,
     )  # fmt: skip
 
 
-def run_eval(plan: EvalPlan, on_episode=None):
-    """Load the policy safely, roll it out, write eval.json atomically; returns the EvalResult."""
+def load_plan_policy(plan: EvalPlan):
+    """The target's policy, loaded safely (refusals and bad files raise before any rollout)."""
+    target = plan.target
+    return target.adapter.load_policy(target.model_file, target.entry, target.env_id, device=plan.device,
+                                      seed=plan.seed, trust_pickle=plan.trust_pickle)  # fmt: skip
+
+
+def run_eval(plan: EvalPlan, policy, on_episode=None):
+    """Roll ``policy`` out as planned and write eval.json atomically; returns the EvalResult."""
     from zoo.atomic import write_json_atomic
     from zoo.evaluate import evaluate
 
     target = plan.target
-    policy = target.adapter.load_policy(target.model_file, target.entry, target.env_id, device=plan.device,
-                                        seed=plan.seed, trust_pickle=plan.trust_pickle)  # fmt: skip
     spec = target.adapter.env_spec(target.entry, target.env_id,
                                    video_dir=str(plan.video_dir) if plan.video_dir else None)  # fmt: skip
     result = evaluate(policy, spec, episodes=plan.episodes, num_envs=plan.num_envs, seed=plan.seed,

@@ -9,7 +9,6 @@ fails here, not halfway through an eval).
 
 from __future__ import annotations
 
-import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,9 +92,10 @@ def _classify_globals(info: TorchFileInfo, found: list[tuple[str, str]]) -> None
     info.dangerous = sorted({f"{m}.{n}" for m, n in found if is_dangerous(m, n)})
 
 
-def _inspect_zip(info: TorchFileInfo, raw: bytes) -> None:
+def _inspect_zip(info: TorchFileInfo) -> None:
+    """Only the central directory and ``data.pkl`` are read: tensor data never leaves the disk."""
     try:
-        zf = zipfile.ZipFile(io.BytesIO(raw))
+        zf = zipfile.ZipFile(info.path)
     except zipfile.BadZipFile:
         info.kind, info.problem = "truncated", "zip archive is cut short (no central directory)"
         return
@@ -155,18 +155,20 @@ def inspect_torch_file(path: str | Path) -> TorchFileInfo:
     """Describe a model file statically; every outcome is a value, never an exception."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            magic = fh.read(4)
     except FileNotFoundError:
         return TorchFileInfo(path, 0, "missing", problem="file not found")
     except OSError as exc:
         return TorchFileInfo(path, 0, "missing", problem=f"cannot read: {exc.strerror}")
-    info = TorchFileInfo(path, len(raw), "not-torch")
-    if not raw:
+    info = TorchFileInfo(path, size, "not-torch")
+    if not magic:
         info.kind, info.problem = "empty", "file is empty"
-    elif raw[:4] == b"PK\x03\x04":
-        _inspect_zip(info, raw)
-    elif raw[:1] in _PICKLE_START:
-        _inspect_pickle_stream(info, raw)
+    elif magic == b"PK\x03\x04":
+        _inspect_zip(info)
+    elif magic[:1] in _PICKLE_START:
+        _inspect_pickle_stream(info, path.read_bytes())
     else:
         info.problem = "not a torch file (neither a torch zip archive nor a pickle)"
     return info
