@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 TORCH = "torch==2.13.0"
-EXAMPLES = ROOT / "examples" / "runs"
+EXAMPLES = Path("examples") / "runs"  # relative to ROOT, where every command runs
 
 
 def run(*cmd: str | Path, check: bool = True) -> int:
@@ -40,9 +40,9 @@ def demo() -> int:
     setup()
     zoo = BIN / "zoo"
     run(zoo, "check", EXAMPLES, check=False)
-    out = ROOT / ".cache" / "demo"
+    out = Path(".cache") / "demo"
     status = 0
-    for run_dir in sorted(p for p in EXAMPLES.iterdir() if p.is_dir()):
+    for run_dir in sorted(p.relative_to(ROOT) for p in (ROOT / EXAMPLES).iterdir() if p.is_dir()):
         status |= run(zoo, "eval", run_dir, "--episodes", "20", "--deterministic",
                       "--out", out / f"{run_dir.name}.eval.json", check=False)  # fmt: skip
     return status
