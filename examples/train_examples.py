@@ -42,7 +42,7 @@ import copy
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -275,16 +275,9 @@ def store(
         rb.add(obs[i], next_obs[i], actions[i], rewards[i], terminations[i])
 
 
-def train_dqn(args: DQNArgs, out: Path) -> Path:
-    envs, writer = start_run(args, out)
-    q_network = QNetwork(envs)
-    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate)
-    target_network = QNetwork(envs)
-    target_network.load_state_dict(q_network.state_dict())
-    rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, (), np.int64)
-    best = BestSoFar(args, writer, [q_network])
-
-    start_time = time.time()
+def epsilon_greedy_steps(args: DQNArgs | C51Args, envs: gym.vector.SyncVectorEnv, q_network: nn.Module,
+                         writer: SummaryWriter, rb: ReplayBuffer) -> Iterator[int]:  # fmt: skip
+    """CleanRL's DQN/C51 collection step: act epsilon-greedily, log, store; yields each global step."""
     obs, _ = envs.reset(seed=args.seed)
     after_done = np.zeros(envs.num_envs, dtype=bool)
     duration = int(args.exploration_fraction * args.total_timesteps)
@@ -295,7 +288,20 @@ def train_dqn(args: DQNArgs, out: Path) -> Path:
         log_step(writer, infos, global_step)
         store(rb, obs, next_obs, actions, rewards, terminations, after_done)
         obs, after_done = next_obs, terminations | truncations
+        yield global_step
 
+
+def train_dqn(args: DQNArgs, out: Path) -> Path:
+    envs, writer = start_run(args, out)
+    q_network = QNetwork(envs)
+    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate)
+    target_network = QNetwork(envs)
+    target_network.load_state_dict(q_network.state_dict())
+    rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, (), np.int64)
+    best = BestSoFar(args, writer, [q_network])
+
+    start_time = time.time()
+    for global_step in epsilon_greedy_steps(args, envs, q_network, writer, rb):
         if global_step > args.learning_starts:
             if global_step % args.train_frequency == 0:
                 data = rb.sample(args.batch_size)
@@ -335,17 +341,7 @@ def train_c51(args: C51Args, out: Path) -> Path:
         return torch.softmax(network.network(x).view(len(x), network.n, network.n_atoms), dim=2)
 
     start_time = time.time()
-    obs, _ = envs.reset(seed=args.seed)
-    after_done = np.zeros(envs.num_envs, dtype=bool)
-    duration = int(args.exploration_fraction * args.total_timesteps)
-    for global_step in range(args.total_timesteps):
-        epsilon = linear_schedule(args.start_e, args.end_e, duration, global_step)
-        actions = epsilon_greedy(q_network, envs, obs, epsilon)
-        next_obs, rewards, terminations, truncations, infos = envs.step(actions)
-        log_step(writer, infos, global_step)
-        store(rb, obs, next_obs, actions, rewards, terminations, after_done)
-        obs, after_done = next_obs, terminations | truncations
-
+    for global_step in epsilon_greedy_steps(args, envs, q_network, writer, rb):
         if global_step > args.learning_starts:
             if global_step % args.train_frequency == 0:
                 data = rb.sample(args.batch_size)

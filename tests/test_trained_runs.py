@@ -12,7 +12,6 @@ import json
 import sys
 
 import pytest
-
 from helpers import REPO, zoo
 
 

@@ -23,10 +23,10 @@ from zoo.frameworks.cleanrl.checkpoint import (
     shape_problems,
     split_parts,
 )
-from zoo.frameworks.cleanrl.discover import MODEL_SUFFIX, discover
+from zoo.frameworks.cleanrl.discover import discover
 from zoo.registry import Entry, Registry
 
-__all__ = ["discover", "inspect_run", "load_policy", "env_spec", "MODEL_SUFFIX"]
+__all__ = ["discover", "inspect_run", "load_policy", "env_spec"]
 
 _SPACES_CACHE: dict[tuple[str, str], tuple] = {}
 _SHAPES_CACHE: dict[tuple, dict[str, tuple]] = {}
