@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zoo import __version__
-from zoo.errors import EXIT_PROBLEM, ZooError
+from zoo.errors import EXIT_PROBLEM, EXIT_USAGE, ZooError
 
 
 def _console(stderr: bool) -> Console:
@@ -223,14 +224,21 @@ def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, 
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
     """
-    from zoo.targets import load_plan_policy, plan_eval, resolve_target, run_eval
+    from zoo.targets import load_plan_policy, plan_eval, resolve_target
 
     target_ = resolve_target(target, _registry(ctx), exp_name=exp_name, env_id=env_id, seed=run_seed)
     plan = plan_eval(target_, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
                      device=device, out_path=out_path, capture_video=capture_video, trust_pickle=trust_pickle)  # fmt: skip
-    policy = load_plan_policy(plan)
+    _announce_and_run(plan, load_plan_policy(plan), quiet, as_json)
+
+
+def _announce_and_run(plan, policy, quiet: bool, as_json: bool) -> None:
+    """Say what will run, roll out with a progress bar, surface video warnings, summarise."""
+    from zoo.targets import run_eval
+
+    target = plan.target
     if not quiet:
-        err().print(f"evaluating [bold]{target_.model_file}[/] ({target_.entry.name}, {target_.env_id}): "
+        err().print(f"evaluating [bold]{target.model_file}[/] ({target.entry.name}, {target.env_id}): "
                   f"{plan.episodes} episodes, {plan.num_envs} envs, seed {plan.seed}, {plan.mode} "
                   f"[dim]({plan.mode_source})[/], device {plan.device}", markup=True)  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
@@ -247,6 +255,159 @@ def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, 
         success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
         err().print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {plan.episodes} episodes "
                   f"(length {m['length_mean']:.1f}{success}) in {result.wall_clock_seconds:.1f}s -> {plan.out_path}")  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- enjoy
+@cli.command("enjoy")
+@click.option("--exp-name", required=True, help="Experiment name (registry), e.g. dqn.")
+@click.option("--env-id", required=True, help="Env id, e.g. CartPole-v1.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Training seed of the run / hub repo.")
+@click.option("--hf-entity", default="cleanrl", show_default=True, help="Hub user or org of the repo.")
+@click.option("--hf-repository", default=None, help="Full repo id; overrides the registry's pattern.")
+@click.option("--revision", default="main", show_default=True, help="Hub branch, tag or commit.")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+              help="Local runs folder searched first.")  # fmt: skip
+@click.option(
+    "--eval-episodes", type=click.IntRange(min=1), default=None, help="Episodes [registry default]."
+)
+@click.option("--num-envs", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--deterministic/--stochastic", default=None, help="Eval mode [registry default].")
+@click.option("--capture-video", is_flag=True, help="Record env 0's episodes to videos/.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="eval.json path [run dir for a local run, else ./eval.json].")  # fmt: skip
+@click.option(
+    "--allow-download", is_flag=True, help="Consent to download from the hub (else: local and cache only)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
+@click.option("--quiet", "-q", is_flag=True)
+@click.pass_context
+def enjoy_cmd(ctx, exp_name, env_id, seed, hf_entity, hf_repository, revision, runs_dir, eval_episodes, num_envs,
+              deterministic, capture_video, device, out_path, allow_download, as_json, quiet) -> None:  # fmt: skip
+    """Evaluate a published model: local run first, then the HF cache, then (with consent) the hub.
+
+    Flags follow CleanRL's enjoy. Downloads are verified against the hub's checksum before loading.
+    """
+    from zoo.hub.fetch import enjoy_target
+    from zoo.targets import load_plan_policy, plan_eval
+
+    registry = _registry(ctx)
+    target, source = enjoy_target(registry, exp_name=exp_name, env_id=env_id, seed=seed, hf_entity=hf_entity,
+                                  hf_repository=hf_repository, revision=revision, runs_dir=runs_dir,
+                                  allow_download=allow_download)  # fmt: skip
+    if not quiet:
+        err().print(f"model: {source.describe()}")
+    out_path = out_path or (None if source.kind == "local-run" else Path("eval.json"))
+    plan = plan_eval(target, episodes=eval_episodes, num_envs=num_envs, seed=0, deterministic=deterministic,
+                     device=device, out_path=out_path, capture_video=capture_video, trust_pickle=False)  # fmt: skip
+    plan.source = source.to_json()
+    _announce_and_run(plan, load_plan_policy(plan), quiet, as_json)
+
+
+# ----------------------------------------------------------------------------- push
+@cli.command("push")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--repo-id", default=None, help="ORG/NAME [registry pattern with --hf-entity].")
+@click.option(
+    "--hf-entity", default=None, envvar="ZOO_HF_ENTITY", help="Hub user or org for the registry pattern."
+)
+@click.option("--exp-name", default=None, help="Experiment name when the run name does not say.")
+@click.option("--env-id", default=None, help="Env id when the run name does not say.")
+@click.option("--yes", is_flag=True, help="Upload (consent to the network). Without it: a dry run.")
+@click.option("--revision", default=None, help="Branch to commit to [main].")
+@click.option("--create-pr", is_flag=True, help="Open a pull request instead of committing to the branch.")
+@click.option("--private", is_flag=True, help="Create the repo private.")
+@click.option("--commit-message", default=None, help="Commit message.")
+@click.option(
+    "--eval-episodes", type=click.IntRange(min=1), default=None, help="Episodes if eval.json is missing."
+)
+@click.option("--video", is_flag=True, help="Record a replay video if the run has none.")
+@click.option("--allow-large", is_flag=True, help="Allow files over --max-file-mb.")
+@click.option("--max-file-mb", type=float, default=100, show_default=True, help="Per-file size limit.")
+@click.option("--stage-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where to stage [~/.cache/zoo/push/ORG/NAME].")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
+@click.pass_context
+def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, yes, revision, create_pr, private, commit_message,
+             eval_episodes, video, allow_large, max_file_mb, stage_dir, as_json) -> None:  # fmt: skip
+    """Stage RUN with a generated model card (dry run), or upload it in one commit with --yes."""
+    from zoo.artifacts.cache import cache_dir
+    from zoo.hub.consent import require_network
+    from zoo.hub.push import prepare, upload
+    from zoo.targets import resolve_target
+
+    target = resolve_target(run, _registry(ctx), exp_name=exp_name, env_id=env_id)
+    if repo_id is None:
+        if not hf_entity:
+            raise ZooError("no repo id: pass --repo-id ORG/NAME, or --hf-entity ORG for the registry pattern",
+                           exit_code=EXIT_USAGE)  # fmt: skip
+        repo_id = target.entry.hub_repo(hf_entity=hf_entity, env_id=target.env_id, seed=target.run.seed or 0)
+    folder = stage_dir or cache_dir() / "push" / repo_id
+    staging = prepare(target, repo_id=repo_id, folder=folder, eval_episodes=eval_episodes, video=video,
+                      max_mb=max_file_mb, allow_large=allow_large)  # fmt: skip
+    summary = {"repo_id": repo_id, "staged": str(staging.folder), "card": str(staging.card),
+               "files": [{"name": f.name, "size": f.size, "what": f.what} for f in staging.files]}  # fmt: skip
+    if not as_json:
+        table = Table(title=f"staged for {repo_id} in {staging.folder}", title_justify="left")
+        for col in ("file", "size", "what"):
+            table.add_column(col)
+        for f in staging.files:
+            table.add_row(f.name, _size(f.size), f.what)
+        out().print(table)
+        out().print(f"model card: {staging.card}")
+    if yes:
+        require_network(f"push {len(staging.files)} files to {repo_id}", "--yes", consented=True)
+        message = commit_message or f"zoo push: {target.entry.name} on {target.env_id}"
+        summary.update(
+            upload(staging, private=private, revision=revision, create_pr=create_pr, message=message)
+        )
+        if not as_json:
+            out().print(f"pushed: {summary['pr_url'] or summary['commit_url']}")
+    elif not as_json:
+        out().print("dry run: nothing was uploaded; pass --yes to push")
+    if as_json:
+        _print_json(summary)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+# ----------------------------------------------------------------------------- hub serve
+@cli.group("hub")
+def hub_cmd() -> None:
+    """A Hugging Face Hub compatible server for air-gapped teams."""
+
+
+@hub_cmd.command("serve")
+@click.option(
+    "--root", type=click.Path(file_okay=False, path_type=Path), required=True, help="Storage folder."
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Tokens, one per line: TOKEN USER [ORG,ORG...]. Without it anyone may write.")  # fmt: skip
+def hub_serve_cmd(root, host, port, token_file) -> None:
+    """Serve the Hub HTTP protocol from ROOT: point HF_ENDPOINT at it, with HF_HUB_DISABLE_XET=1."""
+    from zoo.hub.server import HubServer
+
+    server = HubServer(root, host=host, port=port, token_file=token_file)
+    if server.open_access:
+        err().print("[yellow]warning:[/] no --token-file: anyone who can reach this port may create and write repos",
+                    markup=True)  # fmt: skip
+    server.start()
+    err().print(f"serving {root} at {server.url}  (export HF_ENDPOINT={server.url} HF_HUB_DISABLE_XET=1)")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        err().print("stopping")
+    finally:
+        server.stop()
 
 
 def _run_with_progress(quiet: bool, total: int, work):

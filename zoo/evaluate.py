@@ -60,6 +60,7 @@ class EvalResult:
     evaluated_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
     zoo_version: str = zoo.__version__
     settings: dict = field(default_factory=dict)
+    source: dict | None = None
 
     @property
     def metrics(self) -> dict:
@@ -79,7 +80,7 @@ class EvalResult:
         data = asdict(self)
         data["episodes"] = [e.to_json() for e in self.episodes]
         data["metrics"] = self.metrics
-        order = ["task", "checkpoint", "exp_name", "framework", "num_episodes", "num_envs", "metrics",
+        order = ["task", "checkpoint", "source", "exp_name", "framework", "num_episodes", "num_envs", "metrics",
                  "episodes", "wall_clock_seconds", "seed", "deterministic", "device", "settings",
                  "evaluated_at", "zoo_version"]  # fmt: skip
         return {k: data[k] for k in order}
@@ -162,7 +163,8 @@ def resolve_device(device: str) -> str:
 
 def evaluate(policy: Policy, spec: EnvSpec, *, episodes: int, num_envs: int, seed: int, deterministic: bool,
              checkpoint: str, exp_name: str | None, framework: str | None, device: str,
-             settings: dict | None = None, on_episode: Callable[[int], None] | None = None) -> EvalResult:  # fmt: skip
+             settings: dict | None = None, source: dict | None = None,
+             on_episode: Callable[[int], None] | None = None) -> EvalResult:  # fmt: skip
     """Run the rollouts and time them; the env is always closed, also on failure."""
     num_envs = max(1, min(num_envs, episodes))
     envs = make_vector_env(spec, num_envs)
@@ -176,5 +178,5 @@ def evaluate(policy: Policy, spec: EnvSpec, *, episodes: int, num_envs: int, see
     return EvalResult(
         task=spec.env_id, checkpoint=checkpoint, exp_name=exp_name, framework=framework,
         num_episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic, device=device,
-        episodes=result_episodes, wall_clock_seconds=round(wall, 3), settings=settings or {},
+        episodes=result_episodes, wall_clock_seconds=round(wall, 3), settings=settings or {}, source=source,
     )  # fmt: skip

@@ -77,6 +77,7 @@ class EvalPlan:
     out_path: Path
     video_dir: Path | None
     trust_pickle: bool
+    source: dict | None = None  # where the model came from (zoo enjoy), recorded in eval.json
 
     @property
     def settings(self) -> dict:
@@ -131,6 +132,6 @@ def run_eval(plan: EvalPlan, policy, on_episode=None):
     result = evaluate(policy, spec, episodes=plan.episodes, num_envs=plan.num_envs, seed=plan.seed,
                       deterministic=plan.deterministic, checkpoint=str(target.model_file),
                       exp_name=target.entry.name, framework=target.entry.framework, device=plan.device,
-                      settings=plan.settings, on_episode=on_episode)  # fmt: skip
+                      settings=plan.settings, source=plan.source, on_episode=on_episode)  # fmt: skip
     write_json_atomic(plan.out_path, result.to_json())
     return result

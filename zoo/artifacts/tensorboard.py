@@ -36,3 +36,18 @@ def last_scalar(events_file: str | Path, tag: str = "charts/episodic_return") ->
     except Exception:  # noqa: BLE001 - a damaged events file is "nothing logged", not a crash
         return last
     return last
+
+
+def text_summary(events_file: str | Path, tag: str = "hyperparameters") -> str | None:
+    """The first text summary logged under ``tag`` (CleanRL's markdown hyperparameter table)."""
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    try:
+        for record in RawEventFileLoader(str(events_file)).Load():
+            for value in Event.FromString(record).summary.value:
+                if value.tag.startswith(tag) and value.HasField("tensor") and value.tensor.string_val:
+                    return value.tensor.string_val[0].decode("utf-8", "replace")
+    except Exception:  # noqa: BLE001 - a damaged events file just has no table
+        return None
+    return None

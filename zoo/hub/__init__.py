@@ -1,0 +1,1 @@
+"""Hugging Face Hub layer: consented downloads, pushes with model cards, and a compatible server."""

@@ -1,0 +1,206 @@
+"""Local-first model resolution for ``zoo enjoy``: local run, then HF cache, then (consented) download.
+
+Every hub call goes through ``huggingface_hub``. A download is verified against the checksum the
+server reported in its metadata (sha256 for LFS files, the git blob sha1 otherwise) before the
+file is loaded; a mismatch deletes the cached copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from zoo.artifacts.runs import Run, RunFilter
+from zoo.errors import ZooError
+from zoo.hub.consent import endpoint, offline, require_network
+from zoo.registry import Entry
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA1 = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True)
+class HubFile:
+    """Where a model file would come from on the hub, and how the id was derived."""
+
+    repo_id: str
+    filename: str
+    revision: str
+    derived_from: str  # the flags that made repo_id, for error messages
+
+
+@dataclass
+class Source:
+    """Where the model that gets evaluated came from."""
+
+    kind: str  # local-run | cache | download
+    path: Path
+    repo_id: str | None = None
+    revision: str | None = None
+    commit: str | None = None
+    run: Run | None = None
+
+    def describe(self) -> str:
+        if self.kind == "local-run":
+            return f"local run {self.run.path if self.run else self.path}"
+        commit = f", commit {self.commit[:12]}" if self.commit else ""
+        what = "downloaded from" if self.kind == "download" else "HF cache of"
+        return f"{what} {self.repo_id} @ {self.revision}{commit}"
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "path": str(self.path), "repo_id": self.repo_id,
+                "revision": self.revision, "commit": self.commit}  # fmt: skip
+
+
+def hub_file(entry: Entry, *, env_id: str, seed: int, hf_entity: str, hf_repository: str | None,
+             revision: str) -> HubFile:  # fmt: skip
+    if hf_repository:
+        return HubFile(hf_repository, entry.model_filename(), revision, "--hf-repository")
+    repo_id = entry.hub_repo(hf_entity=hf_entity, env_id=env_id, seed=seed)
+    derived = f"pattern {entry.hub['repo']!r} with --hf-entity {hf_entity} --env-id {env_id} --seed {seed}"
+    return HubFile(repo_id, entry.model_filename(), revision, derived)
+
+
+def find_local_run(runs_dir: Path, registry, exp_name: str, env_id: str, seed: int) -> Run | None:
+    """The newest local run of this experiment, env and seed that holds its model file."""
+    from zoo.check import discover_runs
+
+    if not runs_dir.is_dir():
+        return None
+    runs = [r for r in discover_runs([runs_dir], registry, RunFilter(exp_name, env_id, seed)) if r.model_file]
+    return max(runs, key=lambda r: r.started_at or 0) if runs else None
+
+
+def from_cache(target: HubFile) -> Path | None:
+    """The cached file, or None. A cached "does not exist" answer is an error unless we may ask again."""
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.file_download import _CACHED_NO_EXIST
+
+    cached = try_to_load_from_cache(target.repo_id, target.filename, revision=target.revision)
+    if cached is _CACHED_NO_EXIST:
+        return None
+    return Path(cached) if isinstance(cached, str) else None
+
+
+def cached_absence(target: HubFile) -> bool:
+    """True when an earlier download learned that the file is not in the repo at this revision."""
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.file_download import _CACHED_NO_EXIST
+
+    return (
+        try_to_load_from_cache(target.repo_id, target.filename, revision=target.revision) is _CACHED_NO_EXIST
+    )
+
+
+def git_blob_sha1(path: Path) -> str:
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify(path: Path, etag: str | None) -> None:
+    """Compare the file with the checksum the server reported; delete it on mismatch."""
+    etag = (etag or "").strip('"').removeprefix("W/").strip('"')
+    if _SHA256.match(etag):
+        actual, kind = sha256_file(path), "sha256"
+    elif _SHA1.match(etag):
+        actual, kind = git_blob_sha1(path), "git sha1"
+    else:
+        raise ZooError(f"the hub reported no usable checksum for {path.name} (ETag {etag!r}); not loading it")
+    if actual != etag:
+        path.unlink(missing_ok=True)
+        raise ZooError(f"{path.name}: {kind} {actual} does not match the hub's {etag}; the download was deleted",
+                       hint="retry the download; if it persists, the file on the hub is corrupt")  # fmt: skip
+
+
+def _hub_error(exc: Exception, target: HubFile) -> ZooError:
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    where = f"{target.repo_id} @ {target.revision}"
+    if isinstance(exc, GatedRepoError):
+        return ZooError(f"{target.repo_id} is gated or private", hint="set HF_TOKEN to a token with access")
+    if isinstance(exc, RepositoryNotFoundError):
+        return ZooError(f"repo {target.repo_id} not found on {endpoint()} (derived from {target.derived_from})",
+                        hint="override with --hf-repository ORG/NAME, or set HF_TOKEN if it is private")  # fmt: skip
+    if isinstance(exc, RevisionNotFoundError):
+        return ZooError(
+            f"revision {target.revision!r} not found in {target.repo_id}", hint="check --revision"
+        )
+    if isinstance(exc, EntryNotFoundError):
+        return ZooError(
+            f"{where} has no file {target.filename}", hint="check --exp-name, or the repo's files"
+        )
+    if isinstance(exc, HfHubHTTPError):
+        return ZooError(f"hub error for {where}: {str(exc).splitlines()[0]}")
+    return ZooError(f"cannot reach {endpoint()} for {where}: {type(exc).__name__}: {exc}",
+                    hint="check the network or HF_ENDPOINT")  # fmt: skip
+
+
+def download(target: HubFile) -> Source:
+    """Fetch the file (consent already given), verified against the server's checksum."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+
+    try:
+        meta = get_hf_file_metadata(hf_hub_url(target.repo_id, target.filename, revision=target.revision))
+        path = Path(hf_hub_download(target.repo_id, target.filename, revision=target.revision))
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one clear line
+        raise _hub_error(exc, target) from None
+    verify(path, meta.etag)
+    return Source("download", path, target.repo_id, target.revision, meta.commit_hash)
+
+
+def resolve_model(target: HubFile, local: Run | None, allow_download: bool) -> Source:
+    """Local run, then cache, then the network only with consent (HF_HUB_OFFLINE always wins)."""
+    if local is not None:
+        return Source("local-run", local.model_file, run=local)
+    cached = from_cache(target)
+    if cached is not None:
+        return Source("cache", cached, target.repo_id, target.revision, _commit_of(cached))
+    if offline():
+        raise ZooError(f"offline (HF_HUB_OFFLINE=1) and {target.filename} of {target.repo_id} @ "
+                       f"{target.revision} is not in the cache", hint="unset HF_HUB_OFFLINE and pass --allow-download")  # fmt: skip
+    if cached_absence(target) and not allow_download:
+        raise ZooError(f"{target.repo_id} @ {target.revision} has no file {target.filename} "
+                       "(remembered from an earlier download)", hint="pass --allow-download to ask the hub again")  # fmt: skip
+    require_network(f"download {target.filename} from {target.repo_id} at revision {target.revision}",
+                    "--allow-download", allow_download)  # fmt: skip
+    return download(target)
+
+
+def _commit_of(cached: Path) -> str | None:
+    """The commit a cached file belongs to: its snapshot folder's name."""
+    parts = cached.parts
+    return parts[parts.index("snapshots") + 1] if "snapshots" in parts else None
+
+
+def enjoy_target(registry, *, exp_name: str, env_id: str, seed: int, hf_entity: str, hf_repository: str | None,
+                 revision: str, runs_dir: Path, allow_download: bool):  # fmt: skip
+    """The :class:`~zoo.targets.Target` ``zoo enjoy`` evaluates, and where its model came from."""
+    from zoo.targets import Target
+
+    entry = registry.get(exp_name)
+    target = hub_file(entry, env_id=env_id, seed=seed, hf_entity=hf_entity, hf_repository=hf_repository,
+                      revision=revision)  # fmt: skip
+    local = find_local_run(runs_dir, registry, exp_name, env_id, seed)
+    source = resolve_model(target, local, allow_download)
+    run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
+                            exp_name=entry.name, env_id=env_id, seed=seed)  # fmt: skip
+    return Target(run, entry, env_id, source.path), source
