@@ -1,0 +1,127 @@
+"""``zoo push`` without a hub: the dry run stages exactly what would be uploaded, and refuses secrets."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from helpers import EXAMPLES, zoo
+
+SENTINEL = "hf_SENTINELtoken0123456789abcdefghijklmnop"
+
+
+@pytest.fixture
+def run_copy(tmp_path):
+    """A private copy of the bundled dqn run (pushing evaluates it first, writing eval.json)."""
+    src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
+    dst = tmp_path / "runs" / src.name
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _push(run, *args, env=None):
+    return zoo("push", run, "--stage-dir", run.parent.parent / "stage", *args, env=env)
+
+
+def test_dry_run_stages_files_and_a_card(run_copy):
+    result = _push(run_copy, "--hf-entity", "myorg", "--json", "--eval-episodes", "3")
+    assert result.exit_code == 0, result.stderr
+    summary = result.json()
+    assert summary["repo_id"] == "myorg/CartPole-v1-dqn-seed1"
+    stage = run_copy.parent.parent / "stage"
+    names = sorted(p.name for p in stage.iterdir())
+    assert names == sorted(f["name"] for f in summary["files"])
+    assert {"dqn.cleanrl_model", "eval.json", "README.md"} <= set(names)
+    assert any(n.startswith("events.out.tfevents") for n in names)
+    assert (stage / "dqn.cleanrl_model").read_bytes() == (run_copy / "dqn.cleanrl_model").read_bytes()
+    assert json.loads((stage / "eval.json").read_text())["num_episodes"] == 3  # evaluated because missing
+
+
+def test_card_header_is_what_the_hub_leaderboard_reads(run_copy):
+    from huggingface_hub import ModelCard
+
+    assert _push(run_copy, "--repo-id", "me/dqn-cartpole", "--eval-episodes", "4").exit_code == 0
+    card = ModelCard.load(run_copy.parent.parent / "stage" / "README.md")
+    data = card.data.to_dict()
+    assert data["library_name"] == "cleanrl"
+    assert {"CartPole-v1", "reinforcement-learning", "deep-reinforcement-learning", "cleanrl"} <= set(
+        data["tags"]
+    )
+    metric = data["model-index"][0]["results"][0]["metrics"][0]
+    evaluation = json.loads((run_copy / "eval.json").read_text())["metrics"]
+    assert metric["type"] == "mean_reward"
+    assert metric["value"] == f"{evaluation['return_mean']:.2f} +/- {evaluation['return_std']:.2f}"
+    body = card.text
+    for needed in ("zoo enjoy --exp-name dqn --env-id CartPole-v1 --seed 1 --hf-repository me/dqn-cartpole",
+                   "|learning_rate|0.001|", "python cleanrl/dqn.py", "## Results", "zoo 0.1.0"):  # fmt: skip
+        assert needed in body, needed
+
+
+def test_human_output_says_dry_run(run_copy):
+    result = _push(run_copy, "--hf-entity", "myorg", env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "dry run: nothing was uploaded; pass --yes to push" in result.stdout
+    assert "dqn.cleanrl_model" in result.stdout and "model card:" in result.stdout
+
+
+def test_repo_id_is_required_somehow(run_copy):
+    result = _push(run_copy)
+    assert result.exit_code == 2 and "--repo-id" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("plant", "message"),
+    [
+        (lambda run: (run / ".env").write_text("WANDB_API_KEY=abc\n"), "looks like a secret"),
+        (lambda run: (run / "hf_token.txt").write_text("x"), "looks like a secret"),
+        (lambda run: (run / "id_rsa").write_text("x"), "looks like a secret"),
+        (
+            lambda run: (run / "notes.txt").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n"),
+            "private key",
+        ),
+        (lambda run: (run / "config.yaml").write_text(f"token: {SENTINEL}\n"), "access token"),
+        (lambda run: (run / "outside").symlink_to("/etc/hostname"), "outside the run dir"),
+        (lambda run: (run / "big.bin").write_bytes(b"\0" * 2_100_000), "over the 2 MB limit"),
+    ],
+)
+def test_refusals_exit_3_and_stage_nothing(run_copy, plant, message):
+    plant(run_copy)
+    result = _push(run_copy, "--hf-entity", "myorg", "--max-file-mb", "2")
+    assert result.exit_code == 3, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (run_copy.parent.parent / "stage").exists()
+
+
+def test_large_files_pass_with_allow_large(run_copy):
+    (run_copy / "big.bin").write_bytes(b"\0" * 2_100_000)
+    result = _push(
+        run_copy, "--hf-entity", "myorg", "--max-file-mb", "2", "--allow-large", "--eval-episodes", "2"
+    )
+    assert result.exit_code == 0, result.stderr
+
+
+def test_symlink_inside_the_run_dir_is_staged_as_a_copy(run_copy):
+    (run_copy / "model-link.cleanrl_model").symlink_to(run_copy / "dqn.cleanrl_model")
+    result = _push(run_copy, "--hf-entity", "myorg", "--eval-episodes", "2")
+    assert result.exit_code == 0, result.stderr
+    staged = run_copy.parent.parent / "stage" / "model-link.cleanrl_model"
+    assert staged.is_file() and not staged.is_symlink()
+
+
+def test_sentinel_token_never_reaches_output_or_stage(run_copy):
+    env = {"HF_TOKEN": SENTINEL}
+    result = _push(run_copy, "--hf-entity", "myorg", "--eval-episodes", "2", env=env)
+    assert result.exit_code == 0
+    assert SENTINEL not in result.stdout + result.stderr
+    for path in (run_copy.parent.parent / "stage").rglob("*"):
+        assert SENTINEL not in str(path)
+        if path.is_file():
+            assert SENTINEL.encode() not in path.read_bytes()
+
+
+def test_push_offline_with_yes_is_refused(run_copy):
+    result = _push(
+        run_copy, "--hf-entity", "myorg", "--eval-episodes", "2", "--yes", env={"HF_HUB_OFFLINE": "1"}
+    )
+    assert result.exit_code == 1 and "HF_HUB_OFFLINE=1" in result.stderr
