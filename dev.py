@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Set up a virtualenv and run zoo's demo or test suite: needs only Python 3.11 and pip.
 
-    python3 dev.py demo   # .venv + zoo, then `zoo check` and `zoo eval` on the bundled example runs
+    python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval` on the bundled example runs, and
+                          # offline sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
     python3 dev.py test   # .venv + zoo[dev,atari,mujoco], then the whole test suite
 
 torch is installed first and pinned (2.13.0, a CPU build): any open requirement would pull a
@@ -45,7 +46,56 @@ def demo() -> int:
     for run_dir in sorted(p.relative_to(ROOT) for p in (ROOT / EXAMPLES).iterdir() if p.is_dir()):
         status |= run(zoo, "eval", run_dir, "--episodes", "20", "--deterministic",
                       "--out", out / f"{run_dir.name}.eval.json", check=False)  # fmt: skip
-    return status
+    return status | hub_loop(zoo, out)
+
+
+def hub_loop(zoo: Path, out: Path) -> int:
+    """Offline share-and-fetch: a local hub on 127.0.0.1, push an example to it, enjoy it back, stop it."""
+    import shutil
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    shutil.rmtree(ROOT / out / "hub-loop", ignore_errors=True)
+    work = out / "hub-loop"
+    run_dir = next((ROOT / EXAMPLES).glob("CartPole-v1__dqn__*"))
+    shutil.copytree(run_dir, ROOT / work / "runs" / run_dir.name)  # push evaluates into the run dir
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, HF_ENDPOINT=url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
+               HF_HOME=str(ROOT / work / "hf-home"))  # fmt: skip
+    env.pop("HF_TOKEN", None)
+    print(f"+ {zoo} hub serve --root {work / 'hub'} --port {port} &", flush=True)
+    hub = subprocess.Popen(
+        [str(zoo), "hub", "serve", "--root", str(work / "hub"), "--port", str(port)], cwd=ROOT
+    )
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{url}/api/whoami-v2", timeout=0.5)
+                break
+            except OSError:
+                time.sleep(0.1)
+        repo = "demo/CartPole-v1-dqn-seed1"
+        steps = [
+            [zoo, "push", work / "runs" / run_dir.name, "--repo-id", repo, "--yes", "--eval-episodes", "20",
+             "--stage-dir", work / "stage"],
+            [zoo, "enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--seed", "1", "--hf-repository", repo,
+             "--runs-dir", work / "no-local-runs", "--allow-download", "--deterministic", "--eval-episodes", "20",
+             "--out", work / "enjoy.eval.json"],
+        ]  # fmt: skip
+        for cmd in steps:
+            print("+", " ".join(str(c) for c in cmd), flush=True)
+            if subprocess.run([str(c) for c in cmd], cwd=ROOT, env=env).returncode:
+                return 1
+        return 0
+    finally:
+        hub.send_signal(signal.SIGINT)  # zoo hub serve stops cleanly on Ctrl-C
+        hub.wait(timeout=10)
+        print("+ hub stopped", flush=True)
 
 
 def test() -> int:

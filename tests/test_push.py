@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -125,3 +126,16 @@ def test_push_offline_with_yes_is_refused(run_copy):
         run_copy, "--hf-entity", "myorg", "--eval-episodes", "2", "--yes", env={"HF_HUB_OFFLINE": "1"}
     )
     assert result.exit_code == 1 and "HF_HUB_OFFLINE=1" in result.stderr
+
+
+def test_newest_eval_video_is_staged_as_replay(run_copy):
+    videos = run_copy.parent.parent / "videos" / f"{run_copy.name}-eval"
+    videos.mkdir(parents=True)
+    (videos / "rl-video-episode-0.mp4").write_bytes(b"old")
+    newest = videos / "rl-video-episode-1.mp4"
+    newest.write_bytes(b"new")
+    os.utime(newest, (newest.stat().st_atime + 5, newest.stat().st_mtime + 5))
+    result = _push(run_copy, "--hf-entity", "myorg", "--eval-episodes", "2", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert (run_copy.parent.parent / "stage" / "replay.mp4").read_bytes() == b"new"
+    assert {"name": "replay.mp4", "size": 3, "what": "a replay of the agent"} in result.json()["files"]

@@ -344,7 +344,7 @@ def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, yes, revision, crea
         repo_id = target.entry.hub_repo(hf_entity=hf_entity, env_id=target.env_id, seed=target.run.seed or 0)
     folder = stage_dir or cache_dir() / "push" / repo_id
     staging = prepare(target, repo_id=repo_id, folder=folder, eval_episodes=eval_episodes, video=video,
-                      max_mb=max_file_mb, allow_large=allow_large)  # fmt: skip
+                      max_mb=max_file_mb, allow_large=allow_large, notify=lambda line: err().print(line))  # fmt: skip
     summary = {"repo_id": repo_id, "staged": str(staging.folder), "card": str(staging.card),
                "files": [{"name": f.name, "size": f.size, "what": f.what} for f in staging.files]}  # fmt: skip
     if not as_json:

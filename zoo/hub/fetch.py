@@ -120,7 +120,9 @@ def verify(path: Path, etag: str | None) -> None:
     else:
         raise ZooError(f"the hub reported no usable checksum for {path.name} (ETag {etag!r}); not loading it")
     if actual != etag:
+        blob = path.resolve()  # the HF cache links snapshots/<commit>/<file> to blobs/<etag>
         path.unlink(missing_ok=True)
+        blob.unlink(missing_ok=True)
         raise ZooError(f"{path.name}: {kind} {actual} does not match the hub's {etag}; the download was deleted",
                        hint="retry the download; if it persists, the file on the hub is corrupt")  # fmt: skip
 
@@ -130,11 +132,15 @@ def _hub_error(exc: Exception, target: HubFile) -> ZooError:
         EntryNotFoundError,
         GatedRepoError,
         HfHubHTTPError,
+        LocalEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
 
     where = f"{target.repo_id} @ {target.revision}"
+    if isinstance(exc, LocalEntryNotFoundError):  # the client could not reach the hub and had no cached copy
+        return ZooError(f"cannot reach {endpoint()} to download {target.filename} of {where}",
+                        hint="check the network or HF_ENDPOINT")  # fmt: skip
     if isinstance(exc, GatedRepoError):
         return ZooError(f"{target.repo_id} is gated or private", hint="set HF_TOKEN to a token with access")
     if isinstance(exc, RepositoryNotFoundError):
@@ -157,14 +163,18 @@ def _hub_error(exc: Exception, target: HubFile) -> ZooError:
 def download(target: HubFile) -> Source:
     """Fetch the file (consent already given), verified against the server's checksum."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    from huggingface_hub.utils import logging as hf_logging
 
+    hf_logging.set_verbosity_error()  # its retry warnings would bury zoo's one-line error
     try:
-        meta = get_hf_file_metadata(hf_hub_url(target.repo_id, target.filename, revision=target.revision))
+        # download first: huggingface_hub then also caches "no such file" answers
         path = Path(hf_hub_download(target.repo_id, target.filename, revision=target.revision))
+        commit = _commit_of(path) or target.revision
+        meta = get_hf_file_metadata(hf_hub_url(target.repo_id, target.filename, revision=commit))
     except Exception as exc:  # noqa: BLE001 - every failure becomes one clear line
         raise _hub_error(exc, target) from None
     verify(path, meta.etag)
-    return Source("download", path, target.repo_id, target.revision, meta.commit_hash)
+    return Source("download", path, target.repo_id, target.revision, meta.commit_hash or commit)
 
 
 def resolve_model(target: HubFile, local: Run | None, allow_download: bool) -> Source:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,7 +150,10 @@ def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: 
     """Create the repo if needed and upload the staged folder in one commit (consent already given)."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.utils import disable_progress_bars
 
+    if not sys.stderr.isatty():
+        disable_progress_bars()  # tqdm bars in a log are noise
     api = HfApi()
     try:
         api.create_repo(staging.repo_id, private=private, exist_ok=True)
@@ -178,7 +182,7 @@ def load_eval(path: Path) -> dict:
 
 
 def prepare(target, *, repo_id: str, folder: Path, eval_episodes: int | None, video: bool, max_mb: float,
-            allow_large: bool, on_episode=None) -> Staging:  # fmt: skip
+            allow_large: bool, notify=print) -> Staging:  # fmt: skip
     """Check the run, make sure it has eval.json (and a video if asked), render the card, stage it all."""
     from zoo.artifacts.tensorboard import text_summary
     from zoo.hub.card import render_card
@@ -192,7 +196,9 @@ def prepare(target, *, repo_id: str, folder: Path, eval_episodes: int | None, vi
     if not (run.path / "eval.json").is_file() or (video and replay is None):
         plan = plan_eval(target, episodes=eval_episodes, num_envs=8, seed=0, deterministic=None, device="cpu",
                          out_path=None, capture_video=video and replay is None, trust_pickle=False)  # fmt: skip
-        run_eval(plan, load_plan_policy(plan), on_episode)
+        why = "to record a replay video" if (run.path / "eval.json").is_file() else "the run has no eval.json"
+        notify(f"evaluating first ({why}): {plan.episodes} episodes, {plan.mode}")
+        run_eval(plan, load_plan_policy(plan))
         sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
         replay = latest_video(run.path, run.run_name)
     if replay is not None:

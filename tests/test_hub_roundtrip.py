@@ -1,0 +1,163 @@
+"""Push to ``zoo hub serve`` on 127.0.0.1 and enjoy it back, through the real ``zoo`` CLI and client.
+
+The CLI runs as a subprocess so that huggingface_hub reads ``HF_ENDPOINT``, ``HF_HUB_DISABLE_XET``
+and ``HF_HOME`` at import, exactly as it does for a user.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from helpers import EXAMPLES
+
+SENTINEL = "hf_SENTINELroundtrip0123456789abcdefghij"
+
+
+@pytest.fixture
+def hub(tmp_path):
+    from zoo.hub.server import HubServer
+
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text(f"{SENTINEL} alice demo\n")
+    server = HubServer(tmp_path / "hub-root", token_file=tokens).start()
+    yield server
+    server.stop()
+
+
+def _zoo(*args, hub_url: str, home, token: str | None = SENTINEL, cwd=None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "ZOO_ALLOW"))}
+    env.update(HF_ENDPOINT=hub_url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(home))
+    if token:
+        env["HF_TOKEN"] = token
+    cmd = [sys.executable, "-m", "zoo", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+def test_push_then_enjoy_round_trip(hub, tmp_path):
+    run = tmp_path / "runs" / next(EXAMPLES.glob("CartPole-v1__dqn__*")).name
+    shutil.copytree(next(EXAMPLES.glob("CartPole-v1__dqn__*")), run)
+    repo = "demo/CartPole-v1-dqn-seed1"
+    local = tmp_path / "local.json"
+    pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--eval-episodes", "8", "--stage-dir", tmp_path / "stage",
+                  hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
+    assert pushed.returncode == 0, pushed.stderr
+    assert "pushed:" in pushed.stdout
+
+    fetched = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--seed", "1", "--hf-repository", repo,
+                   "--runs-dir", tmp_path / "none", "--allow-download", "--deterministic", "--eval-episodes", "8",
+                   "--out", tmp_path / "remote.json", hub_url=hub.url, home=tmp_path / "fresh-cache")  # fmt: skip
+    assert fetched.returncode == 0, fetched.stderr
+    assert f"model: downloaded from {repo} @ main, commit" in fetched.stderr
+    local_eval = subprocess.run([sys.executable, "-m", "zoo", "eval", run, "--deterministic", "-n", "8", "--quiet",
+                                 "--out", local], capture_output=True, text=True)  # fmt: skip
+    assert local_eval.returncode == 0, local_eval.stderr
+    remote = json.loads((tmp_path / "remote.json").read_text())
+    assert remote["metrics"]["return_mean"] == json.loads(local.read_text())["metrics"]["return_mean"]
+    assert remote["source"]["kind"] == "download" and remote["source"]["repo_id"] == repo
+
+    env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_TOKEN=SENTINEL,
+               HF_HOME=str(tmp_path / "card-home"))  # fmt: skip
+    code = f"import json; from huggingface_hub import ModelCard; print(json.dumps(ModelCard.load({repo!r}).data.to_dict()))"
+    card = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert card.returncode == 0, card.stderr
+    data = json.loads(card.stdout)
+    assert data["library_name"] == "cleanrl" and "CartPole-v1" in data["tags"]
+    metric = data["model-index"][0]["results"][0]["metrics"][0]
+    pushed_eval = json.loads((run / "eval.json").read_text())["metrics"]
+    assert metric == {"type": "mean_reward", "name": "mean_reward",
+                      "value": f"{pushed_eval['return_mean']:.2f} +/- {pushed_eval['return_std']:.2f}"}  # fmt: skip
+
+    hub.stop()  # a second enjoy runs from the cache with the server gone
+    again = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--seed", "1", "--hf-repository", repo,
+                 "--runs-dir", tmp_path / "none", "--deterministic", "--eval-episodes", "8",
+                 "--out", tmp_path / "cached.json", hub_url=hub.url, home=tmp_path / "fresh-cache")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "model: HF cache of" in again.stderr
+    for proc in (pushed, fetched, again):
+        assert SENTINEL not in proc.stdout + proc.stderr
+    for path in (tmp_path / "stage").rglob("*"):
+        assert path.is_dir() or SENTINEL.encode() not in path.read_bytes()
+
+
+@pytest.fixture
+def pushed_repo(hub, tmp_path):
+    """The bundled dqn run pushed to the local hub as demo/CartPole-v1-dqn-seed1."""
+    src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
+    run = tmp_path / "runs" / src.name
+    shutil.copytree(src, run)
+    result = _zoo("push", run, "--repo-id", "demo/CartPole-v1-dqn-seed1", "--yes", "--eval-episodes", "2",
+                  "--stage-dir", tmp_path / "stage", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return "demo/CartPole-v1-dqn-seed1"
+
+
+def _enjoy(hub, tmp_path, *args, home="cache", token=SENTINEL):
+    return _zoo("enjoy", "--env-id", "CartPole-v1", "--seed", "1", "--runs-dir", tmp_path / "none",
+                "--eval-episodes", "2", "--out", tmp_path / "e.json", *args, hub_url=hub.url,
+                home=tmp_path / home, token=token)  # fmt: skip
+
+
+def test_corrupted_download_is_caught_before_loading(hub, tmp_path, pushed_repo):
+    from zoo.hub.fetch import sha256_file
+
+    model = tmp_path / "runs" / next(EXAMPLES.glob("CartPole-v1__dqn__*")).name / "dqn.cleanrl_model"
+    digest = sha256_file(model)
+    blob = tmp_path / "hub-root" / "blobs" / "sha256" / digest[:2] / digest[2:]
+    data = bytearray(blob.read_bytes())
+    data[-100] ^= 0xFF  # same size, different bytes: only a checksum notices
+    blob.write_bytes(bytes(data))
+    result = _enjoy(hub, tmp_path, "--exp-name", "dqn", "--hf-repository", pushed_repo, "--allow-download")
+    assert result.returncode == 1, result.stderr
+    assert f"does not match the hub's {digest}" in result.stderr and "deleted" in result.stderr
+    assert not (tmp_path / "e.json").exists()
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.read_bytes() == bytes(data)]
+
+
+def test_missing_file_is_remembered_and_not_asked_again_without_consent(hub, tmp_path, pushed_repo):
+    first = _enjoy(hub, tmp_path, "--exp-name", "c51", "--hf-repository", pushed_repo, "--allow-download")
+    assert first.returncode == 1 and f"{pushed_repo} @ main has no file c51.cleanrl_model" in first.stderr
+    hub.stop()
+    second = _enjoy(hub, tmp_path, "--exp-name", "c51", "--hf-repository", pushed_repo)
+    assert second.returncode == 1 and "remembered from an earlier download" in second.stderr
+
+
+def test_private_repo_and_clear_errors(hub, tmp_path):
+    src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
+    run = tmp_path / "runs" / src.name
+    shutil.copytree(src, run)
+    pushed = _zoo("push", run, "--hf-entity", "demo", "--private", "--yes", "--eval-episodes", "2",
+                  "--stage-dir", tmp_path / "stage", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
+    assert pushed.returncode == 0, pushed.stderr
+    anonymous = _enjoy(
+        hub, tmp_path, "--exp-name", "dqn", "--hf-entity", "demo", "--allow-download", token=None
+    )
+    assert anonymous.returncode == 1
+    assert (
+        "repo demo/CartPole-v1-dqn-seed1 not found" in anonymous.stderr
+        and "--hf-entity demo" in anonymous.stderr
+    )
+    owner = _enjoy(
+        hub, tmp_path, "--exp-name", "dqn", "--hf-entity", "demo", "--allow-download", home="owner"
+    )
+    assert owner.returncode == 0, owner.stderr
+    (run / "eval.json").unlink()  # a new evaluation, so the pull request has changes to carry
+    pr = _zoo("push", run, "--hf-entity", "demo", "--yes", "--create-pr", "--commit-message", "more episodes",
+              "--eval-episodes", "3", "--stage-dir", tmp_path / "stage", "--json", hub_url=hub.url,
+              home=tmp_path / "pusher")  # fmt: skip
+    assert pr.returncode == 0, pr.stderr
+    assert json.loads(pr.stdout)["pr_url"].endswith("/discussions/1")
+    revision = _enjoy(hub, tmp_path, "--exp-name", "dqn", "--hf-entity", "demo", "--revision", "v9",
+                      "--allow-download", home="rev")  # fmt: skip
+    assert revision.returncode == 1 and "revision 'v9' not found" in revision.stderr
+    no_token_push = _zoo("push", run, "--hf-entity", "demo", "--yes", "--stage-dir", tmp_path / "stage2",
+                         hub_url=hub.url, home=tmp_path / "pusher", token=None)  # fmt: skip
+    assert (
+        no_token_push.returncode == 1 and "push to demo/CartPole-v1-dqn-seed1 failed" in no_token_push.stderr
+    )
+    for proc in (anonymous, owner, revision, no_token_push):
+        assert "Traceback" not in proc.stderr and SENTINEL not in proc.stdout + proc.stderr

@@ -1,0 +1,477 @@
+"""Plain-file storage behind ``zoo hub serve``: content-addressed blobs, immutable commits, locked refs.
+
+Layout under ROOT (everything is a plain file, readable with ``cat`` and ``jq``)::
+
+    blobs/sha256/ab/cdef...            file contents, named by their sha256 (2 hex digits, then the rest)
+    tmp/                               uploads in flight; same filesystem, so publishing is one rename
+    repos/NS/NAME/repo.json            {"owner", "private", "created_at"}
+    repos/NS/NAME/commits/ID.json      {"parent", "message", "author", "date", "files": {path: entry}}
+    repos/NS/NAME/refs.json            {"heads": {"main": ID}, "pr": {"1": ID}}
+    repos/NS/NAME/.lock                flock'd while refs.json changes
+
+Why it is safe to crash at any point: every file is written to a temp file, fsync'd and renamed into
+place, so a reader sees the old content or the new, never half of one. A commit id is the sha1 of the
+commit's canonical JSON, so commit files never change once written; the only mutable file of a repo is
+``refs.json``, rewritten under a per-repo lock (a ``threading.Lock`` for this process's threads plus
+``fcntl.flock`` for other processes serving the same ROOT). A repo is built in a temp folder and renamed
+into place, so it appears complete or not at all.
+
+This module knows nothing about HTTP: it raises :class:`StorageError` subclasses whose messages are safe
+to show to a client, and the server maps them to status codes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from zoo.atomic import write_text_atomic
+
+DEFAULT_BRANCH = "main"
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_PR_REF = re.compile(r"refs/pr/(\d+)")
+_COPY_CHUNK = 1 << 20
+
+
+class StorageError(Exception):
+    """A request the storage refuses; the message is safe to send to the client."""
+
+
+class InvalidInput(StorageError):
+    """Malformed names, paths or content (checksum, size)."""
+
+
+class RepoNotFound(StorageError):
+    pass
+
+
+class RepoExists(StorageError):
+    pass
+
+
+class RevisionNotFound(StorageError):
+    pass
+
+
+class EntryNotFound(StorageError):
+    pass
+
+
+class CommitConflict(StorageError):
+    """The branch moved since the parent commit the client based its change on."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file of a commit. ``git_sha1`` is what git would call the blob (the pointer's, for LFS)."""
+
+    sha256: str
+    size: int
+    lfs: bool
+    git_sha1: str
+
+    @property
+    def etag(self) -> str:
+        """The Hub's ETag: sha256 of the content for LFS files, the git blob sha1 otherwise."""
+        return self.sha256 if self.lfs else self.git_sha1
+
+    @property
+    def pointer_size(self) -> int:
+        return len(lfs_pointer(self.sha256, self.size))
+
+
+@dataclass(frozen=True)
+class Commit:
+    id: str
+    parent: str | None
+    message: str
+    author: str
+    date: str
+    files: dict[str, FileEntry]
+
+    @property
+    def title(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+
+@dataclass(frozen=True)
+class RepoMeta:
+    owner: str
+    private: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Put:
+    """Add or replace ``path`` with an already stored blob."""
+
+    path: str
+    entry: FileEntry
+
+
+@dataclass(frozen=True)
+class Delete:
+    """Remove a file, or with ``folder`` every file under ``path/``."""
+
+    path: str
+    folder: bool = False
+
+
+Operation = Put | Delete
+
+
+def now_iso() -> str:
+    """UTC time in the Hub's format (``2024-01-31T12:00:00.000Z``), which huggingface_hub parses."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def git_blob_sha1(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def lfs_pointer(sha256: str, size: int) -> bytes:
+    """The git-lfs pointer file git would store in place of an LFS file."""
+    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n".encode()
+
+
+def check_name(name: str, what: str) -> str:
+    """A namespace or repo name: also a folder name on disk, so no dots-only, slashes or '--'."""
+    if not _NAME.fullmatch(name) or "--" in name or ".." in name:
+        raise InvalidInput(f"invalid {what} {name!r}: use letters, digits, '-', '_', '.' (at most 96)")
+    return name
+
+
+def check_path(path: str) -> str:
+    """A file path inside a repo: relative, '/'-separated, no '.', '..' or '.git' parts."""
+    parts = path.split("/")
+    if not path or len(path) > 1024 or "\\" in path or "\0" in path:
+        raise InvalidInput(f"invalid path in repo: {path!r}")
+    if any(part in ("", ".", "..", ".git") for part in parts):
+        raise InvalidInput(f"invalid path in repo: {path!r}")
+    return path
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename in ``path`` durable, not only atomic."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True))
+    _fsync_dir(path.parent)
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _commit_body(commit: Commit) -> dict[str, Any]:
+    body = asdict(commit)
+    del body["id"]
+    return body
+
+
+def _commit_id(body: dict[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha1(canonical.encode()).hexdigest()
+
+
+def _commit_from_json(commit_id: str, data: dict[str, Any]) -> Commit:
+    files = {path: FileEntry(**entry) for path, entry in data["files"].items()}
+    return Commit(commit_id, data["parent"], data["message"], data["author"], data["date"], files)
+
+
+def apply_operations(files: dict[str, FileEntry], ops: Iterable[Operation]) -> dict[str, FileEntry]:
+    """The file map after ``ops``, in order; refuses deleting what is absent and file/folder clashes."""
+    result = dict(files)
+    for op in ops:
+        if isinstance(op, Put):
+            result[check_path(op.path)] = op.entry
+        elif op.folder:
+            prefix = op.path.rstrip("/") + "/"
+            doomed = [path for path in result if path.startswith(prefix)]
+            if not doomed:
+                raise EntryNotFound(f"folder {op.path!r} not found")
+            for path in doomed:
+                del result[path]
+        elif result.pop(op.path, None) is None:
+            raise EntryNotFound(f"file {op.path!r} not found")
+    _check_no_file_folder_clash(result)
+    return result
+
+
+def _check_no_file_folder_clash(files: dict[str, FileEntry]) -> None:
+    """Git cannot hold 'a' as a file and 'a/b' at once."""
+    for path in files:
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if parent in files:
+                raise InvalidInput(f"{path!r} needs {parent!r} to be a folder, but it is a file")
+
+
+def path_view(files: dict[str, FileEntry], path: str) -> Any:
+    """What ``path`` looks like in a file map: its entry, or the sorted entries under it for a folder."""
+    if path in files:
+        return files[path]
+    prefix = path + "/"
+    return tuple(sorted((p, entry) for p, entry in files.items() if p.startswith(prefix)))
+
+
+class HubStorage:
+    """Repos, commits and blobs under one root folder; safe for concurrent threads and processes."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._tmp = self.root / "tmp"
+        for folder in (self.root / "blobs" / "sha256", self.root / "repos", self._tmp):
+            folder.mkdir(parents=True, exist_ok=True)
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # ------------------------------------------------------------------------------------------ blobs
+    def blob_path(self, sha256: str) -> Path:
+        if not _HEX64.fullmatch(sha256):
+            raise InvalidInput(f"invalid sha256 {sha256!r}")
+        return self.root / "blobs" / "sha256" / sha256[:2] / sha256[2:]
+
+    def has_blob(self, sha256: str, size: int) -> bool:
+        path = self.blob_path(sha256)
+        return path.is_file() and path.stat().st_size == size
+
+    def store_blob(
+        self, chunks: Iterable[bytes], sha256: str | None = None, size: int | None = None
+    ) -> tuple[str, int]:
+        """Stream ``chunks`` into the blob store and return their sha256 and size; refuse (InvalidInput)
+        content whose sha256 or size is not the announced one.
+
+        The bytes go to a temp file in ``tmp/`` (hashed on the way, fsync'd) and are renamed into place only
+        once verified, so a failed or interrupted upload leaves nothing under ``blobs/``.
+        """
+        digest, written = hashlib.sha256(), 0
+        fd, tmp = tempfile.mkstemp(prefix="upload.", dir=self._tmp)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                for chunk in chunks:
+                    written += len(chunk)
+                    if size is not None and written > size:
+                        raise InvalidInput(f"upload is larger than the announced {size} bytes")
+                    digest.update(chunk)
+                    fh.write(chunk)
+                fh.flush()
+                os.fsync(fh.fileno())
+            actual = digest.hexdigest()
+            if size is not None and written != size:
+                raise InvalidInput(f"upload has {written} bytes, announced {size}")
+            if sha256 is not None and actual != sha256:
+                raise InvalidInput(f"upload's sha256 is {actual}, announced {sha256}")
+            self._publish(Path(tmp), actual)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return actual, written
+
+    def _publish(self, tmp: Path, sha256: str) -> None:
+        dest = self.blob_path(sha256)
+        if dest.is_file():  # same name, same content: keep the one already there
+            return
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, dest)
+        _fsync_dir(dest.parent)
+
+    def regular_file(self, data: bytes) -> FileEntry:
+        """Store a small file sent inline in a commit."""
+        sha256, size = self.store_blob([data])
+        return FileEntry(sha256, size, lfs=False, git_sha1=git_blob_sha1(data))
+
+    def lfs_file(self, sha256: str, size: int | None) -> FileEntry:
+        """An LFS file whose content was uploaded before the commit (refused if it was not)."""
+        path = self.blob_path(sha256)
+        if not path.is_file():
+            raise InvalidInput(f"LFS object {sha256} was not uploaded; upload it before committing")
+        actual = path.stat().st_size
+        if size is not None and size != actual:
+            raise InvalidInput(f"LFS object {sha256} has {actual} bytes, the commit says {size}")
+        return FileEntry(sha256, actual, lfs=True, git_sha1=git_blob_sha1(lfs_pointer(sha256, actual)))
+
+    def open_blob(self, entry: FileEntry) -> BinaryIO:
+        return self.blob_path(entry.sha256).open("rb")
+
+    def read_blob(self, entry: FileEntry) -> bytes:
+        return self.blob_path(entry.sha256).read_bytes()
+
+    # ------------------------------------------------------------------------------------------ repos
+    def _repo_dir(self, repo_id: str) -> Path:
+        namespace, _, name = repo_id.partition("/")
+        return self.root / "repos" / check_name(namespace, "namespace") / check_name(name, "repo name")
+
+    def create_repo(self, repo_id: str, owner: str, private: bool) -> Commit:
+        """Create the repo with an empty initial commit on ``main``; :class:`RepoExists` if it is there.
+
+        Built in a temp folder and renamed: renaming onto an existing (never empty) repo folder fails, which
+        makes the existence check and the creation one atomic step.
+        """
+        final = self._repo_dir(repo_id)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.exists():
+            raise RepoExists(f"repo {repo_id} already exists")
+        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+        try:
+            created = now_iso()
+            _write_json_atomic(staging / "repo.json", asdict(RepoMeta(owner, private, created)))
+            initial = self._write_commit(staging, None, "initial commit", owner, {})
+            _write_json_atomic(staging / "refs.json", {"heads": {DEFAULT_BRANCH: initial.id}, "pr": {}})
+            try:
+                os.rename(staging, final)
+            except OSError as exc:
+                raise RepoExists(f"repo {repo_id} already exists") from exc
+            _fsync_dir(final.parent)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return initial
+
+    def repo_meta(self, repo_id: str) -> RepoMeta:
+        path = self._repo_dir(repo_id) / "repo.json"
+        if not path.is_file():
+            raise RepoNotFound(f"repo {repo_id} not found")
+        return RepoMeta(**_read_json(path))
+
+    # ------------------------------------------------------------------------------------------ commits
+    def _write_commit(
+        self, repo_dir: Path, parent: str | None, message: str, author: str, files: dict[str, FileEntry]
+    ) -> Commit:
+        draft = Commit("", parent, message, author, now_iso(), files)
+        body = _commit_body(draft)
+        commit = Commit(_commit_id(body), parent, message, author, draft.date, files)
+        _write_json_atomic(repo_dir / "commits" / f"{commit.id}.json", body)
+        return commit
+
+    def load_commit(self, repo_id: str, commit_id: str) -> Commit:
+        path = self._repo_dir(repo_id) / "commits" / f"{commit_id}.json"
+        if not _HEX40.fullmatch(commit_id) or not path.is_file():
+            raise RevisionNotFound(f"revision {commit_id} not found in {repo_id}")
+        return _commit_from_json(commit_id, _read_json(path))
+
+    def refs(self, repo_id: str) -> dict[str, dict[str, str]]:
+        """``{"heads": {branch: id}, "pr": {number: id}}``; refs.json is replaced atomically, so no lock."""
+        self.repo_meta(repo_id)
+        return _read_json(self._repo_dir(repo_id) / "refs.json")
+
+    def resolve(self, repo_id: str, revision: str) -> Commit:
+        """A branch, ``refs/heads/BRANCH``, ``refs/pr/N`` or a full commit id, to its commit."""
+        refs = self.refs(repo_id)
+        kind, name = _ref_of(refs, revision) or (None, None)
+        if kind is not None:
+            return self.load_commit(repo_id, refs[kind][name])
+        if _HEX40.fullmatch(revision):
+            return self.load_commit(repo_id, revision)
+        raise RevisionNotFound(f"revision {revision} not found in {repo_id}")
+
+    def commit(
+        self,
+        repo_id: str,
+        revision: str,
+        ops: list[Operation],
+        *,
+        message: str,
+        author: str,
+        parent_commit: str | None = None,
+        create_pr: bool = False,
+    ) -> tuple[Commit, int | None]:
+        """Apply ``ops`` on ``revision`` (a branch or PR ref); returns the commit and the new PR's number.
+
+        Under the repo lock, concurrent commits serialize: each lands on top of the previous one. A client
+        that names its ``parent_commit`` (a full id or a prefix) is refused with :class:`CommitConflict`
+        when the branch has moved since; with ``create_pr`` the PR starts from that commit instead.
+        """
+        repo_dir = self._repo_dir(repo_id)
+        self.repo_meta(repo_id)  # RepoNotFound before the lock file is opened in its folder
+        with self._locked(repo_id):
+            refs = self.refs(repo_id)
+            ref = _ref_of(refs, revision)
+            if ref is None:
+                raise RevisionNotFound(f"branch {revision} not found in {repo_id} (commits go to branches)")
+            head = refs[ref[0]][ref[1]]
+            base = head
+            if parent_commit is not None and create_pr:
+                base = self._find_commit(repo_id, parent_commit).id
+            elif parent_commit is not None and not head.startswith(parent_commit.lower()):
+                raise CommitConflict(
+                    f"{revision} moved: its head is {head}, not {parent_commit}; refresh and try again"
+                )
+            files = apply_operations(self.load_commit(repo_id, base).files, ops)
+            new = self._write_commit(repo_dir, base, message, author, files)
+            pr_number = None
+            if create_pr:
+                pr_number = max((int(n) for n in refs["pr"]), default=0) + 1
+                refs["pr"][str(pr_number)] = new.id
+            else:
+                refs[ref[0]][ref[1]] = new.id
+            _write_json_atomic(repo_dir / "refs.json", refs)
+        return new, pr_number
+
+    def _find_commit(self, repo_id: str, prefix: str) -> Commit:
+        """A commit of this repo by a unique id prefix (clients may send 7 characters)."""
+        prefix = prefix.lower()
+        folder = self._repo_dir(repo_id) / "commits"
+        matches = [p.stem for p in folder.glob("*.json") if p.stem.startswith(prefix)]
+        if len(matches) != 1:
+            raise RevisionNotFound(f"commit {prefix} not found (or ambiguous) in {repo_id}")
+        return self.load_commit(repo_id, matches[0])
+
+    def last_commits(self, repo_id: str, commit: Commit, paths: Iterable[str]) -> dict[str, Commit]:
+        """For each path, the commit that last changed it: walking back from ``commit``, the oldest commit of
+        the unbroken run in which the path looks as it does in ``commit``."""
+        want = {path: path_view(commit.files, path) for path in paths}
+        found: dict[str, Commit] = {}
+        current = commit
+        while len(found) < len(want):
+            parent = self.load_commit(repo_id, current.parent) if current.parent else None
+            for path, view in want.items():
+                if path not in found and (parent is None or path_view(parent.files, path) != view):
+                    found[path] = current
+            if parent is None:
+                break
+            current = parent
+        return found
+
+    # ------------------------------------------------------------------------------------------ locks
+    @contextlib.contextmanager
+    def _locked(self, repo_id: str) -> Iterator[None]:
+        """Serialize ref updates of one repo across this process's threads and across processes."""
+        with self._locks_guard:
+            thread_lock = self._locks.setdefault(repo_id, threading.Lock())
+        with thread_lock, (self._repo_dir(repo_id) / ".lock").open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _ref_of(refs: dict[str, dict[str, str]], revision: str) -> tuple[str, str] | None:
+    """Where ``revision`` lives in refs.json: ``("heads", name)``, ``("pr", number)`` or None."""
+    branch = revision.removeprefix("refs/heads/")
+    if branch in refs["heads"]:
+        return "heads", branch
+    match = _PR_REF.fullmatch(revision)
+    if match and match.group(1) in refs["pr"]:
+        return "pr", match.group(1)
+    return None
