@@ -6,6 +6,7 @@ and ``HF_HOME`` at import, exactly as it does for a user.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -20,13 +21,16 @@ SENTINEL = "hf_SENTINELroundtrip0123456789abcdefghij"
 
 @pytest.fixture
 def hub(tmp_path):
+    """A token-protected hub on 127.0.0.1 whose access log is kept, to prove no token reaches it."""
     from zoo.hub.server import HubServer
 
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(f"{SENTINEL} alice demo\n")
-    server = HubServer(tmp_path / "hub-root", token_file=tokens).start()
+    log = io.StringIO()
+    server = HubServer(tmp_path / "hub-root", token_file=tokens, access_log=log).start()
     yield server
     server.stop()
+    assert log.getvalue().count("\n") > 3 and SENTINEL not in log.getvalue()
 
 
 def _zoo(*args, hub_url: str, home, token: str | None = SENTINEL, cwd=None) -> subprocess.CompletedProcess:
