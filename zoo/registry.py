@@ -18,10 +18,7 @@ from zoo.envs import PRESETS
 from zoo.errors import ZooError
 
 FORMATS = ("torch-state-dict", "torch-checkpoint", "sb3-zip", "flax-msgpack", "safetensors")
-LAYOUTS = ("state_dict", "dict", "tuple")
-HEADS = ("q_values", "c51", "gaussian", "deterministic_actor")
-FRAMEWORKS = ("cleanrl",)
-KNOWN_EXTRAS = ("mujoco", "atari", "video")
+KNOWN_EXTRAS = ("mujoco", "atari", "video", "sb3", "skrl", "rsl")
 _EVAL_KEYS = {"episodes": int, "deterministic": bool, "epsilon": float, "exploration_noise": float}
 
 
@@ -43,11 +40,11 @@ class Entry:
     algorithm: str
     format: str
     filename: str
-    layout: dict[str, Any]
-    model: dict[str, str]
-    policy: dict[str, str]
     env: dict[str, Any]
     eval: dict[str, Any]
+    layout: dict[str, Any] = field(default_factory=dict)  # framework-specific, checked by the adapter
+    model: dict[str, str] = field(default_factory=dict)
+    policy: dict[str, str] = field(default_factory=dict)
     extras: list[str] = field(default_factory=list)
     hub: dict[str, str] = field(default_factory=dict)
 
@@ -55,11 +52,19 @@ class Entry:
     def parts(self) -> list[str]:
         return list(self.layout["parts"])
 
-    def model_filename(self) -> str:
-        return self.filename.format(exp_name=self.name)
+    def _fields(self, **values: Any) -> dict[str, Any]:
+        """Placeholders the filename and hub patterns may use."""
+        return {"exp_name": self.name, "algo": self.algorithm.lower(), **values}
+
+    def model_filename(self, **values: Any) -> str:
+        """The model's file name; SB3-style patterns also take ``env_id``."""
+        return self.filename.format_map(self._fields(**values))
 
     def hub_repo(self, *, hf_entity: str, env_id: str, seed: int) -> str:
-        return self.hub["repo"].format(hf_entity=hf_entity, env_id=env_id, exp_name=self.name, seed=seed)
+        """The hub repo id: ``{hf_entity}`` (alias ``{org}``), ``{env_id}``, ``{exp_name}``, ``{seed}``, ``{algo}``."""
+        return self.hub["repo"].format_map(
+            self._fields(hf_entity=hf_entity, org=hf_entity, env_id=env_id, seed=seed)
+        )
 
     def stochastic_mode(self) -> str:
         """How the published eval mode picks actions: epsilon-greedy, noise or sampling."""
@@ -107,6 +112,17 @@ def _require(source: Path, name: str, raw: dict, key: str, kind: type) -> Any:
     return value
 
 
+def _adapter(source: Path, name: str, framework: str):
+    """The framework's adapter module (``zoo/frameworks/<framework>``): it checks its own fields."""
+    import importlib
+    import importlib.util
+
+    module = f"zoo.frameworks.{framework}"
+    if not framework.isidentifier() or importlib.util.find_spec(module) is None:
+        raise _fail(source, name, "framework", f"{framework!r} has no adapter in zoo/frameworks/")
+    return importlib.import_module(module)
+
+
 def _one_of(source: Path, name: str, key: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise _fail(source, name, key, f"{value!r} is not one of {', '.join(allowed)}")
@@ -121,30 +137,16 @@ def validate_entry(source: Path, name: str, raw: Any) -> Entry:
         if key not in allowed:
             raise _fail(source, name, key, f"unknown field; allowed: {', '.join(sorted(allowed))}")
     framework = _require(source, name, raw, "framework", str)
-    _one_of(source, name, "framework", framework, FRAMEWORKS)
+    adapter = _adapter(source, name, framework)
     fmt = _require(source, name, raw, "format", str)
     _one_of(source, name, "format", fmt, FORMATS)
     filename = _require(source, name, raw, "filename", str)
-    layout = _require(source, name, raw, "layout", dict)
-    _one_of(source, name, "layout.kind", layout.get("kind", "<missing>"), LAYOUTS)
-    parts = layout.get("parts")
-    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
-        raise _fail(source, name, "layout.parts", "expected a non-empty list of part names")
-    if layout["kind"] != "tuple" and len(parts) != 1:
-        raise _fail(source, name, "layout.parts", f"layout {layout['kind']!r} holds exactly one part")
-    if layout["kind"] == "dict":
-        for key in ("weights_key", "args_key"):
-            if not isinstance(layout.get(key), str):
-                raise _fail(source, name, f"layout.{key}", "required for layout kind 'dict'")
-    model = _require(source, name, raw, "model", dict)
-    for part in parts:
-        target = model.get(part)
-        if not isinstance(target, str) or ":" not in target:
-            raise _fail(source, name, f"model.{part}", "expected 'module.path:ClassName'")
-    policy = _require(source, name, raw, "policy", dict)
-    if policy.get("part") not in parts:
-        raise _fail(source, name, "policy.part", f"must name one of the layout parts {parts}")
-    _one_of(source, name, "policy.head", policy.get("head", "<missing>"), HEADS)
+    for key in ("layout", "model", "policy"):
+        if not isinstance(raw.get(key, {}), dict):
+            raise _fail(source, name, key, f"expected a mapping, got {type(raw[key]).__name__}")
+    problem = adapter.entry_problem(raw)
+    if problem:
+        raise _fail(source, name, *problem)
     env = _require(source, name, raw, "env", dict)
     _one_of(source, name, "env.wrappers", env.get("wrappers", "<missing>"), PRESETS)
     evaluation = _require(source, name, raw, "eval", dict)
@@ -168,8 +170,8 @@ def validate_entry(source: Path, name: str, raw: Any) -> Entry:
         raise _fail(source, name, "hub.repo", "expected a string pattern")
     return Entry(
         name=name, framework=framework, algorithm=str(raw.get("algorithm", name)), format=fmt,
-        filename=filename, layout=layout, model=model, policy=policy, env=env, eval=evaluation,
-        extras=list(extras), hub=hub,
+        filename=filename, layout=raw.get("layout", {}), model=raw.get("model", {}),
+        policy=raw.get("policy", {}), env=env, eval=evaluation, extras=list(extras), hub=hub,
     )  # fmt: skip
 
 

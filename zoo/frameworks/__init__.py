@@ -1,6 +1,16 @@
-"""Framework adapters: one module per training library.
+"""Framework adapters: one module (or package) per training library, ``zoo/frameworks/<name>``.
 
-Each adapter knows how to recognise its files, load weights safely and build a
-:class:`zoo.policy.Policy`. Nothing outside this package needs to know which
-library produced a policy.
+A registry entry's ``framework`` names its adapter; adding a framework is one adapter plus
+registry entries. Every adapter provides:
+
+- ``entry_problem(raw: dict) -> (field, problem) | None``: check the framework's own registry fields.
+- ``discover(root: Path) -> Iterator[Run]``: the runs (or lone model files) under ``root``,
+  from directory listings and names only.
+- ``inspect_run(run: Run, registry: Registry) -> RunReport``: ``zoo check``'s verdict, without
+  executing any file.
+- ``load_policy(model_file, entry, env_id, *, device, seed, trust_pickle) -> Policy``: safe loading
+  (``torch.load(weights_only=True)``, restricted unpickling); full unpickling only when trusted.
+- ``env_spec(entry, env_id, video_dir=None) -> EnvSpec``: the eval env.
+
+Nothing outside this package needs to know which library produced a policy.
 """

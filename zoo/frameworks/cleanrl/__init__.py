@@ -26,10 +26,45 @@ from zoo.frameworks.cleanrl.checkpoint import (
 from zoo.frameworks.cleanrl.discover import discover
 from zoo.registry import Entry, Registry
 
-__all__ = ["discover", "inspect_run", "load_policy", "env_spec"]
+__all__ = ["discover", "inspect_run", "load_policy", "env_spec", "entry_problem"]
+
+LAYOUTS = ("state_dict", "dict", "tuple")
+HEADS = ("q_values", "c51", "gaussian", "deterministic_actor")
 
 _SPACES_CACHE: dict[tuple[str, str], tuple] = {}
 _SHAPES_CACHE: dict[tuple, dict[str, tuple]] = {}
+
+
+def entry_problem(raw: dict) -> tuple[str, str] | None:
+    """``(field, problem)`` for the first CleanRL-specific field of a registry entry that is wrong."""
+    layout = raw.get("layout")
+    if not isinstance(layout, dict):
+        return "layout", "missing"
+    if layout.get("kind") not in LAYOUTS:
+        return "layout.kind", f"{layout.get('kind', '<missing>')!r} is not one of {', '.join(LAYOUTS)}"
+    parts = layout.get("parts")
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+        return "layout.parts", "expected a non-empty list of part names"
+    if layout["kind"] != "tuple" and len(parts) != 1:
+        return "layout.parts", f"layout {layout['kind']!r} holds exactly one part"
+    if layout["kind"] == "dict":
+        for key in ("weights_key", "args_key"):
+            if not isinstance(layout.get(key), str):
+                return f"layout.{key}", "required for layout kind 'dict'"
+    model = raw.get("model")
+    if not isinstance(model, dict):
+        return "model", "missing"
+    for part in parts:
+        if not isinstance(model.get(part), str) or ":" not in model[part]:
+            return f"model.{part}", "expected 'module.path:ClassName'"
+    policy = raw.get("policy")
+    if not isinstance(policy, dict):
+        return "policy", "missing"
+    if policy.get("part") not in parts:
+        return "policy.part", f"must name one of the layout parts {parts}"
+    if policy.get("head") not in HEADS:
+        return "policy.head", f"{policy.get('head', '<missing>')!r} is not one of {', '.join(HEADS)}"
+    return None
 
 
 def env_spec(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
