@@ -3,7 +3,7 @@
 
     python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval` on the bundled example runs, and
                           # offline sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
-    python3 dev.py test   # .venv + zoo[dev,atari,mujoco], then the whole test suite
+    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl], then the whole test suite
 
 torch is installed first and pinned (2.13.0, a CPU build): any open requirement would pull a
 multi-GB CUDA build of a newer release. Re-running is cheap: pip skips what is installed.
@@ -99,7 +99,7 @@ def hub_loop(zoo: Path, out: Path) -> int:
 
 
 def test() -> int:
-    setup("dev,atari,mujoco")
+    setup("dev,atari,mujoco,sb3,skrl,rsl")
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--durations=10", *sys.argv[2:]]
     print("+", " ".join(cmd), flush=True)

@@ -80,9 +80,8 @@ def run_from_model_file(model: Path) -> Run:
 
 
 def _looks_like_run(name: str, entries: list[os.DirEntry]) -> bool:
-    return parse_run_name(name) is not None or any(
-        e.name.endswith(MODEL_SUFFIX) or e.name.startswith("events.out.tfevents.") for e in entries
-    )
+    """A CleanRL run: its name parses, or it holds a ``.cleanrl_model`` (other libraries log events too)."""
+    return parse_run_name(name) is not None or any(e.name.endswith(MODEL_SUFFIX) for e in entries)
 
 
 def discover(root: Path) -> Iterator[Run]:
