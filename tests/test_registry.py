@@ -113,3 +113,14 @@ def test_bad_eval_field_type_is_named(tmp_path):
     user.write_text(text)
     result = zoo("--registry", user, "registry", "list")
     assert result.exit_code == 1 and "entry 'dqn', field 'eval.epsilon'" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--help"], ["hub", "--help"], ["registry", "--help"], ["eval", "--help"]])
+def test_help_of_every_group_exits_0(args):
+    result = zoo(*args)
+    assert result.exit_code == 0 and "Usage:" in result.stdout and "error" not in result.stderr
+
+
+def test_usage_error_exits_2():
+    result = zoo("eval")
+    assert result.exit_code == 2 and "Missing argument" in result.stderr

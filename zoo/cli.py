@@ -53,6 +53,8 @@ class ZooGroup(click.Group):
             return super().invoke(ctx)
         except ZooError as exc:
             _fail(exc)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # click's own control flow: --help in subcommands, usage errors (exit 2)
         except KeyboardInterrupt:
             err().print("interrupted: nothing was written")
             sys.exit(130)
