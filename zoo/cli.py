@@ -187,7 +187,8 @@ def _render_check(reports, quiet: bool) -> None:
         out().print(table)
     counts = {s: sum(r.status == s for r in reports) for s in ("ok", "warning", "error")}
     out().print(
-        f"{len(reports)} runs: {counts['ok']} ok, {counts['warning']} warning, {counts['error']} error"
+        f"{len(reports)} run{'s' if len(reports) != 1 else ''}: {counts['ok']} ok, {counts['warning']} warning, "
+        f"{counts['error']} error"
     )
 
 
