@@ -110,7 +110,13 @@ def registry_list(ctx: click.Context, as_json: bool) -> None:
         e = reg.entries[name]
         mode = "deterministic" if e.eval.get("deterministic") else e.stochastic_mode()
         table.add_row(
-            name, e.framework, e.algorithm, e.format, e.layout["kind"], mode, ",".join(e.extras) or "-"
+            name,
+            e.framework,
+            e.algorithm,
+            e.format,
+            e.layout.get("kind", "-"),
+            mode,
+            ",".join(e.extras) or "-",
         )
     out().print(table)
 

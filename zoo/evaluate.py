@@ -103,6 +103,7 @@ def rollout(policy: Policy, envs, episodes: int, seed: int, deterministic: bool,
     obs, _ = envs.reset(seed=seed)
     state = None
     finished = 0
+    prev_done = np.zeros(num_envs, dtype=bool)
     while finished < episodes:
         actions, state = policy.act(obs, state, deterministic)
         obs, _rew, terminated, truncated, info = envs.step(actions)
@@ -121,9 +122,12 @@ def rollout(policy: Policy, envs, episodes: int, seed: int, deterministic: bool,
                         on_episode(finished)
                 counts[i] += 1
         if policy.is_recurrent:
+            # NEXT_STEP autoreset: an env done at step t ignores the action of step t+1 and returns
+            # its reset observation then, so recurrent state is cleared after both steps.
             done = np.logical_or(terminated, truncated)
-            if done.any():
-                policy.reset(done)
+            if (done | prev_done).any():
+                policy.reset(done | prev_done)
+            prev_done = done
     return [e for env_episodes in per_env for e in env_episodes]
 
 

@@ -25,6 +25,12 @@ class Target:
         return adapter(self.entry.framework)
 
 
+def _configured_env_id(run: Run) -> str | None:
+    """An env id the run's own config names (read safely by its adapter), when its path does not say."""
+    reader = getattr(adapter(run.framework), "run_env_id", None)
+    return reader(run) if reader else None
+
+
 def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = None, env_id: str | None = None,
                    seed: int | None = None) -> Target:  # fmt: skip
     """One run from ``path``; flags narrow a folder of runs and override what names say."""
@@ -49,7 +55,7 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
     if name is None:
         raise ZooError(f"{path}: cannot tell the experiment", hint="pass --exp-name")
     entry = registry.get(name)
-    env = env_id or run.env_id
+    env = env_id or run.env_id or _configured_env_id(run)
     if env is None:
         raise ZooError(f"{path}: cannot tell the env id", hint="pass --env-id (for example CartPole-v1)")
     model = run.model_file

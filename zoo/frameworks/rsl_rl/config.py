@@ -1,0 +1,152 @@
+"""A run's training config, read without executing anything.
+
+Isaac Lab and mjlab dump the runner config to ``params/agent.yaml`` (and the env config to
+``params/env.yaml``) with ``yaml.dump``, so tuples appear as ``!!python/tuple``; they are read with
+a safe loader that turns tuples into lists and leaves every other Python tag unbuilt (``None``).
+Genesis pickles ``[env_cfg, obs_cfg, reward_cfg, command_cfg, train_cfg]`` (plain dicts) to
+``cfgs.pkl``; it is decoded by :func:`~zoo.artifacts.restricted_pickle.restricted_loads` with no
+extra allowlist, so a pickle asking for any other global is refused, naming it, before it runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
+from zoo.errors import RefusedError, ZooError
+
+AGENT_YAML = Path("params") / "agent.yaml"
+ENV_YAML = Path("params") / "env.yaml"
+CFGS_PKL = "cfgs.pkl"
+#: Keys of an env config that may name a gymnasium id, first match wins.
+_ENV_ID_KEYS = ("env_id", "task", "id", "env_name", "task_name")
+_GYM_ID = re.compile(r"^(?:[\w.-]+/)?[\w.:-]+-v\d+$")
+
+
+@dataclass
+class RunConfig:
+    """What zoo uses from a run's config; ``source`` is None when the run has none."""
+
+    source: str | None = None
+    agent: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def actor(self) -> dict[str, Any]:
+        """The actor's settings: ``actor`` (rsl-rl-lib 4+), ``policy`` (older ``ActorCritic`` configs)."""
+        for key in ("actor", "policy"):
+            value = self.agent.get(key)
+            if isinstance(value, dict):
+                return value
+        return {}
+
+    @property
+    def activation(self) -> str:
+        """rsl_rl's default is elu when the config does not say."""
+        return str(self.actor.get("activation", "elu"))
+
+    @property
+    def rnn_type(self) -> str | None:
+        value = self.actor.get("rnn_type")
+        return str(value).lower() if value is not None else None
+
+    @property
+    def distribution(self) -> dict[str, Any] | None:
+        value = self.actor.get("distribution_cfg")
+        return value if isinstance(value, dict) else None
+
+    @property
+    def algorithm(self) -> str | None:
+        algo = self.agent.get("algorithm")
+        return str(algo.get("class_name")) if isinstance(algo, dict) and algo.get("class_name") else None
+
+    @property
+    def seed(self) -> int | None:
+        runner = self.agent.get("runner")  # Genesis keeps the seed in train_cfg["runner"]
+        seed = self.agent.get("seed", runner.get("seed") if isinstance(runner, dict) else None)
+        return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+    @property
+    def clip_actions(self) -> float | None:
+        """Isaac Lab's wrapper clamps actions to ``[-clip_actions, clip_actions]`` (agent cfg); Genesis envs
+        do it themselves from ``env_cfg['clip_actions']``."""
+        for value in (self.agent.get("clip_actions"), self.env.get("clip_actions")):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return float(value)
+        return None
+
+    @property
+    def env_id(self) -> str | None:
+        """A gymnasium id the env config names, else None (then ``zoo eval --env-id`` is needed)."""
+        for key in _ENV_ID_KEYS:
+            value = self.env.get(key)
+            if isinstance(value, str) and _GYM_ID.match(value):
+                return value
+        return None
+
+
+def _safe_yaml_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """SafeLoader plus ``!!python/tuple`` as a list; any other python tag becomes None, never built."""
+
+    def _tuple(loader, node):
+        return loader.construct_sequence(node, deep=True)
+
+    def _unbuilt(_loader, _suffix, _node):
+        return None
+
+    Loader.add_constructor("tag:yaml.org,2002:python/tuple", _tuple)
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", _unbuilt)
+    Loader.add_multi_constructor("!", _unbuilt)
+    return Loader
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.load(text, Loader=_safe_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ZooError(f"{path}: cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ZooError(f"{path}: not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+    if not isinstance(data, dict):
+        raise ZooError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def read_cfgs_pkl(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(train_cfg, env_cfg)`` from Genesis' pickled config list; refuses any non-plain global."""
+    try:
+        data = restricted_loads(path.read_bytes())
+    except RefusedGlobal as exc:
+        raise RefusedError(
+            f"{path}: unsafe pickle, loading it would call {exc.qualname}",
+            hint="zoo decodes cfgs.pkl only when it holds plain dicts, lists and numbers",
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - any decoding failure is one error line
+        raise ZooError(f"{path}: cannot decode: {type(exc).__name__}: {exc}") from None
+    dicts = [d for d in (data if isinstance(data, list | tuple) else [data]) if isinstance(d, dict)]
+    if not dicts:
+        raise ZooError(f"{path}: expected a list of config dicts, got {type(data).__name__}")
+    train = next((d for d in reversed(dicts) if "algorithm" in d), {})
+    return train, dicts[0]
+
+
+def read_run_config(run_dir: Path) -> RunConfig:
+    """The config beside the checkpoints: ``params/agent.yaml`` first, then ``cfgs.pkl``."""
+    if (run_dir / AGENT_YAML).is_file():
+        env_path = run_dir / ENV_YAML
+        env = read_yaml(env_path) if env_path.is_file() else {}
+        return RunConfig(str(AGENT_YAML), read_yaml(run_dir / AGENT_YAML), env)
+    if (run_dir / CFGS_PKL).is_file():
+        train, env = read_cfgs_pkl(run_dir / CFGS_PKL)
+        return RunConfig(CFGS_PKL, train, env)
+    return RunConfig()

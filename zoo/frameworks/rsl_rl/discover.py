@@ -1,0 +1,78 @@
+"""Find rsl_rl runs: folders holding ``model_{iter}.pt`` checkpoints.
+
+Layouts: Isaac Lab / mjlab ``logs/rsl_rl/{experiment}/{date_time}[_{run_name}]/model_{iter}.pt`` beside
+``params/agent.yaml`` and ``params/env.yaml``; Genesis ``logs/{exp_name}/model_{iter}.pt`` beside
+``cfgs.pkl``. Discovery only lists directories and parses names (no file is opened), so it stays fast
+on large trees; the configs are read later by ``inspect_run`` and ``load_policy``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from zoo.artifacts.runs import Run
+
+MODEL_NAME = re.compile(r"^model_(\d+)\.pt$")
+#: The registry entry a discovered run belongs to: rsl_rl's runners write one checkpoint layout for PPO.
+DEFAULT_EXP_NAME = "rsl_ppo"
+_DATE_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})")
+
+
+def iteration(path: Path) -> int:
+    """The training iteration in a ``model_{iter}.pt`` name."""
+    m = MODEL_NAME.match(path.name)
+    return int(m[1]) if m else -1
+
+
+def _started_at(name: str) -> int | None:
+    """Unix time of Isaac Lab's ``%Y-%m-%d_%H-%M-%S`` run-dir prefix (local time, as it was written)."""
+    m = _DATE_TIME.match(name)
+    if not m:
+        return None
+    return int(_dt.datetime.strptime(m[1], "%Y-%m-%d_%H-%M-%S").timestamp())
+
+
+def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None, chosen: Path | None = None) -> Run:
+    """One run: the latest checkpoint (or ``chosen``) is the model, the others are counted."""
+    if entries is None:
+        entries = list(os.scandir(run_dir))
+    models = sorted(
+        (Path(e.path) for e in entries if MODEL_NAME.match(e.name) and e.is_file()), key=iteration
+    )
+    started_at = _started_at(run_dir.name)
+    # Isaac Lab run dirs are only a date: the experiment folder above them makes the name telling
+    run_name = f"{run_dir.parent.name}/{run_dir.name}" if started_at is not None else run_dir.name
+    run = Run(framework="rsl_rl", path=run_dir, run_name=run_name, exp_name=DEFAULT_EXP_NAME,
+              started_at=started_at)  # fmt: skip
+    run.model_file = chosen or (models[-1] if models else None)
+    run.other_model_files = [p for p in models if p != run.model_file]
+    events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file())
+    run.events_file = Path(events[-1]) if events else None
+    run.eval_json = run_dir / "eval.json" if any(e.name == "eval.json" for e in entries) else None
+    return run
+
+
+def discover(root: Path) -> Iterator[Run]:
+    """Every rsl_rl run under ``root`` (a logs folder, one run dir, or one ``model_{iter}.pt``)."""
+    if root.is_file():
+        if MODEL_NAME.match(root.name):
+            yield run_from_dir(root.parent, chosen=root)
+        return
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        if any(MODEL_NAME.match(e.name) for e in entries):
+            yield run_from_dir(folder, entries)
+            continue
+        subdirs = sorted(
+            (Path(e.path) for e in entries if e.is_dir() and not e.name.startswith(".")), reverse=True
+        )
+        stack.extend(d for d in subdirs if d.name != "videos")

@@ -1,0 +1,82 @@
+"""rsl_rl policies: the actor ``MLPModel``/``RNNModel`` in eval mode behind zoo's Policy protocol.
+
+Deterministic mode is the model's deterministic output (the Gaussian mean), as rsl_rl's
+``get_inference_policy()`` gives it; stochastic mode samples the actor's Normal distribution from a
+generator seeded at construction. The normalizer is the checkpoint's ``EmpiricalNormalization``
+(``(x - mean) / (std + 1e-2)``, no clipping), applied by the model itself. Actions leave unclipped,
+as rsl_rl's runner hands them to the env, unless the run's config sets ``clip_actions``.
+
+Recurrent state: rsl_rl's envs reset a finished env in the same step and the runner zeroes that
+env's hidden state, so each episode starts from zero. zoo's gymnasium vector envs reset on the *next*
+step (gymnasium's default autoreset), whose action is discarded; the hidden state is zeroed at the
+done step and again after that discarded step, so the new episode also starts from zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class RslRlPolicy:
+    """A :class:`zoo.policy.Policy` over one rsl_rl actor model."""
+
+    def __init__(self, model, observation_space, action_space, *, clip_actions: float | None, device: str,
+                 seed: int):  # fmt: skip
+        import torch
+
+        self.model = model.eval()
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.is_recurrent = bool(model.is_recurrent)
+        self.clip_actions = clip_actions
+        self.device = torch.device(device)
+        self._generator = torch.Generator(device=self.device).manual_seed(seed)
+
+    def _observations(self, obs_batch: np.ndarray):
+        import torch
+        from tensordict import TensorDict
+
+        x = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32, device=self.device)
+        x = x.reshape(x.shape[0], -1)
+        return TensorDict({"policy": x}, batch_size=[x.shape[0]], device=self.device)
+
+    def act(
+        self, obs_batch: np.ndarray, state: Any = None, deterministic: bool = True
+    ) -> tuple[np.ndarray, Any]:
+        import torch
+
+        with torch.inference_mode():
+            obs = self._observations(obs_batch)
+            if deterministic or self.model.distribution is None:
+                actions = self.model(obs)
+            else:
+                actions = self._sample(obs)
+            if self.clip_actions is not None:
+                actions = actions.clamp(-self.clip_actions, self.clip_actions)
+        return actions.cpu().numpy(), state
+
+    def _sample(self, obs):
+        import torch
+        from torch.distributions import Normal
+
+        self.model.distribution.update(self.model.mlp(self.model.get_latent(obs)))
+        dist = self.model.distribution._distribution  # noqa: SLF001 - the only handle rsl_rl offers
+        if not isinstance(dist, Normal):
+            from zoo.errors import ZooError
+
+            raise ZooError(f"stochastic eval samples Gaussian actors only, this one is {type(dist).__name__}",
+                           hint="use --deterministic")  # fmt: skip
+        noise = torch.randn(dist.mean.shape, generator=self._generator, device=self.device)
+        return dist.mean + dist.stddev * noise
+
+    def reset(self, done_mask: np.ndarray) -> None:
+        """Zero the hidden state of the envs the evaluator marks (their episode ended)."""
+        import torch
+
+        if not self.is_recurrent:
+            return
+        dones = torch.as_tensor(np.asarray(done_mask, dtype=bool), device=self.device)
+        with torch.inference_mode():
+            self.model.reset(dones)
