@@ -57,15 +57,16 @@ def check_paths(
 
 
 def _add_training_return(report: RunReport, memo: FileMemo) -> None:
-    """The last logged ``charts/episodic_return``, remembered per events file."""
+    """The last logged training return (the adapter's ``TRAIN_RETURN_TAG``), remembered per events file."""
     events = report.run.events_file
-    if events is None:
+    if events is None or "train_return" in report.details:
         return
-    hit, last = memo.get(events)
+    tag = getattr(adapter(report.run.framework), "TRAIN_RETURN_TAG", "charts/episodic_return")
+    hit, last = memo.get(events, tag)
     if not hit:
         from zoo.artifacts.tensorboard import last_scalar
 
-        last = last_scalar(events)
-        memo.put(events, last)
+        last = last_scalar(events, tag=tag)
+        memo.put(events, last, tag)
     if last is not None:
         report.details["train_return"] = {"step": int(last[0]), "value": float(last[1])}

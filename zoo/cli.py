@@ -224,11 +224,13 @@ def _render_check(reports, quiet: bool) -> None:
 )
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to write eval.json [run dir/eval.json].")  # fmt: skip
+@click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="YAML with the policy architecture when the run has none (skrl: params/agent.yaml format).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
 @click.pass_context
 def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, device, deterministic,
-             capture_video, trust_pickle, out_path, as_json, quiet) -> None:  # fmt: skip
+             capture_video, trust_pickle, out_path, model_config, as_json, quiet) -> None:  # fmt: skip
     """Evaluate TARGET (a run dir or model file) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
@@ -237,7 +239,8 @@ def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, 
 
     target_ = resolve_target(target, _registry(ctx), exp_name=exp_name, env_id=env_id, seed=run_seed)
     plan = plan_eval(target_, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
-                     device=device, out_path=out_path, capture_video=capture_video, trust_pickle=trust_pickle)  # fmt: skip
+                     device=device, out_path=out_path, capture_video=capture_video, trust_pickle=trust_pickle,
+                     model_config=model_config)  # fmt: skip
     _announce_and_run(plan, load_plan_policy(plan), quiet, as_json)
 
 

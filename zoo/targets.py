@@ -84,6 +84,7 @@ class EvalPlan:
     video_dir: Path | None
     trust_pickle: bool
     source: dict | None = None  # where the model came from (zoo enjoy), recorded in eval.json
+    model_config: Path | None = None  # architecture the checkpoint does not state (skrl without params/)
 
     @property
     def settings(self) -> dict:
@@ -100,7 +101,8 @@ class EvalPlan:
 
 
 def plan_eval(target: Target, *, episodes: int | None, num_envs: int, seed: int, deterministic: bool | None,
-              device: str, out_path: Path | None, capture_video: bool, trust_pickle: bool) -> EvalPlan:  # fmt: skip
+              device: str, out_path: Path | None, capture_video: bool, trust_pickle: bool,
+              model_config: Path | None = None) -> EvalPlan:  # fmt: skip
     """Fill what the flags leave open from the registry entry; outputs default to the run's folders."""
     from zoo.evaluate import resolve_device
 
@@ -116,15 +118,16 @@ def plan_eval(target: Target, *, episodes: int | None, num_envs: int, seed: int,
         deterministic=entry.eval["deterministic"] if deterministic is None else deterministic,
         mode_source="registry" if deterministic is None else "flag", device=resolve_device(device),
         out_path=out_path or run_dir / "eval.json", video_dir=video_dir if capture_video else None,
-        trust_pickle=trust_pickle,
+        trust_pickle=trust_pickle, model_config=model_config,
     )  # fmt: skip
 
 
 def load_plan_policy(plan: EvalPlan):
     """The target's policy, loaded safely (refusals and bad files raise before any rollout)."""
     target = plan.target
+    extra = {"model_config": plan.model_config} if plan.model_config else {}
     return target.adapter.load_policy(target.model_file, target.entry, target.env_id, device=plan.device,
-                                      seed=plan.seed, trust_pickle=plan.trust_pickle)  # fmt: skip
+                                      seed=plan.seed, trust_pickle=plan.trust_pickle, **extra)  # fmt: skip
 
 
 def run_eval(plan: EvalPlan, policy, on_episode=None):

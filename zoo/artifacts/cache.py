@@ -17,7 +17,7 @@ from typing import Any
 
 from zoo.atomic import write_json_atomic
 
-_VERSION = 1
+_VERSION = 2
 
 
 def cache_dir() -> Path:
@@ -51,19 +51,23 @@ class FileMemo:
             return None
         return [st.st_size, st.st_mtime_ns]
 
-    def get(self, path: Path) -> tuple[bool, Any]:
-        """``(hit, value)``: a hit only while the file is unchanged."""
+    @staticmethod
+    def _key(path: Path, what: str) -> str:
+        return f"{what}:{path.resolve()}"
+
+    def get(self, path: Path, what: str = "") -> tuple[bool, Any]:
+        """``(hit, value)`` for ``what`` about ``path``: a hit only while the file is unchanged."""
         if not self.enabled:
             return False, None
-        entry = self.entries.get(str(path.resolve()))
+        entry = self.entries.get(self._key(path, what))
         if entry is not None and entry["stamp"] == self._stamp(path):
             return True, entry["value"]
         return False, None
 
-    def put(self, path: Path, value: Any) -> None:
+    def put(self, path: Path, value: Any, what: str = "") -> None:
         stamp = self._stamp(path)
         if self.enabled and stamp is not None:
-            self.entries[str(path.resolve())] = {"stamp": stamp, "value": value}
+            self.entries[self._key(path, what)] = {"stamp": stamp, "value": value}
             self.dirty = True
 
     def save(self) -> None:

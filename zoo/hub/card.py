@@ -52,8 +52,8 @@ def render_card(entry: Entry, context: dict[str, Any]):
     from huggingface_hub import ModelCard
 
     layout = entry.layout
-    layout_text = _LAYOUT_TEXT[layout["kind"]].format(
-        w=layout.get("weights_key"), a=layout.get("args_key"), parts=", ".join(layout["parts"])
+    layout_text = _LAYOUT_TEXT.get(layout.get("kind"), "").format(
+        w=layout.get("weights_key"), a=layout.get("args_key"), parts=", ".join(layout.get("parts", []))
     )
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_dir()), undefined=jinja2.StrictUndefined,
@@ -66,7 +66,7 @@ def render_card(entry: Entry, context: dict[str, Any]):
             f"no model card template for framework {entry.framework!r} in {templates_dir()}"
         ) from None
     body = template.render(
-        algorithm=entry.algorithm, exp_name=entry.name, layout=layout["kind"], layout_text=layout_text,
+        algorithm=entry.algorithm, exp_name=entry.name, layout=layout.get("kind"), layout_text=layout_text,
         zoo_version=zoo.__version__, **context,
     )  # fmt: skip
     data = card_metadata(entry, context["env_id"], context["eval"])

@@ -1,0 +1,147 @@
+"""Stable-Baselines3 adapter: recognise SB3 zips, inspect them safely, build policies.
+
+Registry entries ``sb3_ppo``, ``sb3_a2c``, ``sb3_dqn``, ``sb3_sac``, ``sb3_td3`` and ``sb3_ddpg``
+(the ``sb3_`` prefix keeps rl_zoo3's algorithm names apart from CleanRL's experiments) map
+the algorithm found in a zip's ``data`` to its eval defaults and hub pattern. Loading never
+runs SB3's ``load``: see :mod:`zoo.frameworks.sb3.archive` and :mod:`~zoo.frameworks.sb3.build`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zoo.artifacts.report import ERROR, WARNING, RunReport
+from zoo.artifacts.runs import Run
+from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
+from zoo.errors import ZooError
+from zoo.frameworks.sb3.archive import ALGORITHMS, read_archive
+from zoo.frameworks.sb3.discover import discover
+from zoo.registry import Entry, Registry
+
+__all__ = ["discover", "inspect_run", "load_policy", "env_spec", "entry_problem"]
+
+_SPACES_CACHE: dict[tuple[str, str], tuple] = {}
+
+
+def entry_problem(raw: dict) -> tuple[str, str] | None:
+    """``(field, problem)`` for the first SB3-specific field of a registry entry that is wrong."""
+    if raw.get("algorithm") not in ALGORITHMS:
+        return "algorithm", f"{raw.get('algorithm', '<missing>')!r} is not one of {', '.join(ALGORITHMS)}"
+    if raw.get("format") != "sb3-zip":
+        return "format", "SB3 models are 'sb3-zip'"
+    if raw.get("layout", {}).get("kind", "sb3-zip") != "sb3-zip":
+        return "layout.kind", "SB3 models have one layout: 'sb3-zip'"
+    if not str(raw.get("filename", "")).endswith(".zip"):
+        return "filename", "SB3 models are .zip files"
+    return None
+
+
+def env_spec(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
+    return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
+
+
+def env_spaces(entry: Entry, env_id: str) -> tuple:
+    """Observation/action spaces of the eval env, built once per (env, preset)."""
+    from zoo.envs import probe_spaces
+
+    key = (env_id, entry.env["wrappers"])
+    if key not in _SPACES_CACHE:
+        _SPACES_CACHE[key] = probe_spaces(env_spec(entry, env_id))
+    return _SPACES_CACHE[key]
+
+
+def _unsupported_env(env_id: str) -> ZooError | None:
+    if "atari" in extras_for_env(env_id):
+        return ZooError(f"{env_id}: SB3 Atari models need SB3's AtariWrapper and frame stacking, "
+                        "which zoo does not rebuild yet")  # fmt: skip
+    return None
+
+
+def space_problem(model: Any, env: Any, what: str) -> str | None:
+    """Why the env's space differs from the one the model was saved with (SB3's own check, shapes only)."""
+    from gymnasium import spaces
+
+    if isinstance(model, spaces.Dict):
+        if not isinstance(env, spaces.Dict) or set(model.spaces) != set(env.spaces):
+            return f"{what} space is {env}, the model was saved with {model}"
+        return next(
+            (p for k in model.spaces if (p := space_problem(model[k], env[k], f"{what}[{k!r}]"))), None
+        )
+    if type(model) is not type(env):
+        return f"{what} space is {type(env).__name__}, the model was saved with {type(model).__name__}"
+    same = model.shape == env.shape
+    if isinstance(model, spaces.Box) and len(model.shape) == 3 and not same:
+        same = model.shape == (env.shape[2], env.shape[0], env.shape[1])  # SB3's VecTransposeImage
+    if isinstance(model, spaces.Discrete | spaces.MultiDiscrete):
+        same = same and model == env
+    return None if same else f"{what} space is {env}, the model was saved with {model}"
+
+
+def _installed_sb3() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("stable-baselines3")
+    except PackageNotFoundError:
+        return None
+
+
+def inspect_run(run: Run, registry: Registry) -> RunReport:
+    """Everything ``zoo check`` says about one SB3 model, without unpickling beyond the allowlist."""
+    from zoo.frameworks.sb3.inspect import inspect_model
+
+    report = RunReport(run)
+    if run.model_file is None:
+        report.flag(WARNING, run.name_problem or "no SB3 model here", "give an SB3 .zip (data + policy.pth)")
+        return report
+    try:
+        archive = read_archive(run.model_file)
+    except ZooError as exc:
+        report.flag(ERROR, exc.message, exc.hint)
+        return report
+    report.details.update(size=run.model_file.stat().st_size, format="sb3-zip", algorithm=archive.algorithm,
+                          policy_class=archive.policy_class_name, sb3_saved=archive.version,
+                          sb3_installed=_installed_sb3(), num_timesteps=archive.num_timesteps,
+                          saved_with=archive.saved_with)  # fmt: skip
+    entry = registry.find(run.exp_name or "")
+    if entry is None:
+        what = run.exp_name or f"policy class {archive.policy_class_name}"
+        report.flag(ERROR, f"no registry entry for {what}",
+                    f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name")  # fmt: skip
+        return report
+    inspect_model(report, archive, entry, run.env_id)
+    return report
+
+
+def load_policy(model_file, entry: Entry, env_id: str, *, device: str, seed: int, trust_pickle: bool = False):
+    """A ready :class:`~zoo.frameworks.sb3.policy.SB3Policy` for ``env_id``."""
+    from zoo.frameworks.sb3.build import load
+    from zoo.frameworks.sb3.normalize import find_stats, load_stats
+    from zoo.frameworks.sb3.policy import SB3Policy
+
+    archive = read_archive(model_file)
+    if archive.algorithm and archive.algorithm != entry.algorithm:
+        raise ZooError(f"{model_file} holds an SB3 {archive.algorithm} model, {entry.name} is {entry.algorithm}",
+                       hint=f"pass --exp-name sb3_{archive.algorithm.lower()}")  # fmt: skip
+    unsupported = _unsupported_env(env_id)
+    if unsupported:
+        raise unsupported
+    rebuilt = load(archive, device=device, trust_pickle=trust_pickle)
+    obs_space, act_space = env_spaces(entry, env_id)
+    problem = space_problem(rebuilt.observation_space, obs_space, "observation") or space_problem(
+        rebuilt.action_space, act_space, "action"
+    )
+    if problem:
+        raise ZooError(f"model does not fit {env_id}: {problem}", hint="check --env-id")
+    stats = find_stats(model_file, env_id)
+    normalizer = load_stats(stats, trust_pickle=trust_pickle) if stats else None
+    return SB3Policy(rebuilt, normalizer, archive.algorithm, seed)
+
+
+def needed_extras(entry: Entry, env_id: str) -> list[str]:
+    return sorted(set(entry.extras) | set(extras_for_env(env_id)))
+
+
+def missing_extra(entry: Entry, env_id: str) -> str | None:
+    missing = missing_modules_for_extras(needed_extras(entry, env_id))
+    return missing[0] if missing else None

@@ -1,0 +1,65 @@
+"""The globals zoo lets SB3's pickled values rebuild, and why each is harmless.
+
+SB3 stores values that JSON cannot hold (spaces, ``policy_kwargs`` with classes in them,
+schedules) as base64 cloudpickle inside the zip's ``data`` file, and ``VecNormalize``
+statistics as a plain pickle. Both are decoded with :func:`zoo.artifacts.restricted_pickle.
+restricted_loads` and this allowlist: classes whose construction only stores numbers
+(spaces, numpy arrays and generators, ``RunningMeanStd``), classes referenced but not called
+(activation functions, optimizers, feature extractors, policy classes), and ``VecNormalize``,
+whose ``__setstate__`` only updates ``__dict__``. Functions and lambdas (old ``lr_schedule``
+values are cloudpickled code) are never on it.
+"""
+
+from __future__ import annotations
+
+_NUMPY = [
+    (core, name)
+    for core in ("numpy._core.multiarray", "numpy.core.multiarray")  # numpy 2 and numpy 1 spellings
+    for name in ("_reconstruct", "scalar")
+] + [
+    ("numpy", "dtype"), ("numpy", "ndarray"),
+    ("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),
+    ("numpy.random._pickle", "__generator_ctor"), ("numpy.random._pickle", "__bit_generator_ctor"),
+    ("numpy.random._pickle", "__randomstate_ctor"),
+    ("numpy.random._pcg64", "PCG64"), ("numpy.random._pcg64", "PCG64DXSM"),
+    ("numpy.random._mt19937", "MT19937"), ("numpy.random._philox", "Philox"),
+    ("numpy.random._sfc64", "SFC64"), ("numpy.random.bit_generator", "SeedSequence"),
+    ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
+]  # fmt: skip
+
+_SPACES = [
+    (f"gymnasium.spaces.{module}", name)
+    for module, name in (("box", "Box"), ("discrete", "Discrete"), ("multi_discrete", "MultiDiscrete"),
+                         ("multi_binary", "MultiBinary"), ("dict", "Dict"), ("tuple", "Tuple"))
+]  # fmt: skip
+
+_TORCH = [
+    ("torch.nn.modules.activation", name)
+    for name in ("ReLU", "Tanh", "ELU", "LeakyReLU", "SiLU", "GELU", "Sigmoid", "Softplus", "Mish", "SELU")
+] + [
+    ("torch.optim.adam", "Adam"), ("torch.optim.adamw", "AdamW"), ("torch.optim.rmsprop", "RMSprop"),
+    ("torch.optim.sgd", "SGD"),
+]  # fmt: skip
+
+_SB3_POLICIES = [
+    ("stable_baselines3.common.policies", name)
+    for name in ("ActorCriticPolicy", "ActorCriticCnnPolicy", "MultiInputActorCriticPolicy")
+] + [
+    (f"stable_baselines3.{algo}.policies", name)
+    for algo, base in (("dqn", "DQNPolicy"), ("sac", "SACPolicy"), ("td3", "TD3Policy"))
+    for name in (base, "CnnPolicy", "MultiInputPolicy")
+]
+
+_SB3_OTHER = [
+    ("stable_baselines3.common.torch_layers", name)
+    for name in ("FlattenExtractor", "NatureCNN", "CombinedExtractor", "MlpExtractor")
+] + [
+    ("stable_baselines3.common.sb2_compat.rmsprop_tf_like", "RMSpropTFLike"),
+    ("stable_baselines3.common.utils", "ConstantSchedule"), ("stable_baselines3.common.utils", "FloatSchedule"),
+    ("stable_baselines3.common.utils", "LinearSchedule"),
+    ("stable_baselines3.common.running_mean_std", "RunningMeanStd"),
+    ("stable_baselines3.common.vec_env.vec_normalize", "VecNormalize"),
+]  # fmt: skip
+
+#: Everything SB3's spaces, policy kwargs and VecNormalize pickles may reference.
+ALLOWED: frozenset[tuple[str, str]] = frozenset(_NUMPY + _SPACES + _TORCH + _SB3_POLICIES + _SB3_OTHER)

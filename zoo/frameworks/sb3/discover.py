@@ -1,0 +1,135 @@
+"""Find SB3 models: any ``*.zip`` whose central directory holds ``data`` and ``policy.pth``.
+
+Layouts named by their writers:
+
+- rl_zoo3: ``logs/{algo}/{env_id}_{n}/{env_id}.zip`` (plus ``best_model.zip`` and
+  ``rl_model_{steps}_steps.zip`` checkpoints), statistics and settings in ``{env_id}/``
+  (``vecnormalize.pkl``, ``config.yml``, ``args.yml``): one run, the final model first.
+- huggingface_sb3 repos: ``{algo}-{env_id}.zip`` beside ``vec_normalize.pkl`` and ``config.yml``.
+- anything else: one run per SB3 zip; the env id comes from ``args.yml`` when one is beside it.
+
+Besides listings, discovery reads each zip's central directory (so that other zips, and
+CleanRL runs, are never claimed) and its small ``data`` JSON (the algorithm, hence the
+registry entry ``sb3_{algo}``). Nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from zoo.artifacts.runs import Run
+from zoo.errors import ZooError
+from zoo.frameworks.sb3.archive import ALGORITHMS, read_archive, sb3_members
+
+FRAMEWORK = "sb3"
+_ZOO_RUN_DIR = re.compile(r"^(?P<env_id>.+)_(?P<n>\d+)$")
+_ENV_ID_PATTERN = r"(?:[\w.-]+/)?[\w.:-]+-v\d+"
+_ENV_ID = re.compile(rf"^{_ENV_ID_PATTERN}$")
+_HUB_FILE = re.compile(
+    rf"^(?P<algo>{'|'.join(a.lower() for a in ALGORITHMS)})-(?P<env_id>{_ENV_ID_PATTERN})\.zip$"
+)
+_CHECKPOINT = re.compile(r"^rl_model_(\d+)_steps\.zip$")
+
+
+def exp_name_for(algorithm: str | None) -> str | None:
+    """The registry entry of an SB3 algorithm: ``sb3_ppo``, ``sb3_dqn``... (never CleanRL's names)."""
+    return f"sb3_{algorithm.lower()}" if algorithm else None
+
+
+def _args_env_id(folder: Path) -> str | None:
+    """``env`` from an rl_zoo3 ``args.yml`` (a YAML-dumped OrderedDict) in ``folder``."""
+    from zoo.frameworks.sb3.zooyaml import read_zoo_yaml
+
+    path = folder / "args.yml"
+    env = read_zoo_yaml(path).get("env") if path.is_file() else None
+    return env if isinstance(env, str) else None
+
+
+def _describe(run: Run, model: Path) -> Run:
+    """Fill the entry (unless the rl_zoo3 folder or hub file name said it) and the seed from ``data``."""
+    run.model_file = model
+    try:
+        archive = read_archive(model)
+    except ZooError:
+        return run  # inspect_run says what is wrong with it
+    run.exp_name = run.exp_name or exp_name_for(archive.algorithm)
+    seed = archive.data.get("seed")
+    run.seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    return run
+
+
+def _zoo_run(folder: Path, zips: list[Path]) -> Run | None:
+    """An rl_zoo3 run dir ``{env_id}_{n}``: the final model, else ``best_model.zip``, else the last checkpoint."""
+    m = _ZOO_RUN_DIR.match(folder.name)
+    if not m:
+        return None
+    env_id = m["env_id"]
+    by_name = {z.name: z for z in zips}
+    checkpoints = sorted((z for z in zips if _CHECKPOINT.match(z.name)),
+                         key=lambda z: int(_CHECKPOINT.match(z.name)[1]))  # fmt: skip
+    model = (
+        by_name.get(f"{env_id}.zip")
+        or by_name.get("best_model.zip")
+        or (checkpoints[-1] if checkpoints else None)
+    )
+    if model is None:
+        return None
+    run = Run(framework=FRAMEWORK, path=folder, run_name=folder.name, env_id=env_id)
+    if folder.parent.name.upper() in ALGORITHMS:
+        run.exp_name = exp_name_for(folder.parent.name.upper())
+    eval_json = folder / "eval.json"
+    run.eval_json = eval_json if eval_json.is_file() else None
+    return _describe(run, model)
+
+
+def run_for_file(model: Path) -> Run:
+    """A lone SB3 zip: env id from a huggingface_sb3 name, an env-id stem, or ``args.yml``."""
+    run = Run(framework=FRAMEWORK, path=model)
+    hub = _HUB_FILE.match(model.name)
+    if hub:
+        run.env_id, run.exp_name = hub["env_id"], exp_name_for(hub["algo"].upper())
+    elif _ENV_ID.match(model.stem):
+        run.env_id = model.stem
+    else:
+        run.env_id = _args_env_id(model.parent / model.stem) or _args_env_id(model.parent)
+    eval_json = model.parent / "eval.json"
+    run.eval_json = eval_json if eval_json.is_file() else None
+    return _describe(run, model)
+
+
+def _sb3_zips(entries: list[os.DirEntry]) -> list[Path]:
+    return sorted(Path(e.path) for e in entries
+                  if e.name.endswith(".zip") and e.is_file() and sb3_members(Path(e.path)) is not None)  # fmt: skip
+
+
+def discover(root: Path) -> Iterator[Run]:
+    """Every SB3 model under ``root``; a zip given by name that is not SB3's is reported, not skipped."""
+    if root.is_file():
+        if root.name.endswith(".zip"):
+            if sb3_members(root) is not None:
+                run = _zoo_run(root.parent, [root]) if _ZOO_RUN_DIR.match(root.parent.name) else None
+                yield run if run is not None and run.model_file == root else run_for_file(root)
+            else:
+                yield Run(framework=FRAMEWORK, path=root, name_problem=f"{root.name} is not a "
+                          "Stable-Baselines3 model (its zip has no data and policy.pth)")  # fmt: skip
+        return
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        zips = _sb3_zips(entries)
+        run = _zoo_run(folder, zips) if zips else None
+        if run is not None:
+            yield run
+        else:
+            yield from (run_for_file(z) for z in zips)
+        subdirs = sorted(
+            (Path(e.path) for e in entries if e.is_dir() and not e.name.startswith(".")), reverse=True
+        )
+        stack.extend(d for d in subdirs if d.name != "videos")
