@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from zoo import __version__
@@ -39,9 +40,9 @@ def err() -> Console:
 
 
 def _fail(exc: ZooError) -> None:
-    err().print(f"[bold red]error:[/] {exc.message}", markup=True)
+    err().print(f"[bold red]error:[/] {escape(exc.message)}", markup=True)
     if exc.hint:
-        err().print(f"[dim]hint:[/] {exc.hint}", markup=True)
+        err().print(f"[dim]hint:[/] {escape(exc.hint)}", markup=True)
     sys.exit(exc.exit_code)
 
 
@@ -184,7 +185,7 @@ def _render_check(reports, quiet: bool) -> None:
         if run.model_file is not None and "size" in d:
             model = f"{d['size'] / 1024:.0f} KiB {d.get('format', '')}"
         train = d.get("train_return")
-        reason = r.reason if not r.hint else f"{r.reason}\n[dim]{r.hint}[/]"
+        reason = escape(r.reason) if not r.hint else f"{escape(r.reason)}\n[dim]{escape(r.hint)}[/]"
         table.add_row(
             f"[{_STYLE[r.status]}]{r.status}[/]", run.run_name or str(run.path), model,
             f"{train['value']:.1f}" if train else "-", reason,
@@ -274,7 +275,7 @@ def _announce_and_run(plan, policy, quiet: bool, as_json: bool) -> None:
 @click.option("--exp-name", required=True, help="Experiment name (registry), e.g. dqn.")
 @click.option("--env-id", required=True, help="Env id, e.g. CartPole-v1.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Training seed of the run / hub repo.")
-@click.option("--hf-entity", default="cleanrl", show_default=True, help="Hub user or org of the repo.")
+@click.option("--hf-entity", default=None, help="Hub user or org of the repo [registry hub.org; cleanrl].")
 @click.option("--hf-repository", default=None, help="Full repo id; overrides the registry's pattern.")
 @click.option("--revision", default="main", show_default=True, help="Hub branch, tag or commit.")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,

@@ -60,11 +60,12 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
         raise ZooError(f"{path}: cannot tell the env id", hint="pass --env-id (for example CartPole-v1)")
     model = run.model_file
     if exp_name and (model is None or not model.name.startswith(exp_name)):
-        named = [p for p in run.other_model_files if p.name == entry.model_filename()]
+        named = [p for p in run.other_model_files if p.name == entry.model_filename(env_id=env)]
         model = named[0] if named else model
     if model is None:
         raise ZooError(
-            f"{run.path}: no model file", hint=f"expected {entry.model_filename()} (train with --save-model)"
+            f"{run.path}: no model file",
+            hint=f"expected {entry.model_filename(env_id=env)} (train with --save-model)",
         )
     return Target(run, entry, env, model)
 

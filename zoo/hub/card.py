@@ -59,15 +59,12 @@ def render_card(entry: Entry, context: dict[str, Any]):
         loader=jinja2.FileSystemLoader(templates_dir()), undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, autoescape=False,
     )  # fmt: skip
-    try:
-        template = env.get_template(f"{entry.framework}.md.j2")
-    except jinja2.TemplateNotFound:
-        raise ZooError(
-            f"no model card template for framework {entry.framework!r} in {templates_dir()}"
-        ) from None
+    template = env.select_template(
+        [f"{entry.framework}.md.j2", "default.md.j2"]
+    )  # the framework's, else generic
     body = template.render(
-        algorithm=entry.algorithm, exp_name=entry.name, layout=layout.get("kind"), layout_text=layout_text,
-        zoo_version=zoo.__version__, **context,
+        algorithm=entry.algorithm, exp_name=entry.name, framework=entry.framework, layout=layout.get("kind"),
+        layout_text=layout_text, zoo_version=zoo.__version__, **context,
     )  # fmt: skip
     data = card_metadata(entry, context["env_id"], context["eval"])
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}")

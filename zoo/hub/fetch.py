@@ -54,13 +54,15 @@ class Source:
                 "revision": self.revision, "commit": self.commit}  # fmt: skip
 
 
-def hub_file(entry: Entry, *, env_id: str, seed: int, hf_entity: str, hf_repository: str | None,
+def hub_file(entry: Entry, *, env_id: str, seed: int, hf_entity: str | None, hf_repository: str | None,
              revision: str) -> HubFile:  # fmt: skip
+    """The repo and file to fetch; ``hf_entity`` defaults to the entry's ``hub.org`` (CleanRL: cleanrl)."""
+    hf_entity = hf_entity or entry.hub.get("org", "cleanrl")
     if hf_repository:
-        return HubFile(hf_repository, entry.model_filename(), revision, "--hf-repository")
+        return HubFile(hf_repository, entry.model_filename(env_id=env_id), revision, "--hf-repository")
     repo_id = entry.hub_repo(hf_entity=hf_entity, env_id=env_id, seed=seed)
     derived = f"pattern {entry.hub['repo']!r} with --hf-entity {hf_entity} --env-id {env_id} --seed {seed}"
-    return HubFile(repo_id, entry.model_filename(), revision, derived)
+    return HubFile(repo_id, entry.model_filename(env_id=env_id), revision, derived)
 
 
 def find_local_run(runs_dir: Path, registry, exp_name: str, env_id: str, seed: int) -> Run | None:

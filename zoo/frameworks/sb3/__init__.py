@@ -8,19 +8,15 @@ runs SB3's ``load``: see :mod:`zoo.frameworks.sb3.archive` and :mod:`~zoo.framew
 
 from __future__ import annotations
 
-from typing import Any
-
 from zoo.artifacts.report import ERROR, WARNING, RunReport
 from zoo.artifacts.runs import Run
-from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
 from zoo.errors import ZooError
 from zoo.frameworks.sb3.archive import ALGORITHMS, read_archive
 from zoo.frameworks.sb3.discover import discover
+from zoo.frameworks.sb3.fit import env_spaces, env_spec, missing_extra, space_problem, unsupported_env
 from zoo.registry import Entry, Registry
 
 __all__ = ["discover", "inspect_run", "load_policy", "env_spec", "entry_problem"]
-
-_SPACES_CACHE: dict[tuple[str, str], tuple] = {}
 
 
 def entry_problem(raw: dict) -> tuple[str, str] | None:
@@ -34,47 +30,6 @@ def entry_problem(raw: dict) -> tuple[str, str] | None:
     if not str(raw.get("filename", "")).endswith(".zip"):
         return "filename", "SB3 models are .zip files"
     return None
-
-
-def env_spec(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
-    return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
-
-
-def env_spaces(entry: Entry, env_id: str) -> tuple:
-    """Observation/action spaces of the eval env, built once per (env, preset)."""
-    from zoo.envs import probe_spaces
-
-    key = (env_id, entry.env["wrappers"])
-    if key not in _SPACES_CACHE:
-        _SPACES_CACHE[key] = probe_spaces(env_spec(entry, env_id))
-    return _SPACES_CACHE[key]
-
-
-def _unsupported_env(env_id: str) -> ZooError | None:
-    if "atari" in extras_for_env(env_id):
-        return ZooError(f"{env_id}: SB3 Atari models need SB3's AtariWrapper and frame stacking, "
-                        "which zoo does not rebuild yet")  # fmt: skip
-    return None
-
-
-def space_problem(model: Any, env: Any, what: str) -> str | None:
-    """Why the env's space differs from the one the model was saved with (SB3's own check, shapes only)."""
-    from gymnasium import spaces
-
-    if isinstance(model, spaces.Dict):
-        if not isinstance(env, spaces.Dict) or set(model.spaces) != set(env.spaces):
-            return f"{what} space is {env}, the model was saved with {model}"
-        return next(
-            (p for k in model.spaces if (p := space_problem(model[k], env[k], f"{what}[{k!r}]"))), None
-        )
-    if type(model) is not type(env):
-        return f"{what} space is {type(env).__name__}, the model was saved with {type(model).__name__}"
-    same = model.shape == env.shape
-    if isinstance(model, spaces.Box) and len(model.shape) == 3 and not same:
-        same = model.shape == (env.shape[2], env.shape[0], env.shape[1])  # SB3's VecTransposeImage
-    if isinstance(model, spaces.Discrete | spaces.MultiDiscrete):
-        same = same and model == env
-    return None if same else f"{what} space is {env}, the model was saved with {model}"
 
 
 def _installed_sb3() -> str | None:
@@ -123,9 +78,13 @@ def load_policy(model_file, entry: Entry, env_id: str, *, device: str, seed: int
     if archive.algorithm and archive.algorithm != entry.algorithm:
         raise ZooError(f"{model_file} holds an SB3 {archive.algorithm} model, {entry.name} is {entry.algorithm}",
                        hint=f"pass --exp-name sb3_{archive.algorithm.lower()}")  # fmt: skip
-    unsupported = _unsupported_env(env_id)
+    unsupported = unsupported_env(env_id)
     if unsupported:
         raise unsupported
+    if missing_extra(entry, env_id) == "sb3":
+        raise ZooError(
+            "SB3 models need Stable-Baselines3", hint="install the sb3 extra: pip install stable-baselines3"
+        )
     rebuilt = load(archive, device=device, trust_pickle=trust_pickle)
     obs_space, act_space = env_spaces(entry, env_id)
     problem = space_problem(rebuilt.observation_space, obs_space, "observation") or space_problem(
@@ -136,12 +95,3 @@ def load_policy(model_file, entry: Entry, env_id: str, *, device: str, seed: int
     stats = find_stats(model_file, env_id)
     normalizer = load_stats(stats, trust_pickle=trust_pickle) if stats else None
     return SB3Policy(rebuilt, normalizer, archive.algorithm, seed)
-
-
-def needed_extras(entry: Entry, env_id: str) -> list[str]:
-    return sorted(set(entry.extras) | set(extras_for_env(env_id)))
-
-
-def missing_extra(entry: Entry, env_id: str) -> str | None:
-    missing = missing_modules_for_extras(needed_extras(entry, env_id))
-    return missing[0] if missing else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any
 from zoo.errors import RefusedError, ZooError
 
 REQUIRED = ("data", "policy.pth")
+#: rl_zoo3's CheckpointCallback names: the model, and its statistics beside it.
+CHECKPOINT = re.compile(r"^rl_model_(\d+)_steps\.zip$")
 ALGORITHMS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
 #: Keys SB3's own load drops from the saved policy kwargs (the device is the evaluator's choice).
 _POLICY_KWARGS_DROPPED = ("device",)
@@ -28,14 +31,14 @@ class NotSB3(ZooError):
     """The file is a zip, but not one SB3's ``save`` wrote."""
 
 
-def sb3_members(path: Path) -> list[str] | None:
-    """The archive's member names when it is an SB3 model (central directory only), else None."""
+def is_sb3_zip(path: Path) -> bool:
+    """True when the zip's central directory lists ``data`` and ``policy.pth`` (nothing is decompressed)."""
     try:
         with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
+            names = set(zf.namelist())
     except (zipfile.BadZipFile, OSError):
-        return None
-    return names if all(name in names for name in REQUIRED) else None
+        return False
+    return all(name in names for name in REQUIRED)
 
 
 @dataclass

@@ -27,15 +27,10 @@ class Rebuilt:
     observation_space: Any
     action_space: Any
     exploration_rate: float  # DQN's epsilon at save time (stochastic mode)
-    loader: str  # "restricted" or "sb3-load"
 
 
 def _constant(_progress: float) -> float:
     return 0.0
-
-
-def spaces(archive: SB3Archive) -> tuple[Any, Any]:
-    return decode(archive, "observation_space"), decode(archive, "action_space")
 
 
 def _check_state(policy, state: dict) -> None:
@@ -43,10 +38,9 @@ def _check_state(policy, state: dict) -> None:
     try:
         result = policy.load_state_dict(state, strict=False)
     except RuntimeError as exc:
+        # torch's first line only says "Error(s) in loading state_dict"; the second names the tensor.
         lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-        detail = (
-            lines[1] if len(lines) > 1 else lines[0]
-        )  # torch's first line only says "Error(s) in loading"
+        detail = lines[1] if len(lines) > 1 else lines[0]
         raise ZooError(f"policy.pth does not fit the policy rebuilt from data: {detail}") from None
     missing = [k for k in result.missing_keys if not k.startswith(_SHARED_EXTRACTOR_PREFIXES)]
     if missing or result.unexpected_keys:
@@ -59,7 +53,7 @@ def rebuild(archive: SB3Archive, device: str = "cpu") -> Rebuilt:
     policy_class = decode(archive, "policy_class")
     if not isinstance(policy_class, type):
         raise ZooError(f"{archive.path}: data['policy_class'] is not a class")
-    observation_space, action_space = spaces(archive)
+    observation_space, action_space = decode(archive, "observation_space"), decode(archive, "action_space")
     kwargs = policy_kwargs(archive)
     if archive.algorithm in ("PPO", "A2C"):
         kwargs.setdefault("use_sde", bool(archive.data.get("use_sde", False)))
@@ -70,7 +64,7 @@ def rebuild(archive: SB3Archive, device: str = "cpu") -> Rebuilt:
     _check_state(policy, load_weights(archive))
     policy = policy.to(device)
     policy.set_training_mode(False)
-    return Rebuilt(policy, observation_space, action_space, _epsilon(archive), "restricted")
+    return Rebuilt(policy, observation_space, action_space, _epsilon(archive))
 
 
 def _epsilon(archive: SB3Archive) -> float:
@@ -91,7 +85,7 @@ def sb3_load(archive: SB3Archive, device: str = "cpu") -> Rebuilt:
         raise ZooError(f"{archive.path}: SB3's load failed: {type(exc).__name__}: {exc}") from None
     model.policy.set_training_mode(False)
     epsilon = float(getattr(model, "exploration_rate", 0.0) or 0.0)
-    return Rebuilt(model.policy, model.observation_space, model.action_space, epsilon, "sb3-load")
+    return Rebuilt(model.policy, model.observation_space, model.action_space, epsilon)
 
 
 def load(archive: SB3Archive, *, device: str, trust_pickle: bool) -> Rebuilt:

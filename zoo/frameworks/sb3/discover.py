@@ -22,7 +22,7 @@ from pathlib import Path
 
 from zoo.artifacts.runs import Run
 from zoo.errors import ZooError
-from zoo.frameworks.sb3.archive import ALGORITHMS, read_archive, sb3_members
+from zoo.frameworks.sb3.archive import ALGORITHMS, CHECKPOINT, is_sb3_zip, read_archive
 
 FRAMEWORK = "sb3"
 _ZOO_RUN_DIR = re.compile(r"^(?P<env_id>.+)_(?P<n>\d+)$")
@@ -31,7 +31,6 @@ _ENV_ID = re.compile(rf"^{_ENV_ID_PATTERN}$")
 _HUB_FILE = re.compile(
     rf"^(?P<algo>{'|'.join(a.lower() for a in ALGORITHMS)})-(?P<env_id>{_ENV_ID_PATTERN})\.zip$"
 )
-_CHECKPOINT = re.compile(r"^rl_model_(\d+)_steps\.zip$")
 
 
 def exp_name_for(algorithm: str | None) -> str | None:
@@ -68,8 +67,8 @@ def _zoo_run(folder: Path, zips: list[Path]) -> Run | None:
         return None
     env_id = m["env_id"]
     by_name = {z.name: z for z in zips}
-    checkpoints = sorted((z for z in zips if _CHECKPOINT.match(z.name)),
-                         key=lambda z: int(_CHECKPOINT.match(z.name)[1]))  # fmt: skip
+    checkpoints = sorted((z for z in zips if CHECKPOINT.match(z.name)),
+                         key=lambda z: int(CHECKPOINT.match(z.name)[1]))  # fmt: skip
     model = (
         by_name.get(f"{env_id}.zip")
         or by_name.get("best_model.zip")
@@ -102,14 +101,14 @@ def run_for_file(model: Path) -> Run:
 
 def _sb3_zips(entries: list[os.DirEntry]) -> list[Path]:
     return sorted(Path(e.path) for e in entries
-                  if e.name.endswith(".zip") and e.is_file() and sb3_members(Path(e.path)) is not None)  # fmt: skip
+                  if e.name.endswith(".zip") and e.is_file() and is_sb3_zip(Path(e.path)))  # fmt: skip
 
 
 def discover(root: Path) -> Iterator[Run]:
     """Every SB3 model under ``root``; a zip given by name that is not SB3's is reported, not skipped."""
     if root.is_file():
         if root.name.endswith(".zip"):
-            if sb3_members(root) is not None:
+            if is_sb3_zip(root):
                 run = _zoo_run(root.parent, [root]) if _ZOO_RUN_DIR.match(root.parent.name) else None
                 yield run if run is not None and run.model_file == root else run_for_file(root)
             else:

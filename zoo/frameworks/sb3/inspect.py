@@ -43,12 +43,19 @@ def _stats(report: RunReport, archive: SB3Archive, env_id: str | None) -> bool:
 
 def inspect_model(report: RunReport, archive: SB3Archive, entry: Entry, env_id: str | None) -> None:
     """Fill ``report`` for a zip whose registry entry is known."""
-    from zoo.frameworks.sb3 import _unsupported_env, env_spaces, missing_extra, space_problem
     from zoo.frameworks.sb3.build import rebuild
+    from zoo.frameworks.sb3.fit import env_spaces, missing_extra, space_problem, unsupported_env
 
     if archive.algorithm and archive.algorithm != entry.algorithm:
         report.flag(ERROR, f"the zip holds an SB3 {archive.algorithm} model, {entry.name} is {entry.algorithm}",
                     f"pass --exp-name sb3_{archive.algorithm.lower()}")  # fmt: skip
+        return
+    if missing_extra(entry, env_id) == "sb3":
+        report.flag(
+            WARNING,
+            "missing optional extra 'sb3' to evaluate it",
+            "install the sb3 extra: pip install stable-baselines3",
+        )
         return
     try:
         rebuilt = rebuild(archive)
@@ -68,7 +75,7 @@ def inspect_model(report: RunReport, archive: SB3Archive, entry: Entry, env_id: 
         report.flag(WARNING, "env id unknown (no rl_zoo3 folder, hub file name or args.yml)",
                     "pass --env-id to zoo eval")  # fmt: skip
         return
-    unsupported = _unsupported_env(env_id)
+    unsupported = unsupported_env(env_id)
     if unsupported:
         report.flag(WARNING, unsupported.message)
         return

@@ -16,15 +16,18 @@ from typing import Any
 import numpy as np
 
 from zoo.errors import RefusedError, ZooError
+from zoo.frameworks.sb3.archive import CHECKPOINT
 
 STATS_NAMES = ("vecnormalize.pkl", "vec_normalize.pkl")
 
 
 def find_stats(model_file: Path, env_id: str | None) -> Path | None:
-    """rl_zoo3 keeps them in ``{env_id}/`` beside the model; hub repos beside the model."""
+    """rl_zoo3: ``{env_id}/vecnormalize.pkl`` (a checkpoint's own beside it); hub repos: beside the model."""
     folder = model_file.parent
+    checkpoint = CHECKPOINT.match(model_file.name)
     subdirs = dict.fromkeys(d for d in (env_id, model_file.stem) if d)
-    candidates = [folder / d / "vecnormalize.pkl" for d in subdirs] + [folder / n for n in STATS_NAMES]
+    candidates = [folder / f"rl_model_vecnormalize_{checkpoint[1]}_steps.pkl"] if checkpoint else []
+    candidates += [folder / d / "vecnormalize.pkl" for d in subdirs] + [folder / n for n in STATS_NAMES]
     return next((p for p in candidates if p.is_file()), None)
 
 

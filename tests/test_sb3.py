@@ -1,0 +1,527 @@
+"""Stable-Baselines3 models: recognised, inspected and evaluated exactly as SB3's own predict.
+
+Every model here is trained for a few hundred steps by the real SB3 and saved with its own
+``save``; the SB3 side of each parity check loads it with SB3's own ``load`` and steps the same
+seeded envs through :func:`zoo.evaluate.rollout`, so returns must match episode for episode.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import zipfile
+from collections import OrderedDict
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from helpers import Canary, make_run, zoo
+
+from zoo.envs import EnvSpec, make_vector_env
+from zoo.evaluate import rollout
+
+EPISODES, NUM_ENVS, SEED = 6, 3, 7
+
+
+class _Env(gym.Env):
+    """SB3's make_vec_env asks for rgb_array rendering; these envs accept it."""
+
+    metadata = {"render_modes": ["rgb_array"]}
+
+    def __init__(self, render_mode=None):
+        self.render_mode = render_mode
+
+    def render(self):
+        return np.zeros((8, 8, 3), dtype=np.uint8)
+
+
+class _DictEnv(_Env):
+    """Reach a target chosen by a discrete mode: Dict observation (Box + Discrete), Box action."""
+
+    observation_space = gym.spaces.Dict(
+        {"pos": gym.spaces.Box(-10, 10, (2,), np.float32), "mode": gym.spaces.Discrete(3)}
+    )
+    action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    _TARGETS = np.array([[3, 3], [-3, 3], [0, -3]], dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = self.np_random.uniform(-5, 5, 2).astype(np.float32)
+        self.mode, self.t = int(self.np_random.integers(3)), 0
+        return self._obs(), {}
+
+    def _obs(self):
+        return {"pos": self.pos.copy(), "mode": self.mode}
+
+    def step(self, action):
+        self.pos = np.clip(self.pos + np.clip(action, -1, 1), -10, 10).astype(np.float32)
+        self.t += 1
+        distance = float(np.linalg.norm(self.pos - self._TARGETS[self.mode]))
+        return self._obs(), -distance, distance < 0.5, self.t >= 25, {}
+
+
+gym.register("ZooSB3Dict-v0", entry_point=_DictEnv)
+
+
+class _ImageEnv(_Env):
+    """Steer a bright column to the centre: channel-last uint8 images (SB3 transposes them for CnnPolicy)."""
+
+    observation_space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
+    action_space = gym.spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x, self.t = int(self.np_random.integers(36)), 0
+        return self._obs(), {}
+
+    def _obs(self):
+        obs = np.zeros((36, 36, 3), np.uint8)
+        obs[:, self.x, :] = 255
+        return obs
+
+    def step(self, action):
+        self.x, self.t = int(np.clip(self.x + int(action) - 1, 0, 35)), self.t + 1
+        return self._obs(), -abs(self.x - 18.0), self.x == 18, self.t >= 30, {}
+
+
+gym.register("ZooSB3Image-v0", entry_point=_ImageEnv)
+
+
+class _GridEnv(_Env):
+    """Walk to a corner of a 5x5 grid: MultiDiscrete observation (SB3 one-hot encodes it), Discrete action."""
+
+    observation_space = gym.spaces.MultiDiscrete([5, 5])
+    action_space = gym.spaces.Discrete(4)
+    _MOVES = ((0, 1), (1, 0), (0, -1), (-1, 0))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cell, self.t = self.np_random.integers(0, 5, 2), 0
+        return self.cell.copy(), {}
+
+    def step(self, action):
+        self.cell = np.clip(self.cell + self._MOVES[int(action)], 0, 4)
+        self.t += 1
+        done = bool((self.cell == 4).all())
+        return self.cell.copy(), float(done) - 0.1, done, self.t >= 20, {}
+
+
+gym.register("ZooSB3Grid-v0", entry_point=_GridEnv)
+
+
+# ----------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="session")
+def models(tmp_path_factory):
+    """Real SB3 models, trained briefly, in the layouts users have (hub names, rl_zoo3, lone zips)."""
+    from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    root = tmp_path_factory.mktemp("sb3")
+    folders = (
+        "hub",
+        "lone",
+        "logs/ppo/Pendulum-v1_1/Pendulum-v1",
+        "dict",
+        "custom",
+        "image",
+        "grid",
+        "a2c",
+        "td3",
+        "ddpg",
+    )
+    for folder in folders:
+        (root / folder).mkdir(parents=True)  # SB3's save warns when it has to create them
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ppo = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, n_epochs=2, seed=0)
+        ppo.learn(128).save(root / "hub" / "ppo-CartPole-v1.zip")
+        dqn = DQN("MlpPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0)
+        dqn.learn(300).save(root / "lone" / "DQN.zip")
+        sac = SAC("MlpPolicy", "Pendulum-v1", learning_starts=100, seed=0)
+        sac.learn(200).save(root / "hub" / "sac-Pendulum-v1.zip")
+
+        zoo_run = root / "logs" / "ppo" / "Pendulum-v1_1"  # rl_zoo3: model + Pendulum-v1/vecnormalize.pkl
+        venv = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0))
+        PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=2, seed=0).learn(256).save(
+            zoo_run / "Pendulum-v1.zip"
+        )
+        venv.save(zoo_run / "Pendulum-v1" / "vecnormalize.pkl")
+
+        dict_dir = root / "dict"  # a lone zip, env id from rl_zoo3's args.yml, stats as vec_normalize.pkl
+        venv = VecNormalize(make_vec_env("ZooSB3Dict-v0", n_envs=2, seed=0), norm_obs_keys=["pos"])
+        PPO("MultiInputPolicy", venv, n_steps=64, batch_size=64, n_epochs=2, seed=0).learn(128).save(
+            dict_dir / "model.zip"
+        )
+        venv.save(dict_dir / "vec_normalize.pkl")
+        args = OrderedDict([("algo", "ppo"), ("env", "ZooSB3Dict-v0"), ("seed", 0)])
+        (dict_dir / "args.yml").write_text(__import__("yaml").dump(args))  # as rl_zoo3's train.py writes it
+
+        # neutral names: only the zip's data tells these algorithms apart (TD3 and DDPG share TD3Policy)
+        A2C("MlpPolicy", "CartPole-v1", n_steps=8, seed=0).learn(64).save(root / "a2c" / "CartPole-v1.zip")
+        for algo in (TD3, DDPG):
+            model = algo("MlpPolicy", "Pendulum-v1", learning_starts=50, seed=0)
+            model.learn(100).save(root / algo.__name__.lower() / "Pendulum-v1.zip")
+        grid = PPO("MlpPolicy", "ZooSB3Grid-v0", n_steps=64, batch_size=32, n_epochs=1, seed=0)
+        grid.learn(64).save(root / "grid" / "ppo-ZooSB3Grid-v0.zip")
+        cnn = PPO("CnnPolicy", "ZooSB3Image-v0", n_steps=64, batch_size=32, n_epochs=1, seed=0)
+        cnn.learn(64).save(root / "image" / "ppo-ZooSB3Image-v0.zip")
+        hardtanh = PPO("MlpPolicy", "CartPole-v1", n_steps=64, seed=0,
+                       policy_kwargs={"activation_fn": torch.nn.Hardtanh})  # fmt: skip
+        hardtanh.save(root / "custom" / "ppo-CartPole-v1.zip")  # benign, but not on zoo's allowlist
+    finally:
+        torch.set_num_threads(threads)
+    return root
+
+
+def _rewrite(src: Path, dst: Path, edit_data=None, version: str | None = None) -> Path:
+    """Copy an SB3 zip, editing its data JSON (as another SB3 version or an attacker would)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for name in zin.namelist():
+            raw = zin.read(name)
+            if name == "data" and edit_data:
+                data = json.loads(raw)
+                edit_data(data)
+                raw = json.dumps(data, indent=4).encode()
+            elif name == "_stable_baselines3_version" and version:
+                raw = version.encode()
+            zout.writestr(name, raw)
+    return dst
+
+
+def _sb3_episodes(model_file: Path, algo: str, env_id: str, stats: Path | None = None):
+    """SB3's own load + predict(deterministic=True) through zoo's rollout on the same seeded envs."""
+    import stable_baselines3
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    model = getattr(stable_baselines3, algo).load(model_file, device="cpu")
+    norm = VecNormalize.load(str(stats), DummyVecEnv([lambda: gym.make(env_id)])) if stats else None
+
+    class Shim:
+        is_recurrent = False
+
+        def act(self, obs, state=None, deterministic=True):
+            obs = norm.normalize_obs(obs) if norm is not None else obs
+            return model.predict(obs, deterministic=True)[0], state
+
+    envs = make_vector_env(EnvSpec(env_id), NUM_ENVS)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return [(e.env_index, e.return_, e.length) for e in rollout(Shim(), envs, EPISODES, SEED, True)]
+    finally:
+        torch.set_num_threads(threads)
+        envs.close()
+
+
+def _zoo_episodes(target: Path, *args: str, episodes: int = EPISODES):
+    """``zoo eval --json``: eval.json and its episodes as (env index, return, length)."""
+    result = zoo("eval", target, "--quiet", "--json", "-n", str(episodes), "--num-envs", str(NUM_ENVS),
+                 "--seed", str(SEED), "--device", "cpu", "--out", target.parent / "zoo-eval.json", *args)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["framework"] == "sb3" and data["deterministic"] is True
+    return data, [(e["env_index"], e["return"], e["length"]) for e in data["episodes"]]
+
+
+def _check(target: Path, *args: str) -> dict:
+    result = zoo("check", target, "--json", *args)
+    (report,) = result.json()
+    return report
+
+
+# ----------------------------------------------------------------------------- check
+def test_check_reports_algorithm_policy_spaces_versions_and_stats(models):
+    import stable_baselines3
+
+    reports = {str(Path(r["run"]["model_file"]).relative_to(models)): r
+               for r in zoo("check", models, "--json").json()}  # fmt: skip
+    pendulum, box1, box2 = "Pendulum-v1", "Box(-2.0, 2.0, (1,), float32)", "Box(-1.0, 1.0, (2,), float32)"
+    expected = {  # file -> (exp_name, policy class, env id, action space)
+        "hub/ppo-CartPole-v1.zip": ("sb3_ppo", "common.policies.ActorCriticPolicy", "CartPole-v1", "Discrete(2)"),
+        "lone/DQN.zip": ("sb3_dqn", "dqn.policies.DQNPolicy", None, "Discrete(2)"),
+        "hub/sac-Pendulum-v1.zip": ("sb3_sac", "sac.policies.SACPolicy", pendulum, box1),
+        "logs/ppo/Pendulum-v1_1/Pendulum-v1.zip": ("sb3_ppo", "common.policies.ActorCriticPolicy", pendulum, box1),
+        "dict/model.zip": ("sb3_ppo", "common.policies.MultiInputActorCriticPolicy", "ZooSB3Dict-v0", box2),
+        "image/ppo-ZooSB3Image-v0.zip": ("sb3_ppo", "common.policies.ActorCriticCnnPolicy", "ZooSB3Image-v0", "Discrete(3)"),
+        "grid/ppo-ZooSB3Grid-v0.zip": ("sb3_ppo", "common.policies.ActorCriticPolicy", "ZooSB3Grid-v0", "Discrete(4)"),
+        "a2c/CartPole-v1.zip": ("sb3_a2c", "common.policies.ActorCriticPolicy", "CartPole-v1", "Discrete(2)"),
+        "td3/Pendulum-v1.zip": ("sb3_td3", "td3.policies.TD3Policy", pendulum, box1),
+        "ddpg/Pendulum-v1.zip": ("sb3_ddpg", "td3.policies.TD3Policy", pendulum, box1),
+    }  # fmt: skip
+    assert set(reports) == set(expected) | {"custom/ppo-CartPole-v1.zip"}
+    for name, (exp_name, policy, env_id, action_space) in expected.items():
+        r = reports[name]
+        assert (
+            r["run"]["framework"] == "sb3"
+            and r["run"]["exp_name"] == exp_name
+            and r["run"]["env_id"] == env_id
+        )
+        d = r["details"]
+        assert d["algorithm"] == exp_name.removeprefix("sb3_").upper()
+        assert d["policy_class"] == f"stable_baselines3.{policy}" and d["action_space"] == action_space
+        assert d["sb3_saved"] == d["sb3_installed"] == stable_baselines3.__version__
+        assert d["num_timesteps"] > 0 and d["format"] == "sb3-zip"
+        assert d["saved_with"]["Stable-Baselines3"] == stable_baselines3.__version__
+        if env_id is None:
+            assert r["status"] == "warning" and "env id unknown" in r["reason"] and "--env-id" in r["hint"]
+        else:
+            assert r["status"] == "ok" and r["reason"] == "ready to evaluate", r
+    zoo_run = reports["logs/ppo/Pendulum-v1_1/Pendulum-v1.zip"]
+    assert zoo_run["run"]["run_name"] == "Pendulum-v1_1"
+    assert zoo_run["details"]["normalization"]["file"].endswith("Pendulum-v1/vecnormalize.pkl")
+    dict_obs = reports["dict/model.zip"]["details"]
+    assert dict_obs["normalization"]["keys"] == ["pos"]
+    assert "Dict('mode': Discrete(3), 'pos': Box" in dict_obs["observation_space"]
+    assert reports["hub/ppo-CartPole-v1.zip"]["details"]["normalization"] is None
+    image = reports["image/ppo-ZooSB3Image-v0.zip"]["details"]
+    assert image["observation_space"] == "Box(0, 255, (3, 36, 36), uint8)"  # saved channel-first
+
+
+def test_cleanrl_runs_and_other_zips_are_not_sb3_runs(models, tmp_path):
+    make_run(tmp_path, "CartPole-v1", "dqn")
+    with zipfile.ZipFile(tmp_path / "runs" / "data.zip", "w") as zf:
+        zf.writestr("notes.txt", "not a model")
+    (tmp_path / "runs" / "ppo-CartPole-v1.zip").write_bytes(
+        (models / "hub" / "ppo-CartPole-v1.zip").read_bytes()
+    )
+    reports = zoo("check", tmp_path / "runs", "--json").json()
+    assert sorted((r["run"]["framework"], r["run"]["exp_name"]) for r in reports) == [
+        ("cleanrl", "dqn"), ("sb3", "sb3_ppo")
+    ]  # fmt: skip
+    alone = zoo("check", tmp_path / "runs" / "data.zip", "--json")
+    assert alone.exit_code == 0 and alone.json()[0]["status"] == "warning"
+    assert "not a Stable-Baselines3 model" in alone.json()[0]["reason"]
+    refused = zoo("eval", tmp_path / "runs" / "data.zip", "--quiet")
+    assert refused.exit_code == 1 and "not a Stable-Baselines3 model" in refused.stderr
+
+
+def test_rl_zoo3_run_dir_is_one_run_with_the_final_model_first(models, tmp_path):
+    import shutil
+
+    run = shutil.copytree(
+        models / "logs" / "ppo" / "Pendulum-v1_1", tmp_path / "logs" / "ppo" / "Pendulum-v1_3"
+    )
+    for name in ("best_model.zip", "rl_model_100_steps.zip", "rl_model_2000_steps.zip"):
+        shutil.copy(run / "Pendulum-v1.zip", run / name)
+    shutil.copy(run / "Pendulum-v1" / "vecnormalize.pkl", run / "rl_model_vecnormalize_2000_steps.pkl")
+    picks = []
+    for remove in ("Pendulum-v1.zip", "best_model.zip", "rl_model_2000_steps.zip"):
+        (report,) = zoo("check", tmp_path / "logs", "--json").json()
+        assert report["status"] == "ok" and report["run"]["run_name"] == "Pendulum-v1_3"
+        stats = Path(report["details"]["normalization"]["file"])
+        picks.append((Path(report["run"]["model_file"]).name, f"{stats.parent.name}/{stats.name}"))
+        (run / remove).unlink()
+    assert picks == [  # the final model first; a checkpoint's own statistics with it
+        ("Pendulum-v1.zip", "Pendulum-v1/vecnormalize.pkl"),
+        ("best_model.zip", "Pendulum-v1/vecnormalize.pkl"),
+        ("rl_model_2000_steps.zip", "Pendulum-v1_3/rl_model_vecnormalize_2000_steps.pkl"),
+    ]
+
+
+# ----------------------------------------------------------------------------- eval parity
+@pytest.mark.parametrize(
+    ("relpath", "algo", "env_id", "stats"),
+    [
+        ("hub/ppo-CartPole-v1.zip", "PPO", "CartPole-v1", None),
+        ("lone/DQN.zip", "DQN", "CartPole-v1", None),
+        ("hub/sac-Pendulum-v1.zip", "SAC", "Pendulum-v1", None),
+        (
+            "logs/ppo/Pendulum-v1_1",
+            "PPO",
+            "Pendulum-v1",
+            "logs/ppo/Pendulum-v1_1/Pendulum-v1/vecnormalize.pkl",
+        ),
+        ("dict/model.zip", "PPO", "ZooSB3Dict-v0", "dict/vec_normalize.pkl"),
+        ("image/ppo-ZooSB3Image-v0.zip", "PPO", "ZooSB3Image-v0", None),
+        ("grid/ppo-ZooSB3Grid-v0.zip", "PPO", "ZooSB3Grid-v0", None),
+        ("a2c/CartPole-v1.zip", "A2C", "CartPole-v1", None),
+        ("td3/Pendulum-v1.zip", "TD3", "Pendulum-v1", None),
+        ("ddpg/Pendulum-v1.zip", "DDPG", "Pendulum-v1", None),
+    ],
+)
+def test_eval_matches_sb3_predict_episode_for_episode(models, relpath, algo, env_id, stats):
+    target = models / relpath
+    args = ("--env-id", env_id) if relpath.startswith("lone") else ()
+    data, ours = _zoo_episodes(target, *args)
+    model_file = target / "Pendulum-v1.zip" if target.is_dir() else target
+    theirs = _sb3_episodes(model_file, algo, env_id, models / stats if stats else None)
+    assert ours == theirs
+    assert data["task"] == env_id and data["num_episodes"] == EPISODES
+    if stats:  # the statistics matter: without them SB3's own predict scores differently
+        assert _sb3_episodes(model_file, algo, env_id) != theirs
+
+
+def test_eval_is_deterministic_by_registry_default_and_seeded_when_stochastic(models):
+    target = models / "hub" / "sac-Pendulum-v1.zip"
+    first = zoo(
+        "eval", target, "--quiet", "--json", "-n", "3", "--stochastic", "--out", target.parent / "s.json"
+    )
+    again = zoo(
+        "eval", target, "--quiet", "--json", "-n", "3", "--stochastic", "--out", target.parent / "s.json"
+    )
+    assert first.exit_code == 0, first.stderr
+    assert first.json()["deterministic"] is False
+    assert [e["return"] for e in first.json()["episodes"]] == [e["return"] for e in again.json()["episodes"]]
+    _, deterministic = _zoo_episodes(target, episodes=3)
+    assert [r for _, r, _ in deterministic] != [e["return"] for e in first.json()["episodes"]]
+
+
+def test_wrong_env_or_algorithm_is_one_clear_error(models):
+    dqn = models / "lone" / "DQN.zip"
+    wrong_env = zoo("eval", dqn, "--quiet", "--env-id", "Pendulum-v1")
+    assert wrong_env.exit_code == 1 and "model does not fit Pendulum-v1" in wrong_env.stderr
+    wrong_algo = zoo("eval", dqn, "--quiet", "--env-id", "CartPole-v1", "--exp-name", "sb3_ppo")
+    assert wrong_algo.exit_code == 1 and "holds an SB3 DQN model" in wrong_algo.stderr
+    unknown = zoo("eval", dqn, "--quiet")
+    assert unknown.exit_code == 1 and "--env-id" in unknown.stderr
+
+
+# ----------------------------------------------------------------------------- old SB3 files
+def test_sb3_1x_data_layout_still_loads(models, tmp_path):
+    """SB3 1.x wrote net_arch as [dict(pi, vf)] and cloudpickled lr_schedule/clip_range as functions."""
+    import cloudpickle
+    from stable_baselines3 import PPO
+
+    src = tmp_path / "ppo-CartPole-v1.zip"
+    PPO(
+        "MlpPolicy", "CartPole-v1", n_steps=64, seed=1, policy_kwargs={"net_arch": {"pi": [32], "vf": [16]}}
+    ).save(src)
+
+    def as_1x(data):
+        data["policy_kwargs"] = {"net_arch": [{"pi": [32], "vf": [16]}]}
+        for key in ("lr_schedule", "clip_range"):  # 1.x: constant_fn's closure, pickled by value
+            data[key] = {":type:": "<class 'function'>",
+                         ":serialized:": base64.b64encode(cloudpickle.dumps(lambda _: 3e-4)).decode()}  # fmt: skip
+
+    old = _rewrite(src, tmp_path / "old" / "ppo-CartPole-v1.zip", as_1x, version="1.6.2")
+    report = _check(old)
+    assert report["status"] == "ok", report
+    assert report["details"]["sb3_saved"] == "1.6.2" and "net_arch" in report["details"]["compat"][0]
+    _, ours = _zoo_episodes(old)
+    assert ours == _sb3_episodes(src, "PPO", "CartPole-v1")
+
+
+def _gym_era(space, module: str):
+    """SB3's data entry for ``space`` as OpenAI Gym 0.21 defined it (SB3 1.x pickled gym spaces).
+
+    gym is not installed, so the class lives in a stand-in module for the time of the pickling;
+    the JSON summary beside the pickle is what SB3's own ``data_to_json`` writes for it.
+    """
+    import sys
+    import types
+
+    from stable_baselines3.common.save_util import data_to_json
+
+    name = type(space).__name__
+    fake = types.ModuleType(module)
+    cls = type(name, (), {"__module__": module})
+    fake.__dict__[name] = cls
+    old = cls.__new__(cls)
+    attrs = {"Box": ("dtype", "_shape", "low", "high", "bounded_below", "bounded_above"), "Discrete": ("n",)}
+    old.__dict__.update({k: getattr(space, k.lstrip("_") if k == "_shape" else k) for k in attrs[name]})
+    old.__dict__.update(_shape=tuple(space.shape), dtype=space.dtype, _np_random=None)
+    if name == "Discrete":
+        old.n = int(space.n)
+    parents = {p: types.ModuleType(p) for p in ("gym", "gym.spaces")}
+    sys.modules.update({**parents, module: fake})
+    try:
+        return json.loads(data_to_json({"space": old}))["space"]
+    finally:
+        for stand_in in (*parents, module):
+            del sys.modules[stand_in]
+
+
+def test_sb3_1x_gym_spaces_are_rebuilt_from_the_json_summary(models, tmp_path):
+    src = models / "hub" / "sac-Pendulum-v1.zip"
+    env = gym.make("Pendulum-v1")
+
+    def as_gym(data):
+        data["observation_space"] = _gym_era(env.observation_space, "gym.spaces.box")
+        data["action_space"] = _gym_era(env.action_space, "gym.spaces.box")
+
+    old = _rewrite(src, tmp_path / "sac-Pendulum-v1.zip", as_gym, version="1.5.0")
+    assert "gym.spaces.box" in base64.b64decode(
+        json.loads(zipfile.ZipFile(old).read("data"))["action_space"][":serialized:"]
+    ).decode("latin-1")
+    report = _check(old)
+    assert report["status"] == "ok", report
+    assert any("OpenAI Gym space rebuilt" in note for note in report["details"]["compat"])
+    assert report["details"]["action_space"] == "Box(-2.0, 2.0, (1,), float32)"
+    _, ours = _zoo_episodes(old)
+    assert ours == _sb3_episodes(src, "SAC", "Pendulum-v1")
+
+
+def test_gym_discrete_summary_gives_the_same_space():
+    from zoo.frameworks.sb3.gymspaces import space_from_summary
+
+    assert space_from_summary(_gym_era(gym.spaces.Discrete(5), "gym.spaces.discrete")) == gym.spaces.Discrete(
+        5
+    )
+    box = gym.make("CartPole-v1").observation_space
+    assert space_from_summary(_gym_era(box, "gym.spaces.box")) == box
+
+
+# ----------------------------------------------------------------------------- refusals
+def test_malicious_data_is_refused_and_never_runs(models, tmp_path):
+    canary = tmp_path / "canary"
+    payload = base64.b64encode(pickle.dumps(Canary(canary), protocol=4)).decode()
+
+    def plant(data):
+        data["observation_space"][":serialized:"] = payload
+
+    bad = _rewrite(models / "hub" / "ppo-CartPole-v1.zip", tmp_path / "bad" / "ppo-CartPole-v1.zip", plant)
+    report = _check(bad)
+    assert (
+        report["status"] == "error"
+        and "system" in report["reason"]
+        and "observation_space" in report["reason"]
+    )
+    result = zoo("eval", bad, "--quiet")
+    assert result.exit_code == 3 and "system, which zoo does not unpickle" in result.stderr
+    assert "--trust-pickle" in result.stderr
+    assert not canary.exists() and not (bad.parent / "eval.json").exists()
+
+
+def test_values_zoo_does_not_need_are_never_decoded(models, tmp_path):
+    """A pickle in lr_schedule (code in SB3 1.x files) neither blocks loading nor runs."""
+    canary = tmp_path / "canary"
+    payload = base64.b64encode(pickle.dumps(Canary(canary), protocol=4)).decode()
+
+    def plant(data):
+        data["lr_schedule"][":serialized:"] = payload
+
+    planted = _rewrite(models / "hub" / "ppo-CartPole-v1.zip", tmp_path / "p" / "ppo-CartPole-v1.zip", plant)
+    assert _check(planted)["status"] == "ok"
+    _, ours = _zoo_episodes(planted)
+    assert ours == _sb3_episodes(models / "hub" / "ppo-CartPole-v1.zip", "PPO", "CartPole-v1")
+    assert not canary.exists()
+
+
+def test_malicious_vecnormalize_is_refused_and_never_runs(models, tmp_path):
+    canary = tmp_path / "canary"
+    run = tmp_path / "logs" / "ppo" / "Pendulum-v1_2"
+    (run / "Pendulum-v1").mkdir(parents=True)
+    (run / "Pendulum-v1.zip").write_bytes((models / "logs/ppo/Pendulum-v1_1/Pendulum-v1.zip").read_bytes())
+    (run / "Pendulum-v1" / "vecnormalize.pkl").write_bytes(pickle.dumps(Canary(canary), protocol=4))
+    report = _check(run)
+    assert report["status"] == "error" and "unsafe pickle vecnormalize.pkl" in report["reason"]
+    assert "system" in report["reason"]
+    result = zoo("eval", run, "--quiet")
+    assert result.exit_code == 3 and "vecnormalize.pkl" in result.stderr and "system" in result.stderr
+    assert not canary.exists() and not (run / "eval.json").exists()
+
+
+def test_trust_pickle_falls_back_to_sb3_load(models):
+    target = models / "custom" / "ppo-CartPole-v1.zip"
+    report = _check(target)
+    assert report["status"] == "error" and "torch.nn.modules.activation.Hardtanh" in report["reason"]
+    refused = zoo("eval", target, "--quiet")
+    assert refused.exit_code == 3 and "Hardtanh" in refused.stderr
+    _, ours = _zoo_episodes(target, "--trust-pickle")
+    assert ours == _sb3_episodes(target, "PPO", "CartPole-v1")

@@ -1,0 +1,65 @@
+"""Does a model fit an env? The eval env's spaces, compared the way SB3's ``load`` compares them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
+from zoo.errors import ZooError
+from zoo.registry import Entry
+
+_SPACES_CACHE: dict[tuple[str, str], tuple] = {}
+
+
+def env_spec(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
+    """The registry's preset: SB3 models see the raw env (VecNormalize is applied by the policy)."""
+    return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
+
+
+def env_spaces(entry: Entry, env_id: str) -> tuple:
+    """Observation/action spaces of the eval env, built once per (env, preset)."""
+    from zoo.envs import probe_spaces
+
+    key = (env_id, entry.env["wrappers"])
+    if key not in _SPACES_CACHE:
+        _SPACES_CACHE[key] = probe_spaces(env_spec(entry, env_id))
+    return _SPACES_CACHE[key]
+
+
+def unsupported_env(env_id: str) -> ZooError | None:
+    """Env families whose SB3 training stack zoo does not rebuild."""
+    if "atari" in extras_for_env(env_id):
+        return ZooError(f"{env_id}: SB3 Atari models need SB3's AtariWrapper and frame stacking, "
+                        "which zoo does not rebuild yet")  # fmt: skip
+    return None
+
+
+def space_problem(model: Any, env: Any, what: str) -> str | None:
+    """Why the env's space differs from the one the model was saved with (SB3's own check, shapes only)."""
+    from gymnasium import spaces
+
+    if isinstance(model, spaces.Dict):
+        if not isinstance(env, spaces.Dict) or set(model.spaces) != set(env.spaces):
+            return f"{what} space is {env}, the model was saved with {model}"
+        return next(
+            (p for k in model.spaces if (p := space_problem(model[k], env[k], f"{what}[{k!r}]"))), None
+        )
+    if type(model) is not type(env):
+        return f"{what} space is {type(env).__name__}, the model was saved with {type(model).__name__}"
+    same = model.shape == env.shape
+    if isinstance(model, spaces.Box) and len(model.shape) == 3 and not same:
+        same = model.shape == (env.shape[2], env.shape[0], env.shape[1])  # SB3's VecTransposeImage
+    if isinstance(model, spaces.Discrete | spaces.MultiDiscrete):
+        same = same and model == env
+    return None if same else f"{what} space is {env}, the model was saved with {model}"
+
+
+def missing_extra(entry: Entry, env_id: str | None) -> str | None:
+    """The first optional extra the entry or env needs that is not installed (``sb3`` first)."""
+    from importlib.util import find_spec
+
+    needed = sorted(set(entry.extras) | set(extras_for_env(env_id) if env_id else []))
+    if "sb3" in needed and find_spec("stable_baselines3") is None:
+        return "sb3"
+    missing = missing_modules_for_extras(needed)
+    return missing[0] if missing else None
