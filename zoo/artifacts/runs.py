@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -53,3 +55,28 @@ class RunFilter:
     def describe(self) -> str:
         parts = [f"--{k.replace('_', '-')} {v}" for k, v in vars(self).items() if v is not None]
         return " ".join(parts)
+
+
+def scan_tree(root: Path) -> Iterator[tuple[Path, list[os.DirEntry], list[Path]]]:
+    """Depth-first ``(folder, entries, subdirs)`` in name order, from directory listings only.
+
+    Like ``os.walk(topdown=True)``: a caller that recognises a run in ``folder`` clears ``subdirs``
+    so that its insides are not searched again. Hidden folders and ``videos/`` are skipped.
+    """
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        subdirs = sorted(
+            (
+                Path(e.path)
+                for e in entries
+                if e.is_dir() and not e.name.startswith(".") and e.name != "videos"
+            ),
+            reverse=True,
+        )
+        yield folder, entries, subdirs
+        stack.extend(subdirs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from zoo.artifacts.pickles import (
     ITEMSIZE,
@@ -23,6 +24,7 @@ from zoo.artifacts.pickles import (
     scan_globals,
     scan_pickle,
 )
+from zoo.errors import RefusedError, ZooError
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _PICKLE_START = (b"\x80", b"(", b"}", b"]", b"c")
@@ -172,3 +174,41 @@ def inspect_torch_file(path: str | Path) -> TorchFileInfo:
     else:
         info.problem = "not a torch file (neither a torch zip archive nor a pickle)"
     return info
+
+
+def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
+    """Raise for a broken file, or one that would run code or needs full unpickling, unless trusted.
+
+    Every adapter calls this before ``torch.load``: the static scan decides, the loader never sees
+    a file it refused.
+    """
+    if info.kind in ("missing", "empty", "not-torch", "truncated") or (info.problem and not info.disallowed):
+        raise ZooError(f"{info.path}: {info.problem or info.kind}")
+    if trust_pickle:
+        return
+    if info.dangerous:
+        raise RefusedError(
+            f"{info.path}: unsafe pickle, loading it would call {', '.join(info.dangerous)}",
+            hint="do not load it; only if you trust its source, pass --trust-pickle",
+        )
+    if not info.weights_only_ok:
+        what = ", ".join(info.disallowed) or f"{info.kind} format"
+        raise RefusedError(
+            f"{info.path}: holds objects torch's weights-only loader refuses ({what})",
+            hint="only if you trust its source, pass --trust-pickle",
+        )
+
+
+def load_checkpoint(path: Path, info: TorchFileInfo, trust_pickle: bool = False) -> Any:
+    """``torch.load`` with ``weights_only=True``; full unpickling only when trusted and needed."""
+    import pickle
+
+    import torch
+
+    refuse_unsafe(info, trust_pickle)
+    weights_only = info.weights_only_ok or not trust_pickle
+    try:
+        return torch.load(path, map_location="cpu", weights_only=weights_only)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ZooError(f"{path}: torch.load failed: {first}") from None

@@ -12,14 +12,13 @@ from pathlib import Path
 
 from zoo.artifacts.report import ERROR, WARNING, RunReport
 from zoo.artifacts.runs import Run
-from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
+from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file, load_checkpoint
 from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
 from zoo.errors import ZooError
 from zoo.frameworks.cleanrl.checkpoint import (
     LayoutMismatch,
     build_model,
     expected_shapes,
-    load_checkpoint,
     shape_problems,
     split_parts,
 )

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from zoo.artifacts.torchfile import TorchFileInfo
-from zoo.errors import RefusedError, ZooError
+from zoo.errors import ZooError
 from zoo.registry import Entry
 
 
@@ -113,37 +111,3 @@ def shape_problems(found: Mapping[str, Any], expected: Mapping[str, tuple]) -> l
             problems.append(f"{key} is {tuple(found[key].shape)} in the file, the env needs {expected[key]}")
     problems += [f"unexpected {key}" for key in found if key not in expected]
     return problems
-
-
-def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
-    """Raise for any file that is broken, or that would run code, unless trusted."""
-    if info.kind in ("missing", "empty", "not-torch", "truncated") or (info.problem and not info.disallowed):
-        raise ZooError(f"{info.path}: {info.problem or info.kind}")
-    if trust_pickle:
-        return
-    if info.dangerous:
-        raise RefusedError(
-            f"{info.path}: unsafe pickle, loading it would call {', '.join(info.dangerous)}",
-            hint="do not load it; only if you trust its source, pass --trust-pickle",
-        )
-    if not info.weights_only_ok:
-        what = ", ".join(info.disallowed) or f"{info.kind} format"
-        raise RefusedError(
-            f"{info.path}: holds objects torch's weights-only loader refuses ({what})",
-            hint="only if you trust its source, pass --trust-pickle",
-        )
-
-
-def load_checkpoint(path: Path, info: TorchFileInfo, trust_pickle: bool = False) -> Any:
-    """``torch.load`` with ``weights_only=True``; full unpickling only when trusted and needed."""
-    import pickle
-
-    import torch
-
-    refuse_unsafe(info, trust_pickle)
-    weights_only = info.weights_only_ok or not trust_pickle
-    try:
-        return torch.load(path, map_location="cpu", weights_only=weights_only)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ZooError(f"{path}: torch.load failed: {first}") from None

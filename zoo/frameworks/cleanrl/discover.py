@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run
+from zoo.artifacts.runs import Run, scan_tree
 
 MODEL_SUFFIX = ".cleanrl_model"
 RUN_NAME = re.compile(r"^(?P<env_id>.+?)__(?P<exp_name>[^_].*?)__(?P<seed>\d+)__(?P<time>\d+)$")
@@ -90,17 +90,7 @@ def discover(root: Path) -> Iterator[Run]:
         if root.name.endswith(MODEL_SUFFIX):
             yield run_from_model_file(root)
         return
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
+    for folder, entries, subdirs in scan_tree(root):
         if _looks_like_run(folder.name, entries):
             yield run_from_dir(folder, entries)
-            continue
-        subdirs = sorted(
-            (Path(e.path) for e in entries if e.is_dir() and not e.name.startswith(".")), reverse=True
-        )
-        stack.extend(d for d in subdirs if d.name != "videos")
+            subdirs.clear()

@@ -14,10 +14,9 @@ from pathlib import Path
 
 from zoo.artifacts.report import ERROR, WARNING, RunReport
 from zoo.artifacts.runs import Run
-from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
+from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file, load_checkpoint
 from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
 from zoo.errors import ZooError
-from zoo.frameworks.cleanrl.checkpoint import load_checkpoint
 from zoo.frameworks.rsl_rl.checkpoint import Architecture, LayoutMismatch, actor_state, architecture
 from zoo.frameworks.rsl_rl.config import RunConfig, read_run_config
 from zoo.frameworks.rsl_rl.discover import discover, iteration

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run
+from zoo.artifacts.runs import Run, scan_tree
 
 MODEL_NAME = re.compile(r"^model_(\d+)\.pt$")
 #: The registry entry a discovered run belongs to: rsl_rl's runners write one checkpoint layout for PPO.
@@ -62,17 +62,7 @@ def discover(root: Path) -> Iterator[Run]:
         if MODEL_NAME.match(root.name):
             yield run_from_dir(root.parent, chosen=root)
         return
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
+    for folder, entries, subdirs in scan_tree(root):
         if any(MODEL_NAME.match(e.name) for e in entries):
             yield run_from_dir(folder, entries)
-            continue
-        subdirs = sorted(
-            (Path(e.path) for e in entries if e.is_dir() and not e.name.startswith(".")), reverse=True
-        )
-        stack.extend(d for d in subdirs if d.name != "videos")
+            subdirs.clear()

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run
+from zoo.artifacts.runs import Run, scan_tree
 from zoo.errors import ZooError
 from zoo.frameworks.sb3.archive import ALGORITHMS, CHECKPOINT, is_sb3_zip, read_archive
 
@@ -115,20 +115,10 @@ def discover(root: Path) -> Iterator[Run]:
                 yield Run(framework=FRAMEWORK, path=root, name_problem=f"{root.name} is not a "
                           "Stable-Baselines3 model (its zip has no data and policy.pth)")  # fmt: skip
         return
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
+    for folder, entries, _subdirs in scan_tree(root):
         zips = _sb3_zips(entries)
         run = _zoo_run(folder, zips) if zips else None
         if run is not None:
             yield run
         else:
             yield from (run_for_file(z) for z in zips)
-        subdirs = sorted(
-            (Path(e.path) for e in entries if e.is_dir() and not e.name.startswith(".")), reverse=True
-        )
-        stack.extend(d for d in subdirs if d.name != "videos")

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zoo.artifacts.torchfile import TorchFileInfo
-from zoo.errors import RefusedError, ZooError
+from zoo.errors import ZooError
 from zoo.frameworks.skrl.config import PolicySpec
 from zoo.frameworks.skrl.discover import companion, parse_checkpoint
 
@@ -151,40 +150,11 @@ def companion_modules(model_file: Path) -> dict[str, Path]:
     return found
 
 
-def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
-    """Raise for a broken file, or one that would run code or needs full unpickling, unless trusted."""
-    if info.kind in ("missing", "empty", "not-torch", "truncated") or (info.problem and not info.disallowed):
-        raise ZooError(f"{info.path}: {info.problem or info.kind}")
-    if trust_pickle:
-        return
-    if info.dangerous:
-        raise RefusedError(
-            f"{info.path}: unsafe pickle, loading it would call {', '.join(info.dangerous)}",
-            hint="do not load it; only if you trust its source, pass --trust-pickle",
-        )
-    if not info.weights_only_ok:
-        what = ", ".join(info.disallowed) or f"{info.kind} format"
-        raise RefusedError(
-            f"{info.path}: holds objects torch's weights-only loader refuses ({what})",
-            hint="only if you trust its source, pass --trust-pickle",
-        )
-
-
 def load_file(path: Path, trust_pickle: bool = False) -> Any:
     """Static scan first, then ``torch.load(weights_only=True)``; full unpickling only when trusted."""
-    import pickle
+    from zoo.artifacts.torchfile import inspect_torch_file, load_checkpoint
 
-    import torch
-
-    from zoo.artifacts.torchfile import inspect_torch_file
-
-    info = inspect_torch_file(path)
-    refuse_unsafe(info, trust_pickle)
-    try:
-        return torch.load(path, map_location="cpu", weights_only=info.weights_only_ok or not trust_pickle)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ZooError(f"{path}: torch.load failed: {first}") from None
+    return load_checkpoint(path, inspect_torch_file(path), trust_pickle=trust_pickle)
 
 
 def load_modules(model_file: Path, trust_pickle: bool = False) -> dict[str, Any]:
