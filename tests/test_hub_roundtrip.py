@@ -165,3 +165,41 @@ def test_private_repo_and_clear_errors(hub, tmp_path):
     )
     for proc in (anonymous, owner, revision, no_token_push):
         assert "Traceback" not in proc.stderr and SENTINEL not in proc.stdout + proc.stderr
+
+
+def test_sb3_model_with_vecnormalize_round_trips_under_huggingface_sb3_names(hub, tmp_path):
+    """rl_zoo3 layout in, huggingface_sb3 layout on the hub ({algo}-{env_id}.zip + vec_normalize.pkl), same scores out."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    run = tmp_path / "logs" / "ppo" / "Pendulum-v1_1"
+    (run / "Pendulum-v1").mkdir(parents=True)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        venv = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0))
+        PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=2, seed=0).learn(256).save(
+            run / "Pendulum-v1.zip"
+        )
+        venv.save(run / "Pendulum-v1" / "vecnormalize.pkl")
+    finally:
+        torch.set_num_threads(threads)
+    repo = "demo/ppo-Pendulum-v1"
+    pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--eval-episodes", "2", "--stage-dir", tmp_path / "stage",
+                  "--json", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
+    assert pushed.returncode == 0, pushed.stderr
+    staged = {f["name"] for f in json.loads(pushed.stdout)["files"]}
+    assert {"ppo-Pendulum-v1.zip", "vec_normalize.pkl", "Pendulum-v1.zip"} <= staged
+    local = subprocess.run([sys.executable, "-m", "zoo", "eval", run, "-n", "4", "--quiet", "--out",
+                            tmp_path / "local.json"], capture_output=True, text=True)  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    fetched = _zoo("enjoy", "--exp-name", "sb3_ppo", "--env-id", "Pendulum-v1", "--hf-repository", repo,
+                   "--runs-dir", tmp_path / "none", "--allow-download", "--eval-episodes", "4",
+                   "--out", tmp_path / "remote.json", hub_url=hub.url, home=tmp_path / "cache")  # fmt: skip
+    assert fetched.returncode == 0, fetched.stderr
+    remote = json.loads((tmp_path / "remote.json").read_text())
+    assert [e["return"] for e in remote["episodes"]] == [
+        e["return"] for e in json.loads((tmp_path / "local.json").read_text())["episodes"]
+    ]

@@ -29,6 +29,7 @@ class HubFile:
     filename: str
     revision: str
     derived_from: str  # the flags that made repo_id, for error messages
+    companions: tuple[str, ...] = ()  # files beside the model that evaluation needs, fetched when present
 
 
 @dataclass
@@ -57,12 +58,17 @@ class Source:
 def hub_file(entry: Entry, *, env_id: str, seed: int, hf_entity: str | None, hf_repository: str | None,
              revision: str) -> HubFile:  # fmt: skip
     """The repo and file to fetch; ``hf_entity`` defaults to the entry's ``hub.org`` (CleanRL: cleanrl)."""
+    from zoo.check import adapter
+
     hf_entity = hf_entity or entry.hub.get("org", "cleanrl")
+    companions = tuple(getattr(adapter(entry.framework), "HUB_COMPANIONS", ()))
     if hf_repository:
-        return HubFile(hf_repository, entry.model_filename(env_id=env_id), revision, "--hf-repository")
+        return HubFile(
+            hf_repository, entry.model_filename(env_id=env_id), revision, "--hf-repository", companions
+        )
     repo_id = entry.hub_repo(hf_entity=hf_entity, env_id=env_id, seed=seed)
     derived = f"pattern {entry.hub['repo']!r} with --hf-entity {hf_entity} --env-id {env_id} --seed {seed}"
-    return HubFile(repo_id, entry.model_filename(env_id=env_id), revision, derived)
+    return HubFile(repo_id, entry.model_filename(env_id=env_id), revision, derived, companions)
 
 
 def find_local_run(runs_dir: Path, registry, exp_name: str, env_id: str, seed: int) -> Run | None:
@@ -176,7 +182,24 @@ def download(target: HubFile) -> Source:
     except Exception as exc:  # noqa: BLE001 - every failure becomes one clear line
         raise _hub_error(exc, target) from None
     verify(path, meta.etag)
+    for name in target.companions:
+        _download_companion(target, name, commit)
     return Source("download", path, target.repo_id, target.revision, meta.commit_hash or commit)
+
+
+def _download_companion(target: HubFile, name: str, commit: str) -> None:
+    """Fetch (and verify) a file the model needs beside it, from the same commit; absent is fine."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        path = Path(hf_hub_download(target.repo_id, name, revision=commit))
+        meta = get_hf_file_metadata(hf_hub_url(target.repo_id, name, revision=commit))
+    except EntryNotFoundError:
+        return
+    except Exception as exc:  # noqa: BLE001
+        raise _hub_error(exc, target) from None
+    verify(path, meta.etag)
 
 
 def resolve_model(target: HubFile, local: Run | None, allow_download: bool) -> Source:

@@ -181,6 +181,26 @@ def load_eval(path: Path) -> dict:
         raise ZooError(f"cannot read {path}: {exc}", hint="rerun zoo eval on the run") from None
 
 
+def _hub_names(target, taken: set[str]) -> list[tuple[str, Path]]:
+    """The model (and the adapter's companions) also under the names the framework's hub tools expect.
+
+    huggingface_sb3 looks for ``{algo}-{env_id}.zip`` and ``vec_normalize.pkl``; a run dir holds them
+    under other names. Identical content costs nothing twice: the hub stores blobs by sha256.
+    """
+    from zoo.check import adapter
+
+    extra: dict[str, Path] = {}
+    hub_name = target.entry.model_filename(env_id=target.env_id)
+    if not any(c in hub_name for c in "*?[") and "/" not in hub_name:
+        extra[hub_name] = target.model_file.resolve()
+    companions = getattr(adapter(target.entry.framework), "hub_companions", None)
+    if companions is not None:
+        extra.update(
+            {name: path.resolve() for name, path in companions(target.model_file, target.env_id).items()}
+        )
+    return [(name, path) for name, path in extra.items() if name not in taken]
+
+
 def prepare(target, *, repo_id: str, folder: Path, eval_episodes: int | None, video: bool, max_mb: float,
             allow_large: bool, notify=print) -> Staging:  # fmt: skip
     """Check the run, make sure it has eval.json (and a video if asked), render the card, stage it all."""
@@ -204,6 +224,7 @@ def prepare(target, *, repo_id: str, folder: Path, eval_episodes: int | None, vi
     if replay is not None:
         _refuse_secret(replay, str(replay))
         sources.append(("replay.mp4", replay.resolve()))
+    sources += _hub_names(target, {name for name, _ in sources})
     eval_data = load_eval(run.path / "eval.json")
     events = run.events_file
     context = {

@@ -8,6 +8,8 @@ runs SB3's ``load``: see :mod:`zoo.frameworks.sb3.archive` and :mod:`~zoo.framew
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from zoo.artifacts.report import ERROR, WARNING, RunReport
 from zoo.artifacts.runs import Run
 from zoo.errors import ZooError
@@ -95,3 +97,15 @@ def load_policy(model_file, entry: Entry, env_id: str, *, device: str, seed: int
     stats = find_stats(model_file, env_id)
     normalizer = load_stats(stats, trust_pickle=trust_pickle) if stats else None
     return SB3Policy(rebuilt, normalizer, archive.algorithm, seed)
+
+
+#: Files a huggingface_sb3 repo may hold beside the model that evaluation needs (``zoo enjoy`` fetches them).
+HUB_COMPANIONS = ("vec_normalize.pkl",)
+
+
+def hub_companions(model_file: Path, env_id: str) -> dict[str, Path]:
+    """What ``zoo push`` uploads beside the model, under huggingface_sb3's names."""
+    from zoo.frameworks.sb3.normalize import find_stats
+
+    stats = find_stats(model_file, env_id)
+    return {"vec_normalize.pkl": stats} if stats is not None else {}
