@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.artifacts.report import ERROR, WARNING, RunReport
+from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file, verify_weights_only_load
 from zoo.artifacts.runs import Run
-from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file, load_checkpoint
+from zoo.artifacts.torchfile import inspect_torch_file, load_checkpoint
 from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
 from zoo.errors import ZooError
 from zoo.frameworks.cleanrl.checkpoint import (
@@ -84,27 +84,6 @@ def spaces_for(entry: Entry, env_id: str) -> tuple:
     return _SPACES_CACHE[key]
 
 
-def _file_findings(report: RunReport, info: TorchFileInfo) -> bool:
-    """Flag what the static scan found; True when the content can be compared further."""
-    report.details.update(size=info.size, format=info.kind, weights_only=info.weights_only_ok)
-    if info.dangerous:
-        report.details["dangerous_globals"] = info.dangerous
-        report.flag(ERROR, f"unsafe pickle: loading would call {', '.join(info.dangerous)}",
-                    "do not load it; zoo eval refuses it unless --trust-pickle")  # fmt: skip
-        return False
-    if info.kind in ("empty", "not-torch", "truncated", "missing") or info.problem:
-        hint = (
-            "re-save or re-download the file" if info.kind == "truncated" else "is this a CleanRL model file?"
-        )
-        report.flag(ERROR, f"{info.kind}: {info.problem}", hint)
-        return False
-    if info.disallowed or info.kind != "torch-zip":
-        what = ", ".join(info.disallowed) or f"{info.kind} format"
-        report.flag(WARNING, f"not loadable with weights_only=True ({what})", "zoo eval needs --trust-pickle")
-        return False
-    return True
-
-
 def inspect_run(run: Run, registry: Registry) -> RunReport:
     """Everything ``zoo check`` says about one CleanRL run, without executing any file."""
     report = RunReport(run)
@@ -128,7 +107,8 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
             report.flag(ERROR, "missing model: no .cleanrl_model in the run dir", "train with --save-model")
         return report
     info = inspect_torch_file(run.model_file)
-    if not _file_findings(report, info):
+    report.details.update(size=info.size, format=info.kind, weights_only=info.weights_only_ok)
+    if not flag_torch_file(report, info, not_torch_hint="is this a CleanRL model file?"):
         return report
     try:
         parts, kwargs = split_parts(entry, info.content)
@@ -147,22 +127,8 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
                     f"pip install 'rl-zoo-hub[{missing[0]}]'")  # fmt: skip
         return report
     if _compare_shapes(report, entry, run.env_id, parts, kwargs):
-        _verify_weights_only_load(report, run.model_file)
+        verify_weights_only_load(report, [run.model_file])
     return report
-
-
-def _verify_weights_only_load(report: RunReport, path: Path) -> None:
-    """Confirm the static verdict with torch's own weights-only loader (mmap: no tensor copies)."""
-    import torch
-
-    try:
-        torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception as exc:  # noqa: BLE001 - any failure is the finding
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        report.details["weights_only"] = False
-        report.flag(
-            ERROR, f"torch.load(weights_only=True) failed: {first}", "re-save or re-download the file"
-        )
 
 
 def _compare_shapes(report: RunReport, entry: Entry, env_id: str, parts: dict, kwargs: dict) -> bool:

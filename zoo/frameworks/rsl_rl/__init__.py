@@ -12,9 +12,9 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
-from zoo.artifacts.report import ERROR, WARNING, RunReport
+from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
-from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file, load_checkpoint
+from zoo.artifacts.torchfile import inspect_torch_file, load_checkpoint
 from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
 from zoo.errors import ZooError
 from zoo.frameworks.rsl_rl.checkpoint import Architecture, LayoutMismatch, actor_state, architecture
@@ -89,7 +89,7 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
     _describe_config(report, config)
     info = inspect_torch_file(run.model_file)
     report.details.update(size=info.size, format=info.kind, weights_only=info.weights_only_ok)
-    if not _file_is_loadable(report, info):
+    if not flag_torch_file(report, info, not_torch_hint="is this an rsl_rl checkpoint?"):
         return report
     try:
         state, layout = actor_state(info.content)
@@ -100,23 +100,6 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
     report.details.update(checkpoint=layout, model=arch.summary(), recurrent=arch.rnn_type is not None)
     _compare_env(report, entry, arch)
     return report
-
-
-def _file_is_loadable(report: RunReport, info: TorchFileInfo) -> bool:
-    """Flag what the static scan found; True when ``torch.load(weights_only=True)`` will take the file."""
-    if info.dangerous:
-        report.details["dangerous_globals"] = info.dangerous
-        report.flag(ERROR, f"unsafe pickle: loading would call {', '.join(info.dangerous)}",
-                    "do not load it; zoo eval refuses it unless --trust-pickle")  # fmt: skip
-    elif info.kind != "torch-zip" or (info.problem and not info.disallowed):
-        report.flag(ERROR, f"{info.kind}: {info.problem or 'not a torch zip archive'}",
-                    "re-save or re-download the file")  # fmt: skip
-    elif not info.weights_only_ok:
-        report.flag(WARNING, f"not loadable with weights_only=True ({', '.join(info.disallowed)})",
-                    "zoo eval needs --trust-pickle")  # fmt: skip
-    else:
-        return True
-    return False
 
 
 def _compare_env(report: RunReport, entry: Entry, arch: Architecture) -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.artifacts.report import ERROR, WARNING, RunReport
+from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file, verify_weights_only_load
 from zoo.artifacts.runs import Run
-from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
+from zoo.artifacts.torchfile import inspect_torch_file
 from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
 from zoo.errors import ZooError
 from zoo.frameworks.skrl.checkpoint import (
@@ -80,32 +80,11 @@ def env_id_from_params(folder: Path | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _file_findings(report: RunReport, info: TorchFileInfo, label: str) -> bool:
-    """Flag what the static scan of one file found; True when its content can be read further."""
-    if info.dangerous:
-        report.details["dangerous_globals"] = info.dangerous
-        report.flag(ERROR, f"unsafe pickle in {label}: loading would call {', '.join(info.dangerous)}",
-                    "do not load it; zoo eval refuses it unless --trust-pickle")  # fmt: skip
-        return False
-    if info.kind in ("empty", "not-torch", "truncated", "missing") or info.problem:
-        hint = (
-            "re-save or re-download the file" if info.kind == "truncated" else "is this an skrl checkpoint?"
-        )
-        report.flag(ERROR, f"{label}: {info.kind}: {info.problem}", hint)
-        return False
-    if info.disallowed or not info.weights_only_ok:
-        what = ", ".join(info.disallowed) or f"{info.kind} format"
-        report.flag(WARNING, f"{label} not loadable with weights_only=True ({what})",
-                    "zoo eval needs --trust-pickle")  # fmt: skip
-        return False
-    return True
-
-
 def _static_modules(report: RunReport, model_file: Path) -> dict | None:
     """The modules as tensor descriptions (no torch), or None after flagging why not."""
     info = inspect_torch_file(model_file)
     report.details.update(size=info.size, format=info.kind, weights_only=info.weights_only_ok)
-    if not _file_findings(report, info, model_file.name):
+    if not flag_torch_file(report, info, model_file.name, "is this an skrl checkpoint?"):
         return None
     try:
         modules = split_agent(info.content, model_file)
@@ -114,7 +93,7 @@ def _static_modules(report: RunReport, model_file: Path) -> dict | None:
         return None
     for key, path in companion_modules(model_file).items():
         extra = inspect_torch_file(path)
-        if not _file_findings(report, extra, path.name):
+        if not flag_torch_file(report, extra, path.name, "is this an skrl checkpoint?"):
             return None
         modules[key] = extra.content
     return modules
@@ -184,7 +163,7 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
         if config.policy.activations is None:
             report.flag(WARNING, "activation functions unknown: no params/agent.yaml beside checkpoints/",
                         "zoo eval needs --model-config PATH (see docs/frameworks/skrl.md)")  # fmt: skip
-        _verify_weights_only_load(report, [run.model_file, *companion_modules(run.model_file).values()])
+        verify_weights_only_load(report, [run.model_file, *companion_modules(run.model_file).values()])
     return report
 
 
@@ -223,20 +202,6 @@ def _fits_env(report: RunReport, entry: Entry, env_id: str, modules, layers, con
         report.flag(ERROR, f"policy does not fit {env_id}: {problems[0]}", "check the env id of this run")
         return False
     return True
-
-
-def _verify_weights_only_load(report: RunReport, paths: list[Path]) -> None:
-    """Confirm the static verdict with torch's own weights-only loader (mmap: no tensor copies)."""
-    import torch
-
-    for path in paths:
-        try:
-            torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except Exception as exc:  # noqa: BLE001 - any failure is the finding
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            report.details["weights_only"] = False
-            report.flag(ERROR, f"torch.load(weights_only=True) failed on {path.name}: {first}",
-                        "re-save or re-download the file")  # fmt: skip
 
 
 def load_policy(model_file: Path, entry: Entry, env_id: str, *, device: str, seed: int,
