@@ -13,6 +13,7 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from zoo.errors import ZooError
 
@@ -168,9 +169,19 @@ def make_vector_env(spec: EnvSpec, num_envs: int):
     return gym.vector.SyncVectorEnv([env_factory(spec, i) for i in range(num_envs)])
 
 
+def env_spec_for(entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
+    """A registry entry's eval env: its preset on ``env_id`` (every adapter's ``env_spec``)."""
+    return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
+
+
 def probe_spaces(spec: EnvSpec):
-    """``(single_observation_space, single_action_space)`` of the wrapped env."""
-    env = env_factory(EnvSpec(spec.env_id, spec.preset), 0)()
+    """``(single_observation_space, single_action_space)`` of the wrapped env, built once per env and preset."""
+    return _probe(spec.env_id, spec.preset)
+
+
+@lru_cache(maxsize=64)
+def _probe(env_id: str, preset: str):
+    env = env_factory(EnvSpec(env_id, preset), 0)()
     try:
         return env.observation_space, env.action_space
     finally:

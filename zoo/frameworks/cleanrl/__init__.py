@@ -13,7 +13,8 @@ from pathlib import Path
 from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file, verify_weights_only_load
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import inspect_torch_file, load_checkpoint
-from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
+from zoo.envs import env_spec_for as env_spec
+from zoo.envs import extras_for_env, missing_modules_for_extras, probe_spaces
 from zoo.errors import ZooError
 from zoo.frameworks.cleanrl.checkpoint import (
     LayoutMismatch,
@@ -30,7 +31,6 @@ __all__ = ["discover", "inspect_run", "load_policy", "env_spec", "entry_problem"
 LAYOUTS = ("state_dict", "dict", "tuple")
 HEADS = ("q_values", "c51", "gaussian", "deterministic_actor")
 
-_SPACES_CACHE: dict[tuple[str, str], tuple] = {}
 _SHAPES_CACHE: dict[tuple, dict[str, tuple]] = {}
 
 
@@ -66,22 +66,8 @@ def entry_problem(raw: dict) -> tuple[str, str] | None:
     return None
 
 
-def env_spec(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
-    return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
-
-
 def needed_extras(entry: Entry, env_id: str) -> list[str]:
     return sorted(set(entry.extras) | set(extras_for_env(env_id)))
-
-
-def spaces_for(entry: Entry, env_id: str) -> tuple:
-    """Observation/action spaces of the wrapped eval env, built once per (env, preset)."""
-    from zoo.envs import probe_spaces
-
-    key = (env_id, entry.env["wrappers"])
-    if key not in _SPACES_CACHE:
-        _SPACES_CACHE[key] = probe_spaces(env_spec(entry, env_id))
-    return _SPACES_CACHE[key]
 
 
 def inspect_run(run: Run, registry: Registry) -> RunReport:
@@ -134,7 +120,7 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
 def _compare_shapes(report: RunReport, entry: Entry, env_id: str, parts: dict, kwargs: dict) -> bool:
     """Flag the first key/shape that differs from the registry's model class; True when all fit."""
     try:
-        spaces = spaces_for(entry, env_id)
+        spaces = probe_spaces(env_spec(entry, env_id))
     except ZooError as exc:
         report.flag(WARNING, f"cannot build env to compare shapes: {exc.message}", exc.hint)
         return False
@@ -160,7 +146,7 @@ def load_policy(model_file: Path, entry: Entry, env_id: str, *, device: str, see
     info = inspect_torch_file(model_file)
     checkpoint = load_checkpoint(model_file, info, trust_pickle=trust_pickle)
     parts, kwargs = split_parts(entry, checkpoint)
-    spaces = spaces_for(entry, env_id)
+    spaces = probe_spaces(env_spec(entry, env_id))
     part = entry.policy["part"]
     problems = shape_problems(parts[part], expected_shapes(entry, part, spaces, kwargs))
     if problems:

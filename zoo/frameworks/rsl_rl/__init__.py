@@ -15,7 +15,8 @@ from pathlib import Path
 from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import inspect_torch_file, load_checkpoint
-from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
+from zoo.envs import env_spec_for as env_spec
+from zoo.envs import extras_for_env, missing_modules_for_extras
 from zoo.errors import ZooError
 from zoo.frameworks.rsl_rl.checkpoint import Architecture, LayoutMismatch, actor_state, architecture
 from zoo.frameworks.rsl_rl.config import RunConfig, read_run_config
@@ -39,10 +40,6 @@ def entry_problem(raw: dict) -> tuple[str, str] | None:
         if raw.get(key):
             return key, "not used by rsl_rl entries (the checkpoint and its config say everything)"
     return None
-
-
-def env_spec(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
-    return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
 
 
 def run_env_id(run: Run) -> str | None:

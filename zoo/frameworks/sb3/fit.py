@@ -4,26 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
+from zoo.envs import env_spec_for as env_spec
+from zoo.envs import extras_for_env, missing_modules_for_extras
 from zoo.errors import ZooError
 from zoo.registry import Entry
 
-_SPACES_CACHE: dict[tuple[str, str], tuple] = {}
-
-
-def env_spec(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
-    """The registry's preset: SB3 models see the raw env (VecNormalize is applied by the policy)."""
-    return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
-
 
 def env_spaces(entry: Entry, env_id: str) -> tuple:
-    """Observation/action spaces of the eval env, built once per (env, preset)."""
+    """Observation/action spaces of the eval env: SB3 models see the raw env (the policy normalizes)."""
     from zoo.envs import probe_spaces
 
-    key = (env_id, entry.env["wrappers"])
-    if key not in _SPACES_CACHE:
-        _SPACES_CACHE[key] = probe_spaces(env_spec(entry, env_id))
-    return _SPACES_CACHE[key]
+    return probe_spaces(env_spec(entry, env_id))
 
 
 def unsupported_env(env_id: str) -> ZooError | None:

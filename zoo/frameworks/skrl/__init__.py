@@ -14,7 +14,8 @@ from pathlib import Path
 from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file, verify_weights_only_load
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import inspect_torch_file
-from zoo.envs import EnvSpec, extras_for_env, missing_modules_for_extras
+from zoo.envs import env_spec_for as env_spec
+from zoo.envs import extras_for_env, missing_modules_for_extras, probe_spaces
 from zoo.errors import ZooError
 from zoo.frameworks.skrl.checkpoint import (
     companion_modules,
@@ -32,7 +33,6 @@ from zoo.registry import Entry, Registry
 __all__ = ["discover", "inspect_run", "load_policy", "env_spec", "entry_problem"]
 
 TRAIN_RETURN_TAG = "Reward / Total reward (mean)"
-_SPACES_CACHE: dict[tuple[str, str], tuple] = {}
 
 
 def entry_problem(raw: dict) -> tuple[str, str] | None:
@@ -45,20 +45,6 @@ def entry_problem(raw: dict) -> tuple[str, str] | None:
         if raw.get(key):
             return key, "not used by skrl entries (the policy is rebuilt from the checkpoint and its config)"
     return None
-
-
-def env_spec(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
-    return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
-
-
-def spaces_for(entry: Entry, env_id: str) -> tuple:
-    """Observation/action spaces of the eval env, built once per (env, preset)."""
-    from zoo.envs import probe_spaces
-
-    key = (env_id, entry.env["wrappers"])
-    if key not in _SPACES_CACHE:
-        _SPACES_CACHE[key] = probe_spaces(env_spec(entry, env_id))
-    return _SPACES_CACHE[key]
 
 
 def experiment_dir(run: Run) -> Path | None:
@@ -193,7 +179,7 @@ def _fits_env(report: RunReport, entry: Entry, env_id: str, modules, layers, con
                     f"pip install 'rl-zoo-hub[{missing[0]}]'")  # fmt: skip
         return False
     try:
-        spaces = spaces_for(entry, env_id)
+        spaces = probe_spaces(env_spec(entry, env_id))
     except ZooError as exc:
         report.flag(WARNING, f"cannot build env to compare shapes: {exc.message}", exc.hint)
         return False
@@ -218,7 +204,7 @@ def load_policy(model_file: Path, entry: Entry, env_id: str, *, device: str, see
     modules = load_modules(model_file, trust_pickle)
     layers = linear_chain(modules["policy"], config.policy)
     norm, _ = normalizer(modules, layers[0].in_features)
-    spaces = spaces_for(entry, env_id)
+    spaces = probe_spaces(env_spec(entry, env_id))
     problems = shape_problems(modules, layers, spaces, config.policy.kind)
     if problems:
         raise ZooError(f"model does not fit {env_id}: {problems[0]}", hint="check --env-id")
