@@ -57,18 +57,18 @@ from zoo.frameworks.cleanrl.models import C51QNetwork, ContinuousQNetwork, Deter
 
 
 @dataclass
-class DQNArgs:
-    """CleanRL ``dqn.py`` defaults except total_timesteps (500k), learning_rate (2.5e-4),
-    learning_starts (10k) and train_frequency (10); ``eval_*`` drive :class:`BestSoFar`."""
+class _EpsilonGreedyArgs:
+    """What CleanRL's ``dqn.py`` and ``c51.py`` share: CleanRL's defaults except total_timesteps (500k),
+    learning_rate (2.5e-4), learning_starts (10k) and train_frequency (10); ``eval_*`` drive
+    :class:`BestSoFar`."""
 
-    exp_name: str = "dqn"
+    exp_name: str = ""
     env_id: str = "CartPole-v1"
     seed: int = 1
     total_timesteps: int = 50_000
     learning_rate: float = 1e-3
     buffer_size: int = 10_000
     gamma: float = 0.99
-    tau: float = 1.0
     target_network_frequency: int = 500
     batch_size: int = 128
     start_e: float = 1.0
@@ -81,29 +81,17 @@ class DQNArgs:
 
 
 @dataclass
-class C51Args:
-    """CleanRL ``c51.py`` defaults except total_timesteps (500k), learning_rate (2.5e-4),
-    learning_starts (10k) and train_frequency (10); ``eval_*`` drive :class:`BestSoFar`."""
+class DQNArgs(_EpsilonGreedyArgs):
+    exp_name: str = "dqn"
+    tau: float = 1.0
 
+
+@dataclass
+class C51Args(_EpsilonGreedyArgs):
     exp_name: str = "c51"
-    env_id: str = "CartPole-v1"
-    seed: int = 1
-    total_timesteps: int = 50_000
-    learning_rate: float = 1e-3
     n_atoms: int = 101
     v_min: float = -100.0
     v_max: float = 100.0
-    buffer_size: int = 10_000
-    gamma: float = 0.99
-    target_network_frequency: int = 500
-    batch_size: int = 128
-    start_e: float = 1.0
-    end_e: float = 0.05
-    exploration_fraction: float = 0.5
-    learning_starts: int = 1_000
-    train_frequency: int = 1
-    eval_frequency: int = 2_500
-    eval_episodes: int = 10
 
 
 @dataclass
