@@ -93,3 +93,41 @@ def write_malicious(path: Path, canary: Path, as_torch: bool = True) -> Path:
     else:
         path.write_bytes(pickle.dumps(Canary(canary), protocol=4))
     return path
+
+
+def episodes_of(eval_json: Path) -> list[tuple[float, int]]:
+    """``(return, length)`` per episode, in eval.json order."""
+    return [(e["return"], e["length"]) for e in json.loads(eval_json.read_text())["episodes"]]
+
+
+def assert_exports_act_like_checkpoint(target: Path, out_dir: Path, *target_args: str, episodes: int = 8,
+                                       num_envs: int = 4, continuous: bool) -> dict[str, dict]:  # fmt: skip
+    """Evaluate the checkpoint, export it in both formats, evaluate each exported file: same episodes.
+
+    Discrete actions and TorchScript give the same returns bit for bit. onnxruntime's kernels round
+    differently from torch's (parity: ~1e-6 on an action), so continuous returns agree to 1e-4 there.
+    Returns the two sidecars.
+    """
+    import numpy as np
+
+    common = ("-n", str(episodes), "--num-envs", str(num_envs), "--seed", "3", "-q")
+    ref = zoo(
+        "eval", target, *target_args, "--deterministic", *common, "--out", out_dir / "checkpoint.eval.json"
+    )
+    assert ref.exit_code == 0, ref.stderr
+    expected = episodes_of(out_dir / "checkpoint.eval.json")
+    sidecars = {}
+    for fmt, suffix in (("torchscript", ".ts"), ("onnx", ".onnx")):
+        policy = out_dir / f"policy{suffix}"
+        exported = zoo("export", target, *target_args, "--out", policy, "-q")
+        assert exported.exit_code == 0, exported.stderr
+        result = zoo("eval", policy, *common, "--out", out_dir / f"{fmt}.eval.json")
+        assert result.exit_code == 0, result.stderr
+        got = episodes_of(out_dir / f"{fmt}.eval.json")
+        assert [length for _, length in got] == [length for _, length in expected], fmt
+        if continuous and fmt == "onnx":
+            np.testing.assert_allclose([r for r, _ in got], [r for r, _ in expected], rtol=0, atol=1e-4)
+        else:
+            assert got == expected, fmt
+        sidecars[fmt] = json.loads((out_dir / f"policy{suffix}.metadata.json").read_text())
+    return sidecars

@@ -107,7 +107,7 @@ def _enjoy(hub, tmp_path, *args, home="cache", token=SENTINEL):
 
 
 def test_corrupted_download_is_caught_before_loading(hub, tmp_path, pushed_repo):
-    from zoo.hub.fetch import sha256_file
+    from zoo.artifacts.digest import sha256_file
 
     model = tmp_path / "runs" / next(EXAMPLES.glob("CartPole-v1__dqn__*")).name / "dqn.cleanrl_model"
     digest = sha256_file(model)

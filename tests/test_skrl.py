@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from helpers import Canary, zoo
+from helpers import Canary, assert_exports_act_like_checkpoint, zoo
 
 from zoo.envs import EnvSpec
 from zoo.evaluate import evaluate
@@ -307,3 +307,35 @@ def test_discovery_leaves_other_frameworks_alone(skrl_runs, tmp_path):
     assert list(discover(tmp_path)) == []
     found = list(discover(skrl_runs["run"] / "checkpoints" / "best_agent.pt"))
     assert found[0].model_file.name == "best_agent.pt" and found[0].path == skrl_runs["run"]
+
+
+def test_exports_bake_the_scaler_and_score_like_the_checkpoint(skrl_runs, tmp_path):
+    sidecars = assert_exports_act_like_checkpoint(skrl_runs["run"], tmp_path, continuous=True, episodes=6)
+    for meta in sidecars.values():
+        assert meta["framework"] == "skrl" and meta["normalization_baked"] is True
+        assert meta["normalization"]["kind"] == "skrl_running_standard_scaler"
+        assert meta["normalization"]["clip_threshold"] == 5.0 and meta["normalization"]["epsilon"] == 1e-8
+        assert meta["obs_groups"] == {"policy": {"start": 0, "dim": 3, "shape": [3]}}
+        assert any("unclipped" in note for note in meta["left_to_caller"])
+
+
+def test_export_of_a_run_without_config_takes_the_model_config(skrl_runs, tmp_path):
+    args = ("--env-id", "Pendulum-v1", "--model-config", str(skrl_runs["model_config"]))
+    assert_exports_act_like_checkpoint(skrl_runs["bare"], tmp_path, *args, continuous=True, episodes=4)
+
+
+def test_export_that_loses_the_scaler_is_refused_and_leaves_nothing(skrl_runs, tmp_path, monkeypatch):
+    from zoo.frameworks.skrl.policy import SkrlPolicy
+
+    real = SkrlPolicy.export_spec
+
+    def without_scaler(self):  # a test double of the export wrapper whose normalizer went missing
+        spec = real(self)
+        spec.module.net.normalize = lambda x: x
+        return spec
+
+    monkeypatch.setattr(SkrlPolicy, "export_spec", without_scaler)
+    for suffix in (".onnx", ".ts"):
+        result = zoo("export", skrl_runs["run"], "--out", tmp_path / f"policy{suffix}")
+        assert result.exit_code == 1 and "parity check failed" in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []

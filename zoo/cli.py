@@ -232,7 +232,7 @@ def _render_check(reports, quiet: bool) -> None:
 @click.pass_context
 def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, device, deterministic,
              capture_video, trust_pickle, out_path, model_config, as_json, quiet) -> None:  # fmt: skip
-    """Evaluate TARGET (a run dir or model file) and write eval.json.
+    """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
     """
@@ -268,6 +268,68 @@ def _announce_and_run(plan, policy, quiet: bool, as_json: bool) -> None:
         success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
         err().print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {plan.episodes} episodes "
                   f"(length {m['length_mean']:.1f}{success}) in {result.wall_clock_seconds:.1f}s -> {plan.out_path}")  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- export
+@cli.command("export")
+@click.argument("target", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript"]), default=None,
+              help="File format [from --out's suffix: .onnx, .ts/.pt; else onnx].")  # fmt: skip
+@click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
+              help="Exported file; its sidecar is FILE.metadata.json [beside the model: <model>.onnx|.ts].")  # fmt: skip
+@click.option("--opset", type=click.IntRange(min=7), default=17, show_default=True, help="ONNX opset.")
+@click.option("--exporter", type=click.Choice(["auto", "dynamo", "legacy"]), default="auto", show_default=True,
+              help="ONNX exporter; auto tries dynamo, then legacy.")  # fmt: skip
+@click.option("--tolerance", type=click.FloatRange(min=0), default=None,
+              help="Parity tolerance for continuous actions [1e-5]; discrete actions must match exactly.")  # fmt: skip
+@click.option("--exp-name", default=None, help="Experiment name when the path does not say.")
+@click.option("--env-id", default=None, help="Env id when the path does not say.")
+@click.option(
+    "--run-seed", type=int, default=None, help="Pick the run with this training seed in a runs folder."
+)
+@click.option(
+    "--trust-pickle", is_flag=True, help="Allow full unpickling of a file you trust. Never for downloads."
+)
+@click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="YAML with the policy architecture when the run has none (skrl).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the sidecar on stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="Only errors.")
+@click.pass_context
+def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name, env_id, run_seed, trust_pickle,
+               model_config, as_json, quiet) -> None:  # fmt: skip
+    """Export TARGET's policy as TorchScript or ONNX: raw observation in, env action out.
+
+    The framework's observation normalizer and action head are baked in. The written file is loaded
+    back and compared with the source policy; a file that does not act like it is not kept (exit 1).
+    """
+    from zoo.export import export_target
+
+    result = export_target(target, _registry(ctx), fmt=fmt, out=out_path, opset=opset, exporter=exporter,
+                           tolerance=tolerance, exp_name=exp_name, env_id=env_id, run_seed=run_seed,
+                           trust_pickle=trust_pickle, model_config=model_config)  # fmt: skip
+    for note in result.notes:
+        err().print(f"[yellow]note:[/] {escape(note)}", markup=True)
+    if as_json:
+        _print_json(result.meta)
+    if not quiet:
+        meta, parity = result.meta, result.meta["parity"]
+        how = (
+            f"opset {meta['opset']}, {meta['exporter']['name']} exporter"
+            if meta["format"] == "onnx"
+            else "traced"
+        )
+        match = (
+            "exact match"
+            if parity["exact"]
+            else f"max |diff| {parity['max_abs_diff']:.2g} <= {parity['tolerance']:g}"
+        )
+        err().print(f"exported {escape(str(meta['checkpoint']))} -> [bold]{escape(str(result.path))}[/] "
+                    f"({meta['format']}, {how})", markup=True)  # fmt: skip
+        err().print(f"parity: {match} on {parity['samples']} observations (batch {', '.join(map(str, parity['batch_sizes']))}"
+                    + (f", {parity['steps']} steps with state" if parity["steps"] else "") + ")")  # fmt: skip
+        for note in meta["left_to_caller"]:
+            err().print(f"[dim]left to the caller:[/] {escape(note)}", markup=True)
+        err().print(f"sidecar: {escape(str(result.sidecar))}", markup=True)
 
 
 # ----------------------------------------------------------------------------- enjoy

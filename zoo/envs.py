@@ -24,6 +24,21 @@ MUJOCO_ENVS = (
 )  # fmt: skip
 PRESETS = ("classic", "normalized_continuous", "atari")
 
+#: What each preset's wrappers do to observations and actions, which a deployed (exported) policy
+#: must reproduce itself; the exporter writes these into the sidecar's ``left_to_caller``.
+PRESET_DEPLOYMENT_NOTES = {
+    "classic": [],
+    "normalized_continuous": [
+        "normalize observations with running mean/variance (gymnasium NormalizeObservation) and clip to "
+        "+-10: the training script did not save these statistics, so they are not in the file",
+        "clip actions to the action bounds (gymnasium ClipAction)",
+    ],
+    "atari": [
+        "Atari preprocessing: no-op reset (up to 30), max-pool and skip 4 frames, fire on reset, 84x84 "
+        "grayscale, stack the last 4 frames; pass pixel values 0..255 as float32",
+    ],
+}
+
 
 def extras_for_env(env_id: str) -> list[str]:
     """Optional dependency groups an env id needs (cheap: no imports)."""

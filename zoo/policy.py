@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,6 +15,8 @@ class Policy(Protocol):
     for Q-networks, sampled actions for Gaussian policies, exploration noise for
     deterministic actors), drawn from the policy's own seeded generator so that the
     same seed gives the same result, bit for bit.
+
+    Policies that can be exported also provide ``export_spec() -> ExportSpec``.
     """
 
     observation_space: Any
@@ -25,3 +28,35 @@ class Policy(Protocol):
     ) -> tuple[np.ndarray, Any]: ...
 
     def reset(self, done_mask: np.ndarray) -> None: ...
+
+
+@dataclass(frozen=True)
+class RecurrentSpec:
+    """The recurrent core of a policy: state tensors are ``(num_layers, batch, hidden_dim)``."""
+
+    rnn_type: str  # "lstm" (h and c) or "gru" (h only)
+    num_layers: int
+    hidden_dim: int
+
+
+@dataclass
+class ExportSpec:
+    """What a policy hands the exporter: a plain torch module plus the facts the sidecar records.
+
+    ``module`` runs on the CPU in eval mode and computes ``act(obs, deterministic=True)`` from the
+    raw observation, with everything in between baked in (the framework's observation normalizer,
+    image scaling, the action head and action rescaling). Its input is one float32 tensor of shape
+    ``(batch, *obs_shape)``; Dict observations arrive flattened, group after group in ``obs_groups``
+    order (see :func:`zoo.export.obs.flatten_obs`). Discrete policies return int64 indices.
+
+    Recurrent policies (``recurrent`` set) have ``forward(obs, h, c) -> (actions, h, c)``; a GRU
+    ignores ``c`` and returns it unchanged. The exporter adds the state handling for each format.
+    """
+
+    module: Any
+    obs_shape: tuple[int, ...]
+    obs_groups: dict[str, dict]  # {name: {"start", "dim", "shape"[, "terms"]}}, in input order
+    normalization: dict | None  # the baked observation normalizer: {"kind", "formula", ...}; None: none
+    baked: list[str] = field(default_factory=list)  # what the module does after the network, in words
+    left_to_caller: list[str] = field(default_factory=list)  # what a deployment must still do itself
+    recurrent: RecurrentSpec | None = None

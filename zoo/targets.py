@@ -7,7 +7,7 @@ from pathlib import Path
 
 from zoo.artifacts.runs import Run, RunFilter
 from zoo.check import adapter, discover_runs
-from zoo.errors import ZooError
+from zoo.errors import EXIT_USAGE, ZooError
 from zoo.registry import Entry, Registry
 
 
@@ -19,9 +19,14 @@ class Target:
     entry: Entry
     env_id: str
     model_file: Path
+    exported: dict | None = None  # the sidecar, when the target is a file zoo export wrote
 
     @property
     def adapter(self):
+        if self.exported is not None:
+            from zoo.export.runtime import ExportedFileAdapter
+
+            return ExportedFileAdapter(self.exported)
         return adapter(self.entry.framework)
 
 
@@ -34,6 +39,10 @@ def _configured_env_id(run: Run) -> str | None:
 def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = None, env_id: str | None = None,
                    seed: int | None = None) -> Target:  # fmt: skip
     """One run from ``path``; flags narrow a folder of runs and override what names say."""
+    from zoo.export.runtime import is_exported
+
+    if is_exported(path):
+        return _exported_target(path, registry, env_id)
     runs = list(discover_runs([path], registry, RunFilter()))
     if len(runs) > 1:
         runs = [r for r in runs if RunFilter(exp_name, env_id, seed).matches(r)]
@@ -70,6 +79,20 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
     return Target(run, entry, env, model)
 
 
+def _exported_target(path: Path, registry: Registry, env_id: str | None) -> Target:
+    """An exported policy file: its sidecar names the experiment, the env and the env's wrappers."""
+    from zoo.export.runtime import read_sidecar
+
+    meta = read_sidecar(path)
+    name = meta.get("exp_name")
+    entry = registry.find(name) if name else None
+    if entry is None:
+        raise ZooError(f"{path}: exported from experiment {name!r}, which the registry does not know",
+                       hint="pass the --registry the model was exported with")  # fmt: skip
+    run = Run(framework=entry.framework, path=path, model_file=path, exp_name=name)
+    return Target(run, entry, env_id or meta["task"], path, exported=meta)
+
+
 @dataclass
 class EvalPlan:
     """Every setting of one evaluation, resolved from the flags and the registry defaults."""
@@ -79,7 +102,7 @@ class EvalPlan:
     num_envs: int
     seed: int
     deterministic: bool
-    mode_source: str  # "flag" or "registry"
+    mode_source: str  # "flag", "registry" or "exported file"
     device: str
     out_path: Path
     video_dir: Path | None
@@ -108,6 +131,13 @@ def plan_eval(target: Target, *, episodes: int | None, num_envs: int, seed: int,
     from zoo.evaluate import resolve_device
 
     entry, run = target.entry, target.run
+    mode_source = "registry" if deterministic is None else "flag"
+    if target.exported is not None:
+        if deterministic is False:
+            raise ZooError("an exported policy only acts deterministically", hint="drop --stochastic",
+                           exit_code=EXIT_USAGE)  # fmt: skip
+        deterministic, device, mode_source = True, "cpu", "exported file"
+        out_path = out_path or target.model_file.with_name(target.model_file.name + ".eval.json")
     episodes = episodes or entry.eval["episodes"]
     run_dir = run.path if run.path.is_dir() else run.path.parent
     if run.path.is_dir() and run.run_name:
@@ -117,10 +147,18 @@ def plan_eval(target: Target, *, episodes: int | None, num_envs: int, seed: int,
     return EvalPlan(
         target=target, episodes=episodes, num_envs=min(num_envs, episodes), seed=seed,
         deterministic=entry.eval["deterministic"] if deterministic is None else deterministic,
-        mode_source="registry" if deterministic is None else "flag", device=resolve_device(device),
+        mode_source=mode_source, device=resolve_device(device),
         out_path=out_path or run_dir / "eval.json", video_dir=video_dir if capture_video else None,
-        trust_pickle=trust_pickle, model_config=model_config,
+        trust_pickle=trust_pickle, model_config=model_config, source=_export_source(target.exported),
     )  # fmt: skip
+
+
+def _export_source(meta: dict | None) -> dict | None:
+    """eval.json's record of which checkpoint an evaluated export came from."""
+    if meta is None:
+        return None
+    return {"exported": {"format": meta["format"], "checkpoint": meta.get("checkpoint"),
+                         "exporter": meta.get("exporter", {}).get("name"), "file_sha256": meta["file_sha256"]}}  # fmt: skip
 
 
 def load_plan_policy(plan: EvalPlan):

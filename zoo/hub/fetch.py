@@ -7,11 +7,11 @@ file is loaded; a mismatch deletes the cached copy.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from zoo.artifacts.digest import git_blob_sha1, sha256_file
 from zoo.artifacts.runs import Run, RunFilter
 from zoo.errors import ZooError
 from zoo.hub.consent import endpoint, offline, require_network
@@ -100,22 +100,6 @@ def cached_absence(target: HubFile) -> bool:
     return (
         try_to_load_from_cache(target.repo_id, target.filename, revision=target.revision) is _CACHED_NO_EXIST
     )
-
-
-def git_blob_sha1(path: Path) -> str:
-    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def verify(path: Path, etag: str | None) -> None:

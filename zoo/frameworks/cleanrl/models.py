@@ -87,7 +87,7 @@ class _C51Head(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Expected Q-values, shape ``(batch, n_actions)``."""
         logits = self.network(x / self.scale_input)
-        pmfs = torch.softmax(logits.view(x.shape[0], self.n, self.n_atoms), dim=2)
+        pmfs = torch.softmax(logits.view(-1, self.n, self.n_atoms), dim=2)
         return (pmfs * self.atoms).sum(2)
 
 

@@ -77,3 +77,24 @@ class CleanRLPolicy:
 
     def reset(self, done_mask: np.ndarray) -> None:
         """Feed-forward policies carry no state between steps."""
+
+    def export_spec(self):
+        """The deterministic head on a CPU copy of the network: argmax index, mean, or scaled tanh actor."""
+        import copy
+
+        from zoo.export.modules import ArgmaxActions
+        from zoo.export.obs import obs_layout
+        from zoo.policy import ExportSpec
+
+        module = copy.deepcopy(self.module).cpu().eval()
+        obs_shape, groups = obs_layout(self.observation_space)
+        if self.head in ("q_values", "c51"):
+            what = (
+                "argmax over expected Q-values (C51 atoms)" if self.head == "c51" else "argmax over Q-values"
+            )
+            return ExportSpec(ArgmaxActions(module), obs_shape, groups, None, baked=[what])
+        if self.head == "gaussian":
+            return ExportSpec(module.actor_mean, obs_shape, groups, None, baked=["Gaussian mean"])
+        low, high = self._low.tolist(), self._high.tolist()
+        return ExportSpec(module, obs_shape, groups, None,
+                          baked=[f"tanh rescaled to the action bounds [{low}, {high}]"])  # fmt: skip

@@ -68,6 +68,7 @@ def build_module(policy_state, layers: list[Linear], spec: PolicySpec, norm: Nor
             return x
 
     module = SkrlMLP()
+    module.scaler = scaler  # the constants normalize() uses, for the export sidecar
     with torch.no_grad():
         for linear, layer in zip(module.linears, layers, strict=True):
             linear.weight.copy_(policy_state[f"{layer.prefix}.weight"])
@@ -125,3 +126,33 @@ class SkrlPolicy:
 
     def reset(self, done_mask: np.ndarray) -> None:
         """Feed-forward policies carry no state between steps."""
+
+    def _clamps(self) -> bool:
+        return self.spec.clip_actions if self.spec.kind == "deterministic" else self.spec.clip_mean_actions
+
+    def export_spec(self):
+        """The rebuilt skrl model (scaler included) on a CPU copy, with the eval-mode clamp when skrl applies one."""
+        import copy
+
+        from zoo.export.modules import ClampedActions
+        from zoo.export.obs import obs_layout
+        from zoo.policy import ExportSpec
+
+        module = copy.deepcopy(self.module).cpu().eval()
+        obs_shape, groups = obs_layout(self.observation_space, "policy")
+        baked = ["Gaussian mean" if self.spec.kind != "deterministic" else "deterministic actor output"]
+        if self.spec.output:
+            baked.append("output " + " ".join(f"{op} {arg}" for op, arg in self.spec.output))
+        low, high = (self._low.cpu(), self._high.cpu()) if self._clamps() else (None, None)
+        if low is not None:
+            baked.append(f"clamp to the action bounds [{low.tolist()}, {high.tolist()}]")
+        left = [] if low is not None else ["skrl passes actions to the env unclipped; the env applies its own "
+                                           "action scaling and clipping"]  # fmt: skip
+        normalization = None
+        if getattr(module, "running_mean", None) is not None:
+            normalization = {"kind": "skrl_running_standard_scaler",
+                             "formula": "clamp((x - mean) / (sqrt(var) + epsilon), -clip_threshold, clip_threshold)",
+                             "epsilon": module.scaler.epsilon, "clip_threshold": module.scaler.clip_threshold}  # fmt: skip
+            baked.insert(0, "RunningStandardScaler observation normalization")
+        wrapped = ClampedActions(module, low, high, tuple(self.action_space.shape))
+        return ExportSpec(wrapped, obs_shape, groups, normalization, baked=baked, left_to_caller=left)

@@ -1,0 +1,162 @@
+"""Run an exported file the way a deployment would: ``torch.jit.load`` or an onnxruntime session.
+
+Used twice: by the exporter's parity check (the file as written, loaded back) and by
+``zoo eval policy.onnx|policy.ts``, where :class:`ExportedPolicy` stands in for the source
+policy behind the evaluator's Policy protocol, its env described by the sidecar.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zoo.artifacts.digest import sha256_file
+from zoo.errors import ZooError
+from zoo.export.obs import flatten_obs
+
+SIDECAR_SUFFIX = ".metadata.json"
+EXPORT_SUFFIXES = (".onnx", ".ts")
+
+
+def sidecar_path(path: Path) -> Path:
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def is_exported(path: Path) -> bool:
+    """A file ``zoo export`` wrote (or one that claims to be: it has a sidecar or an export suffix)."""
+    return path.is_file() and (path.suffix in EXPORT_SUFFIXES or sidecar_path(path).is_file())
+
+
+def read_sidecar(path: Path) -> dict:
+    """The sidecar of ``path``, checked to describe this very file."""
+    side = sidecar_path(path)
+    if not side.is_file():
+        raise ZooError(f"{path}: no sidecar {side.name} next to it",
+                       hint="zoo evaluates exported files with the sidecar zoo export wrote; keep them together")  # fmt: skip
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ZooError(f"{side}: not readable JSON ({exc})", hint="export the policy again") from None
+    missing = [
+        k for k in ("format", "task", "env", "obs_groups", "is_recurrent", "file_sha256") if k not in meta
+    ]
+    if missing:
+        raise ZooError(
+            f"{side}: missing {', '.join(missing)}", hint="export the policy again with zoo export"
+        )
+    if sha256_file(path) != meta["file_sha256"]:
+        raise ZooError(f"{path} does not match its sidecar (sha256 differs)",
+                       hint="the file was changed or replaced after export; export it again")  # fmt: skip
+    return meta
+
+
+class TorchScriptRunner:
+    """A TorchScript export: numpy in, numpy out; a recurrent one keeps its state inside."""
+
+    def __init__(self, path: Path, recurrent: bool):
+        import warnings
+
+        import torch
+
+        with warnings.catch_warnings():
+            warnings.simplefilter(
+                "ignore", DeprecationWarning
+            )  # torch 2.13 deprecates TorchScript; it still works
+            self.module = torch.jit.load(str(path), map_location="cpu")
+        self.recurrent = recurrent
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            return self.module(torch.from_numpy(x)).numpy()
+
+    def reset(self, done: np.ndarray) -> None:
+        import torch
+
+        if self.recurrent:
+            self.module.reset_envs(torch.as_tensor(np.asarray(done, dtype=bool)))
+
+
+class OnnxRunner:
+    """An ONNX export in onnxruntime; the recurrent state travels through ``h_in``/``c_in`` here."""
+
+    def __init__(self, path: Path, recurrent: dict | None, threads: int = 1):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.recurrent = recurrent
+        self.state: dict[str, np.ndarray] = {}
+
+    def _states(self, batch: int) -> dict[str, np.ndarray]:
+        names = self.recurrent["inputs"][1:]
+        if not self.state or next(iter(self.state.values())).shape[1] != batch:
+            shape = (self.recurrent["num_layers"], batch, self.recurrent["hidden_dim"])
+            self.state = {name: np.zeros(shape, dtype=np.float32) for name in names}
+        return self.state
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if self.recurrent is None:
+            return self.session.run(["actions"], {"obs": x})[0]
+        feeds = {"obs": x, **self._states(len(x))}
+        actions, *states = self.session.run(self.recurrent["outputs"], feeds)
+        self.state = dict(zip(self.recurrent["inputs"][1:], states, strict=True))
+        return actions
+
+    def reset(self, done: np.ndarray) -> None:
+        mask = np.asarray(done, dtype=bool)
+        for value in self.state.values():
+            if value.shape[1] == len(mask):
+                value[:, mask] = 0.0
+
+
+def open_runner(path: Path, fmt: str, recurrent: dict | None):
+    """The runner for an exported file of format ``fmt``."""
+    if fmt == "torchscript":
+        return TorchScriptRunner(path, recurrent is not None)
+    try:
+        return OnnxRunner(path, recurrent)
+    except ImportError:
+        raise ZooError(
+            "running ONNX files needs onnxruntime", hint="pip install 'rl-zoo-hub[export]'"
+        ) from None
+
+
+class ExportedPolicy:
+    """An exported file behind :class:`zoo.policy.Policy` (deterministic only: the file is)."""
+
+    def __init__(self, path: Path, meta: dict, observation_space: Any = None, action_space: Any = None):
+        self.meta = meta
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.is_recurrent = bool(meta["is_recurrent"])
+        self.obs_groups = meta["obs_groups"]
+        self.runner = open_runner(path, meta["format"], meta.get("recurrent"))
+
+    def act(self, obs_batch: Any, state: Any = None, deterministic: bool = True) -> tuple[np.ndarray, Any]:
+        return self.runner(flatten_obs(obs_batch, self.obs_groups)), state
+
+    def reset(self, done_mask: np.ndarray) -> None:
+        self.runner.reset(done_mask)
+
+
+class ExportedFileAdapter:
+    """What the evaluator asks an adapter for, answered from an exported file and its sidecar."""
+
+    def __init__(self, meta: dict):
+        self.meta = meta
+
+    def load_policy(self, model_file: Path, entry, env_id: str, **_settings) -> ExportedPolicy:
+        return ExportedPolicy(model_file, self.meta)
+
+    def env_spec(self, entry, env_id: str, video_dir: str | None = None):
+        from zoo.envs import EnvSpec
+
+        return EnvSpec(env_id=env_id, preset=self.meta["env"]["preset"], video_dir=video_dir)
