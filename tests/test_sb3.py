@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from helpers import Canary, make_run, zoo
+from helpers import Canary, assert_exports_act_like_checkpoint, make_run, zoo
 
 from zoo.envs import EnvSpec, make_vector_env
 from zoo.evaluate import rollout
@@ -382,6 +382,131 @@ def test_wrong_env_or_algorithm_is_one_clear_error(models):
     assert unknown.exit_code == 1 and "--env-id" in unknown.stderr
 
 
+# ----------------------------------------------------------------------------- export
+EXPORTED = [  # (model file, algorithm, env id, what the module does last): every action and obs type here
+    ("hub/ppo-CartPole-v1.zip", "PPO", "CartPole-v1", "argmax over action logits"),
+    ("lone/DQN.zip", "DQN", "CartPole-v1", "argmax over Q-values"),
+    ("a2c/CartPole-v1.zip", "A2C", "CartPole-v1", "argmax over action logits"),
+    ("hub/sac-Pendulum-v1.zip", "SAC", "Pendulum-v1", "tanh squash rescaled to action bounds [-2.0, 2.0]"),
+    ("td3/Pendulum-v1.zip", "TD3", "Pendulum-v1", "tanh squash rescaled to action bounds [-2.0, 2.0]"),
+    ("ddpg/Pendulum-v1.zip", "DDPG", "Pendulum-v1", "tanh squash rescaled to action bounds [-2.0, 2.0]"),
+    ("logs/ppo/Pendulum-v1_1/Pendulum-v1.zip", "PPO", "Pendulum-v1", "clip to action bounds [-2.0, 2.0]"),
+    ("dict/model.zip", "PPO", "ZooSB3Dict-v0", "clip to action bounds [-1.0, 1.0]"),
+    ("image/ppo-ZooSB3Image-v0.zip", "PPO", "ZooSB3Image-v0", "argmax over action logits"),
+    ("grid/ppo-ZooSB3Grid-v0.zip", "PPO", "ZooSB3Grid-v0", "argmax over action logits"),
+]
+
+
+def _sb3_policy(models: Path, relpath: str, algo: str, env_id: str):
+    from zoo.frameworks.sb3 import load_policy
+    from zoo.registry import load_registry
+
+    entry = load_registry().get(f"sb3_{algo.lower()}")
+    return load_policy(models / relpath, entry, env_id, device="cpu", seed=0)
+
+
+def _raw_obs(policy, n: int = 256):
+    """A seeded batch of raw observations, as the env would give them (images channel-last, uint8)."""
+    from gymnasium.vector.utils import batch_space
+
+    space = batch_space(policy.observation_space, n)
+    space.seed(SEED)
+    return space.sample()
+
+
+def _same(got, want: np.ndarray, tol: float) -> float:
+    """Max abs difference; discrete actions must be equal, continuous ones within ``tol``."""
+    got = np.asarray(got)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+    diff = float(np.abs(got.astype(np.float64) - want).max())
+    assert diff == 0.0 if want.dtype.kind in "iu" else diff <= tol, diff
+    return diff
+
+
+def _onnx_session(module, example: torch.Tensor, path: Path, *, dynamo: bool):
+    """Exported as the exporter does (legacy: opset 17; dynamo: its default opset), loaded in onnxruntime."""
+    import contextlib
+    import io
+    import warnings
+
+    import onnxruntime
+
+    opset = {} if dynamo else {"opset_version": 17}
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (example,), str(path), dynamo=dynamo, input_names=["obs"], output_names=["actions"],
+                          dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}}, **opset)  # fmt: skip
+    return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize(("relpath", "algo", "env_id", "last"), EXPORTED, ids=[e[0] for e in EXPORTED])
+def test_export_module_is_act_eager_traced_and_in_onnxruntime(models, tmp_path, relpath, algo, env_id, last):
+    import warnings
+
+    from torch.distributions import Distribution
+
+    from zoo.export.obs import flatten_obs, obs_layout
+
+    policy = _sb3_policy(models, relpath, algo, env_id)
+    spec = policy.export_spec()
+    assert (spec.obs_shape, spec.obs_groups) == obs_layout(policy.observation_space)
+    assert spec.baked[-1] == last and spec.recurrent is None
+    assert spec.left_to_caller == (["pass raw pixel values 0..255 as float32"] if "Image" in env_id else [])
+    module = spec.module
+    assert not module.training and {t.device.type for t in module.state_dict().values()} == {"cpu"}
+    obs = _raw_obs(policy)
+    want = policy.act(obs, deterministic=True)[0]
+    x = torch.as_tensor(flatten_obs(obs, spec.obs_groups))
+    assert tuple(x.shape) == (256, *spec.obs_shape)
+    validate = Distribution._validate_args
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        eager = module(x).numpy()
+        traced = torch.jit.trace(module, x[:2])
+        at_256, at_1 = traced(x).numpy(), traced(x[:1]).numpy()
+    assert Distribution._validate_args == validate  # switched off for the call only
+    assert not [
+        w for w in caught if issubclass(w.category, torch.jit.TracerWarning)
+    ]  # no data-dependent flow
+    diffs = {"eager": _same(eager, want, 1e-6), "traced": _same(at_256, want, 1e-6)}
+    _same(at_1, want[:1], 1e-6)
+    session = _onnx_session(module, x[:2], tmp_path / "legacy.onnx", dynamo=False)
+    diffs["onnx"] = _same(session.run(None, {"obs": x.numpy()})[0], want, 1e-5)
+    _same(session.run(None, {"obs": x[:1].numpy()})[0], want[:1], 1e-5)
+    try:
+        session = _onnx_session(module, x[:2], tmp_path / "dynamo.onnx", dynamo=True)
+        dynamo = f"ok, max diff {float(np.abs(session.run(None, {'obs': x.numpy()})[0] - want).max()):.3g}"
+    except Exception as exc:  # noqa: BLE001 - reported, not asserted: the exporter falls back to legacy
+        dynamo = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
+    print(f"\nexport {relpath}: max diffs {diffs}; dynamo=True {dynamo}")
+
+
+@pytest.mark.parametrize(
+    ("relpath", "env_id", "keys"),
+    [
+        ("logs/ppo/Pendulum-v1_1/Pendulum-v1.zip", "Pendulum-v1", None),
+        ("dict/model.zip", "ZooSB3Dict-v0", ["pos"]),
+    ],
+)
+def test_export_bakes_vecnormalize(models, relpath, env_id, keys):
+    from zoo.export.obs import flatten_obs
+
+    policy = _sb3_policy(models, relpath, "PPO", env_id)
+    spec = policy.export_spec()
+    assert spec.normalization == {"kind": "sb3_vecnormalize", "keys": keys, "epsilon": 1e-8, "clip_obs": 10.0,
+                                  "formula": "clip((x - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)"}  # fmt: skip
+    assert spec.baked[0].startswith("VecNormalize observation normalization")
+    obs = _raw_obs(policy)
+    x = torch.as_tensor(flatten_obs(obs, spec.obs_groups))
+    policy.normalizer = None  # the same policy without its statistics
+    bare = policy.export_spec()
+    assert bare.normalization is None and not any("VecNormalize" in line for line in bare.baked)
+    with torch.no_grad():
+        normalized, raw = spec.module(x).numpy(), bare.module(x).numpy()
+    assert np.array_equal(raw, policy.act(obs)[0])
+    assert (normalized != raw).any(axis=1).mean() > 0.9  # almost every action moves
+
+
 # ----------------------------------------------------------------------------- old SB3 files
 def test_sb3_1x_data_layout_still_loads(models, tmp_path):
     """SB3 1.x wrote net_arch as [dict(pi, vf)] and cloudpickled lr_schedule/clip_range as functions."""
@@ -525,3 +650,37 @@ def test_trust_pickle_falls_back_to_sb3_load(models):
     assert refused.exit_code == 3 and "Hardtanh" in refused.stderr
     _, ours = _zoo_episodes(target, "--trust-pickle")
     assert ours == _sb3_episodes(target, "PPO", "CartPole-v1")
+
+
+@pytest.mark.parametrize(
+    "relpath, env_id",
+    [
+        ("hub/ppo-CartPole-v1.zip", "CartPole-v1"),
+        ("lone/DQN.zip", "CartPole-v1"),
+        ("a2c/CartPole-v1.zip", "CartPole-v1"),
+        ("hub/sac-Pendulum-v1.zip", "Pendulum-v1"),
+        ("td3/Pendulum-v1.zip", "Pendulum-v1"),
+        ("ddpg/Pendulum-v1.zip", "Pendulum-v1"),
+        ("logs/ppo/Pendulum-v1_1", "Pendulum-v1"),
+        ("dict/model.zip", "ZooSB3Dict-v0"),
+        ("image/ppo-ZooSB3Image-v0.zip", "ZooSB3Image-v0"),
+        ("grid/ppo-ZooSB3Grid-v0.zip", "ZooSB3Grid-v0"),
+    ],
+)
+def test_exports_score_like_the_checkpoint_episode_for_episode(models, relpath, env_id, tmp_path):
+    args = ("--env-id", env_id) if relpath.startswith("lone") else ()
+    sidecars = assert_exports_act_like_checkpoint(models / relpath, tmp_path, *args, episodes=4, num_envs=2,
+                                                  continuous=env_id in ("Pendulum-v1", "ZooSB3Dict-v0"))  # fmt: skip
+    meta = sidecars["onnx"]
+    assert meta["framework"] == "sb3" and meta["task"] == env_id
+    assert meta["normalization_baked"] is relpath.startswith(("logs", "dict"))
+    if relpath.startswith("dict"):  # keys in the space's (sorted) order, raw values, Discrete as one index
+        groups = meta["obs_groups"]
+        assert list(groups) == sorted(groups) and groups[list(groups)[0]]["start"] == 0
+        assert meta["obs_dim"] == sum(g["dim"] for g in groups.values())
+        assert meta["normalization"]["keys"] == ["pos"]
+    if relpath == "hub/ppo-CartPole-v1.zip":
+        # torch's dynamo exporter writes an opset-18 ReduceLogSumExp (from torch.distributions.Categorical)
+        # into an opset-17 file, which the ONNX checker rejects: auto falls back to legacy and says why.
+        assert meta["exporter"]["name"] == "legacy"
+        assert "ReduceLogSumExp" in meta["exporter"]["passed_over"]["dynamo"]

@@ -96,7 +96,7 @@ def load_policy(model_file, entry: Entry, env_id: str, *, device: str, seed: int
         raise ZooError(f"model does not fit {env_id}: {problem}", hint="check --env-id")
     stats = find_stats(model_file, env_id)
     normalizer = load_stats(stats, trust_pickle=trust_pickle) if stats else None
-    return SB3Policy(rebuilt, normalizer, archive.algorithm, seed)
+    return SB3Policy(rebuilt, normalizer, archive.algorithm, seed, obs_space)
 
 
 #: Files a huggingface_sb3 repo may hold beside the model that evaluation needs (``zoo enjoy`` fetches them).

@@ -18,6 +18,7 @@ import numpy as np
 
 from zoo.frameworks.sb3.build import Rebuilt
 from zoo.frameworks.sb3.normalize import ObsNormalizer
+from zoo.policy import ExportSpec
 
 
 class SB3Policy:
@@ -25,11 +26,13 @@ class SB3Policy:
 
     is_recurrent = False
 
-    def __init__(self, rebuilt: Rebuilt, normalizer: ObsNormalizer | None, algorithm: str | None, seed: int):
+    def __init__(self, rebuilt: Rebuilt, normalizer: ObsNormalizer | None, algorithm: str | None, seed: int,
+                 observation_space: Any = None):  # fmt: skip
         import torch
 
         self.policy = rebuilt.policy
-        self.observation_space = rebuilt.observation_space
+        # the env's raw space: an image the model saved channel-first may arrive channel-last
+        self.observation_space = rebuilt.observation_space if observation_space is None else observation_space
         self.action_space = rebuilt.action_space
         self.normalizer = normalizer
         self.algorithm = algorithm
@@ -59,3 +62,9 @@ class SB3Policy:
 
     def reset(self, done_mask: np.ndarray) -> None:
         """Feed-forward policies carry no state between steps."""
+
+    def export_spec(self) -> ExportSpec:
+        """A CPU module computing ``act(obs, deterministic=True)``: see :mod:`zoo.frameworks.sb3.export`."""
+        from zoo.frameworks.sb3.export import export_spec
+
+        return export_spec(self.policy, self.observation_space, self.normalizer)
