@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from helpers import Canary, make_run, write_malicious, zoo
+from helpers import Canary, assert_exports_act_like_checkpoint, make_run, write_malicious, zoo
 
 from zoo.envs import EnvSpec, make_vector_env
 from zoo.evaluate import rollout
@@ -207,6 +207,238 @@ def test_eval_matches_rsl_rl_inference_policy_episode_for_episode(trained, kind,
     assert len(set(np.round(ours, 6))) > 1  # real, differing episodes
 
 
+def _policy(run: Trained, clip_actions: float | None = None):
+    from zoo.frameworks.rsl_rl import load_policy
+    from zoo.registry import load_registry
+
+    policy = load_policy(run.model, load_registry().get("rsl_ppo"), ENV_ID, device="cpu", seed=0)
+    if clip_actions is not None:
+        policy.clip_actions = clip_actions
+    return policy
+
+
+def _sample_obs(policy, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """Observations drawn from (a copy of) the policy's observation space, seeded."""
+    import copy
+
+    space = copy.deepcopy(policy.observation_space)
+    space.seed(seed)
+    n = int(np.prod(shape))
+    return np.stack([space.sample() for _ in range(n)]).astype(np.float32).reshape(*shape, -1)
+
+
+def _onnx(module, args: tuple, path: Path, input_names, output_names, *, dynamo: bool):
+    import onnxruntime as ort
+
+    axes = {"obs": {0: "batch"}, "actions": {0: "batch"}}
+    axes.update({name: {1: "batch"} for name in (*input_names, *output_names) if name[0] in "hc"})
+    kwargs = {"dynamo": True} if dynamo else {"dynamo": False, "opset_version": 17}
+    torch.onnx.export(module, args, str(path), input_names=input_names, output_names=output_names,
+                      dynamic_axes=axes, **kwargs)  # fmt: skip
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def _try_dynamo(kind: str, module, args: tuple, path: Path, names, check) -> None:
+    """Print (never assert) whether torch.onnx.export(dynamo=True) works and what it gives."""
+    import contextlib
+    import io
+    import warnings
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            session = _onnx(module, args, path, *names, dynamo=True)
+        print(f"rsl_rl {kind}: dynamo=True export ok, max |diff| {check(session):.2e}")
+    except Exception as exc:  # noqa: BLE001 - reported, not asserted
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"rsl_rl {kind}: dynamo=True export failed: {type(exc).__name__}: {first}")
+
+
+def test_export_spec_of_an_mlp_actor_is_act_deterministic(trained, tmp_path):
+    policy = _policy(trained["mlp"])
+    spec = policy.export_spec()
+    assert spec.obs_shape == (3,) and spec.obs_groups == {"policy": {"start": 0, "dim": 3, "shape": [3]}}
+    assert spec.recurrent is None and not spec.module.training
+    assert spec.normalization == {
+        "kind": "rsl_rl_empirical",
+        "formula": "(x - mean) / (std + eps)",
+        "eps": 0.01,
+    }
+    assert spec.baked == ["EmpiricalNormalization", "Gaussian mean"]
+    assert any("unclipped" in line for line in spec.left_to_caller)
+    obs = _sample_obs(policy, (256,), seed=1)
+    expected = policy.act(obs, deterministic=True)[0]
+    with torch.no_grad():
+        eager = spec.module(torch.from_numpy(obs)).numpy()
+        traced = torch.jit.trace(spec.module, torch.from_numpy(obs[:2]))
+        traced_out = [traced(torch.from_numpy(o)).numpy() for o in (obs, obs[:1])]
+    assert eager.shape == expected.shape == (256, 1) and len(set(np.round(expected[:, 0], 4))) > 100
+    diffs = {"eager": float(np.abs(eager - expected).max())}
+    assert diffs["eager"] <= 1e-6
+    session = _onnx(spec.module, (torch.from_numpy(obs[:2]),), tmp_path / "mlp.onnx", ["obs"], ["actions"],
+                    dynamo=False)  # fmt: skip
+    onnx_out = [session.run(None, {"obs": o})[0] for o in (obs, obs[:1])]
+    for name, (big, one) in {"trace": traced_out, "onnx": onnx_out}.items():
+        diffs[name] = float(max(np.abs(big - expected).max(), np.abs(one - expected[:1]).max()))
+        assert big.shape == (256, 1) and diffs[name] <= 1e-5, name
+    print(f"rsl_rl mlp: max |diff| to act() {diffs}")
+    _try_dynamo("mlp", spec.module, (torch.from_numpy(obs[:2]),), tmp_path / "mlp_dynamo.onnx",
+                (["obs"], ["actions"]),
+                lambda s: np.abs(s.run(None, {"obs": obs})[0] - expected).max())  # fmt: skip
+
+    clipped = _policy(trained["mlp"], clip_actions=0.05)  # binds: the trained actions reach beyond it
+    clip_spec = clipped.export_spec()
+    assert clip_spec.baked[-1] == "clip actions to +-0.05"
+    with torch.no_grad():
+        out = clip_spec.module(torch.from_numpy(obs)).numpy()
+    assert np.abs(out - clipped.act(obs)[0]).max() <= 1e-6 and np.abs(out).max() == pytest.approx(0.05)
+
+
+class _GruOnnx(torch.nn.Module):
+    """The exporter's view of a GRU core for ONNX: no c input or output."""
+
+    def __init__(self, core):
+        super().__init__()
+        self.core = core
+        self.eval()
+
+    def forward(self, obs, h):
+        actions, h_out, _ = self.core(obs, h, h)
+        return actions, h_out
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_export_spec_of_a_recurrent_actor_carries_the_state_like_act(trained, kind, tmp_path):
+    steps, envs, reset_at = 64, 16, 32
+    policy = _policy(trained[kind])
+    spec = policy.export_spec()
+    layers = 1 if kind == "lstm" else 2
+    assert spec.recurrent is not None and (spec.recurrent.rnn_type, spec.recurrent.num_layers,
+                                           spec.recurrent.hidden_dim) == (kind, layers, 16)  # fmt: skip
+    assert "zero the state of an env at the start of its episode" in spec.left_to_caller
+    obs = _sample_obs(policy, (steps, envs), seed=2)
+    mask = np.arange(envs) < envs // 2
+    expected = []
+    for t in range(steps):
+        if t == reset_at:
+            policy.reset(mask)
+        expected.append(policy.act(obs[t], deterministic=True)[0])
+    expected = np.stack(expected)
+
+    def unroll(step, reset: bool = True) -> np.ndarray:
+        h = np.zeros((layers, envs, 16), np.float32)
+        c = np.zeros_like(h)
+        out = []
+        for t in range(steps):
+            if t == reset_at and reset:
+                h[:, mask], c[:, mask] = 0.0, 0.0
+            actions, h, c = step(obs[t], h, c)
+            out.append(actions)
+        return np.stack(out)
+
+    def torch_step(module):
+        def step(o, h, c):
+            with torch.no_grad():
+                return [x.numpy().copy() for x in module(*map(torch.from_numpy, (o, h, c)))]
+
+        return step
+
+    # h and c must be distinct tensors: given one tensor twice, dynamo=True export treats them as one input
+    example = (torch.from_numpy(obs[0, :2]), torch.zeros(layers, 2, 16), torch.zeros(layers, 2, 16))
+    with torch.no_grad():
+        traced = torch.jit.trace(spec.module, example)
+    lstm = kind == "lstm"
+    names = (
+        (["obs", "h_in", "c_in"], ["actions", "h_out", "c_out"])
+        if lstm
+        else (["obs", "h_in"], ["actions", "h_out"])
+    )
+    onnx_module = spec.module if lstm else _GruOnnx(spec.module)
+    session = _onnx(onnx_module, example[: len(names[0])], tmp_path / f"{kind}.onnx", *names, dynamo=False)
+
+    def onnx_step(sess):
+        def step(o, h, c):
+            outs = sess.run(None, dict(zip(names[0], (o, h, c), strict=False)))
+            return outs if lstm else (*outs, c)
+
+        return step
+
+    diffs = {}
+    for name, step, tol in (("eager", torch_step(spec.module), 1e-6), ("trace", torch_step(traced), 1e-5),
+                            ("onnx", onnx_step(session), 1e-5)):  # fmt: skip
+        out = unroll(step)
+        diffs[name] = float(np.abs(out - expected).max())
+        assert out.shape == expected.shape == (steps, envs, 1) and diffs[name] <= tol, name
+        # batch 1, from a state that is not zero
+        state = [np.full((layers, 1, 16), 0.3, np.float32)] * 2
+        one, reference = step(obs[0, :1], *state), torch_step(spec.module)(obs[0, :1], *state)
+        assert all(np.abs(a - b).max() <= tol for a, b in zip(one, reference, strict=True)), name
+    no_reset = unroll(torch_step(spec.module), reset=False)  # the reset mattered: the state differs after it
+    assert np.abs(expected[reset_at:, mask] - no_reset[reset_at:, mask]).max() > 1e-4
+    print(f"rsl_rl {kind}: max |diff| to act() over {steps} steps x {envs} envs {diffs}")
+    _try_dynamo(kind, onnx_module, example[: len(names[0])], tmp_path / f"{kind}_dynamo.onnx", names,
+                lambda sess: np.abs(unroll(onnx_step(sess)) - expected).max())  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["mlp", "lstm"])
+def test_export_spec_bakes_the_normalizer_and_leaves_the_policy_untouched(trained, kind):
+    policy = _policy(trained[kind])
+    obs = _sample_obs(policy, (64,), seed=3)
+    before = policy.act(obs)[0]
+    policy.reset(np.ones(64, dtype=bool))
+    spec = policy.export_spec()
+    live = policy.model.obs_normalizer
+    assert spec.baked[0] == "EmpiricalNormalization" and spec.normalization["eps"] == live.eps == 1e-2
+    assert spec.module.obs_normalizer is not live
+    assert not torch.equal(live._mean, torch.zeros_like(live._mean))  # trained statistics, not the identity
+    state = (torch.zeros(1, 64, 16), torch.zeros(1, 64, 16)) if kind == "lstm" else ()
+    x = torch.from_numpy(obs)
+    with torch.no_grad():
+        normalized = spec.module(x, *state)
+        spec.module.obs_normalizer = torch.nn.Identity()
+        raw = spec.module(x, *state)
+        for param in spec.module.parameters():
+            param.add_(1.0)
+    normalized, raw = (out[0] if state else out for out in (normalized, raw))
+    assert np.abs(normalized.numpy() - before).max() <= 1e-6
+    assert (normalized - raw).abs().max() > 1e-3  # without the normalizer the actions change
+    assert policy.model.obs_normalizer is live and np.array_equal(policy.act(obs)[0], before)
+
+
+def test_export_spec_of_untrained_actor_variants_matches_act():
+    """No normalizer, the other distributions, no distribution, and a 2-D observation flattened as act does."""
+    import gymnasium as gym
+
+    from zoo.frameworks.rsl_rl.checkpoint import Architecture, build_model
+    from zoo.frameworks.rsl_rl.policy import RslRlPolicy
+
+    torch.manual_seed(0)
+    space = gym.spaces.Box(-3.0, 3.0, (2, 3), np.float32)
+    obs = np.random.default_rng(4).uniform(-3.0, 3.0, (7, 2, 3)).astype(np.float32)
+    for dist in (None, "HeteroscedasticGaussianDistribution", "BetaDistribution"):
+        for norm, rnn in ((False, None), (True, "gru")):
+            arch = Architecture(obs_dim=6, action_dim=2, hidden_dims=(8,), activation="elu", obs_normalization=norm,
+                                distribution=dist and {"class_name": dist}, rnn_type=rnn,
+                                rnn_hidden_dim=5 if rnn else 0, rnn_num_layers=1 if rnn else 0)  # fmt: skip
+            policy = RslRlPolicy(build_model(arch), space, gym.spaces.Box(-1, 1, (2,)), clip_actions=None,
+                                 device="cpu", seed=0)  # fmt: skip
+            if norm:
+                policy.model.obs_normalizer._mean.normal_()
+            spec = policy.export_spec()
+            assert spec.obs_shape == (2, 3) and spec.obs_groups["policy"]["dim"] == 6
+            assert (spec.normalization is not None) is norm and (spec.recurrent is not None) is bool(rnn)
+            args = (torch.from_numpy(obs), *((torch.zeros(1, 7, 5),) * 2 if rnn else ()))
+            with torch.no_grad():
+                traced = torch.jit.trace(
+                    spec.module, tuple(a[:2] if i == 0 else a[:, :2] for i, a in enumerate(args))
+                )
+                expected = policy.act(obs)[0]  # once: a recurrent policy carries its state on
+                for module in (spec.module, traced):
+                    out = module(*args)
+                    out = out[0] if rnn else out
+                    assert np.abs(out.numpy() - expected).max() <= 1e-6, (dist, norm, rnn)
+
+
 def _legacy_checkpoint(src: Path, dst: Path, normalizer_outside: bool) -> Path:
     """A real 5.x checkpoint renamed to the rsl-rl-lib < 4 ``ActorCritic[Recurrent]`` key names.
 
@@ -347,3 +579,52 @@ def test_config_that_contradicts_the_weights_is_one_error_line(trained, tmp_path
     assert (
         wrong_env.exit_code == 1 and "the actor takes 3 observations, CartPole-v1 gives 4" in wrong_env.stderr
     )
+
+
+@pytest.mark.parametrize("kind", ["mlp", "lstm", "gru"])
+def test_exports_score_like_the_checkpoint_with_state_handled(trained, kind, tmp_path):
+    import onnxruntime as ort
+
+    sidecars = assert_exports_act_like_checkpoint(trained[kind].run_dir, tmp_path, "--env-id", ENV_ID,
+                                                  continuous=True, episodes=6, num_envs=3)  # fmt: skip
+    onnx_meta = sidecars["onnx"]
+    assert (
+        onnx_meta["normalization"]["kind"] == "rsl_rl_empirical" and onnx_meta["normalization_baked"] is True
+    )
+    session = ort.InferenceSession(str(tmp_path / "policy.onnx"), providers=["CPUExecutionProvider"])
+    names = ([i.name for i in session.get_inputs()], [o.name for o in session.get_outputs()])
+    if kind == "mlp":
+        assert onnx_meta["is_recurrent"] is False and names == (["obs"], ["actions"])
+        return
+    layers = {"lstm": 1, "gru": 2}[kind]
+    assert onnx_meta["is_recurrent"] is True and onnx_meta["parity"]["steps"] == 64
+    recurrent = onnx_meta["recurrent"]
+    assert (
+        recurrent["rnn_type"] == kind and recurrent["num_layers"] == layers and recurrent["hidden_dim"] == 16
+    )
+    assert recurrent["state_shape"] == [layers, "batch", 16]
+    expected = (["obs", "h_in", "c_in"], ["actions", "h_out", "c_out"]) if kind == "lstm" else (
+        ["obs", "h_in"], ["actions", "h_out"])  # fmt: skip
+    assert names == expected and recurrent["inputs"] == expected[0] and recurrent["outputs"] == expected[1]
+    h_in = session.get_inputs()[1]
+    assert h_in.shape[0] == layers and isinstance(h_in.shape[1], str) and h_in.shape[2] == 16
+
+
+def test_torchscript_recurrent_export_keeps_state_inside_and_resets_per_env(trained, tmp_path):
+    import torch
+
+    path = tmp_path / "p.ts"
+    assert zoo("export", trained["lstm"].run_dir, "--env-id", ENV_ID, "--out", path, "-q").exit_code == 0
+    module, twin = torch.jit.load(str(path)), torch.jit.load(str(path))
+    obs = torch.randn(4, 3)
+    first = module(obs)
+    twin(obs)
+    assert not torch.equal(module(obs), first)  # the state moved on
+    twin(obs)
+    module.reset_envs(torch.tensor([True, False, True, False]))
+    again, carried = module(obs), twin(obs)
+    assert torch.equal(again[0::2], first[0::2])  # envs 0 and 2 start from zeros
+    assert torch.equal(again[1::2], carried[1::2]) and not torch.equal(again[1::2], first[1::2])
+    module.reset()
+    assert torch.equal(module(obs), first)  # reset() starts every env from zeros again
+    assert module(torch.randn(7, 3)).shape == (7, 1)  # another batch size starts from fresh state

@@ -10,6 +10,8 @@ Recurrent state: rsl_rl's envs reset a finished env in the same step and the run
 env's hidden state, so each episode starts from zero. zoo's gymnasium vector envs reset on the *next*
 step (gymnasium's default autoreset), whose action is discarded; the hidden state is zeroed at the
 done step and again after that discarded step, so the new episode also starts from zero.
+
+``export_spec()`` hands ``zoo export`` the same deterministic actor as a plain CPU module (see :mod:`.export`).
 """
 
 from __future__ import annotations
@@ -70,6 +72,12 @@ class RslRlPolicy:
                            hint="use --deterministic")  # fmt: skip
         noise = torch.randn(dist.mean.shape, generator=self._generator, device=self.device)
         return dist.mean + dist.stddev * noise
+
+    def export_spec(self):
+        """The actor as a plain CPU torch module for ``zoo export`` (see :mod:`.export`)."""
+        from zoo.frameworks.rsl_rl.export import export_spec
+
+        return export_spec(self)
 
     def reset(self, done_mask: np.ndarray) -> None:
         """Zero the hidden state of the envs the evaluator marks (their episode ended)."""
