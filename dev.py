@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Set up a virtualenv and run zoo's demo or test suite: needs only Python 3.11 and pip.
 
-    python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval` on the bundled example runs, and
-                          # offline sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
+    python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval` on the bundled example runs,
+                          # `zoo export` one to ONNX and `zoo eval` the exported file, and offline
+                          # sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
     python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl], then the whole test suite
 
 torch is installed first and pinned (2.13.0, a CPU build): any open requirement would pull a
@@ -46,7 +47,16 @@ def demo() -> int:
     for run_dir in sorted(p.relative_to(ROOT) for p in (ROOT / EXAMPLES).iterdir() if p.is_dir()):
         status |= run(zoo, "eval", run_dir, "--episodes", "20", "--deterministic",
                       "--out", out / f"{run_dir.name}.eval.json", check=False)  # fmt: skip
-    return status | hub_loop(zoo, out)
+    return status | export_loop(zoo, out) | hub_loop(zoo, out)
+
+
+def export_loop(zoo: Path, out: Path) -> int:
+    """Export the td3 example to ONNX (parity-checked) and evaluate the exported file like the checkpoint."""
+    run_dir = next((ROOT / EXAMPLES).glob("Pendulum-v1__td3_continuous_action__*")).relative_to(ROOT)
+    policy = out / "export" / "td3_pendulum.onnx"
+    if run(zoo, "export", run_dir, "--out", policy, check=False):
+        return 1
+    return run(zoo, "eval", policy, "--episodes", "20", check=False)
 
 
 def hub_loop(zoo: Path, out: Path) -> int:
