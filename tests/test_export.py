@@ -147,7 +147,7 @@ def test_export_that_drops_the_normalizer_fails_parity_and_leaves_no_file(fmt, t
     with pytest.raises(ZooError, match="parity check failed: max \\|diff\\|"):
         export_policy(_NormalizingSource(policy, keep_normalizer=False), target=facts, preset_notes=[], fmt=fmt,
                       out=out)  # fmt: skip
-    assert list((tmp_path / "out").iterdir()) == []  # no file, no sidecar, no temp folder
+    assert list(tmp_path.iterdir()) == []  # no file, no sidecar, no temp folder, not even the folder
     result = export_policy(_NormalizingSource(policy, keep_normalizer=True), target=facts, preset_notes=[],
                            fmt=fmt, out=out)  # fmt: skip
     assert result.meta["parity"]["max_abs_diff"] <= 1e-5
@@ -241,3 +241,50 @@ def test_bad_export_and_exported_eval_input_is_one_clear_line(tmp_path):
         assert result.exit_code == code, (message, result.stderr)
         assert message in result.stderr and result.stderr.count("error:") == 1, result.stderr
         assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "exp_name, env_id, note",
+    [
+        ("ppo_continuous_action", "HalfCheetah-v5", "did not save these statistics"),
+        ("dqn_atari", "BreakoutNoFrameskip-v4", "Atari preprocessing"),
+    ],
+)
+def test_cleanrl_env_wrappers_a_deployment_must_redo_are_in_the_sidecar(exp_name, env_id, note, tmp_path):
+    """Fresh weights (the export is about the computation, not the score) on the two preset stacks."""
+    import ale_py  # noqa: F401 - registers the Atari envs that make_run builds the model for
+    from helpers import make_run
+
+    run = make_run(tmp_path, env_id, exp_name)
+    sidecars = assert_exports_act_like_checkpoint(run, tmp_path, episodes=2, num_envs=2,
+                                                  continuous=exp_name.startswith("ppo"))  # fmt: skip
+    for meta in sidecars.values():
+        assert any(note in line for line in meta["left_to_caller"]), meta["left_to_caller"]
+        assert meta["normalization_baked"] is False
+    if exp_name == "dqn_atari":
+        assert sidecars["onnx"]["obs_shape"] == [4, 84, 84] and sidecars["onnx"]["action_type"] == "discrete"
+    else:
+        assert any("ClipAction" in line for line in sidecars["onnx"]["left_to_caller"])
+
+
+@pytest.mark.parametrize(
+    "exp_name, env_id",
+    [
+        ("ddpg_continuous_action", "Pendulum-v1"),
+        ("c51_atari", "BreakoutNoFrameskip-v4"),
+        ("qdagger_dqn_atari_impalacnn", "BreakoutNoFrameskip-v4"),
+    ],
+)
+def test_every_other_cleanrl_experiment_exports_with_parity(exp_name, env_id, tmp_path):
+    """The rest of the CleanRL registry: both formats pass the parity check (fresh weights)."""
+    import ale_py  # noqa: F401 - registers the Atari envs
+    from helpers import make_run
+
+    run = make_run(tmp_path, env_id, exp_name)
+    for suffix in (".onnx", ".ts"):
+        result = zoo("export", run, "--out", tmp_path / f"policy{suffix}", "--json", "-q")
+        assert result.exit_code == 0, result.stderr
+        meta = result.json()
+        assert meta == json.loads((tmp_path / f"policy{suffix}.metadata.json").read_text())
+        assert meta["parity"]["max_abs_diff"] <= meta["parity"]["tolerance"]
+        assert meta["parity"]["exact"] is (exp_name != "ddpg_continuous_action")

@@ -14,6 +14,7 @@ and why the other was passed over.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -144,8 +145,10 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
     else:
         candidates = ["dynamo", "legacy"] if exporter == "auto" else [exporter]
     inputs, outputs = io_names(spec)
+    created = [d for d in (out.parent, *out.parent.parents) if not d.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    done = False
     try:
         tmp = workdir / out.name
         name, parity, passed_over = _first_passing(policy, spec, fmt, candidates, tmp, opset, tol)
@@ -169,8 +172,12 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
         side_tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, out)
         os.replace(side_tmp, sidecar_path(out))
+        done = True
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        for folder in [] if done else created:  # leave no trace of a failed export, folders included
+            with contextlib.suppress(OSError):
+                folder.rmdir()
     notes = [f"{k} exporter passed over ({v}); used {used}" for k, v in passed_over.items()]
     return ExportResult(out, sidecar_path(out), meta, notes)
 
