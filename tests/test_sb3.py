@@ -112,11 +112,44 @@ class _GridEnv(_Env):
 gym.register("ZooSB3Grid-v0", entry_point=_GridEnv)
 
 
+class _GoalEnv(_Env):
+    """Reach a goal, goal-conditioned (observation/achieved_goal/desired_goal) as HER needs."""
+
+    _box = gym.spaces.Box(-5, 5, (2,), np.float32)
+    observation_space = gym.spaces.Dict({"observation": _box, "achieved_goal": _box, "desired_goal": _box})
+    action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos, self.t = np.zeros(2, np.float32), 0
+        self.goal = self.np_random.uniform(-3, 3, 2).astype(np.float32)
+        return self._obs(), {}
+
+    def _obs(self):
+        return {
+            "observation": self.pos.copy(),
+            "achieved_goal": self.pos.copy(),
+            "desired_goal": self.goal.copy(),
+        }
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        return -np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+
+    def step(self, action):
+        self.pos = np.clip(self.pos + 0.3 * np.clip(action, -1, 1), -5, 5).astype(np.float32)
+        self.t += 1
+        reward = float(self.compute_reward(self.pos, self.goal, {}))
+        return self._obs(), reward, reward > -0.3, self.t >= 30, {"is_success": reward > -0.3}
+
+
+gym.register("ZooSB3Goal-v0", entry_point=_GoalEnv)
+
+
 # ----------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="session")
 def models(tmp_path_factory):
     """Real SB3 models, trained briefly, in the layouts users have (hub names, rl_zoo3, lone zips)."""
-    from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
+    from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3, HerReplayBuffer
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -129,6 +162,7 @@ def models(tmp_path_factory):
         "custom",
         "image",
         "grid",
+        "goal",
         "a2c",
         "td3",
         "ddpg",
@@ -168,6 +202,9 @@ def models(tmp_path_factory):
             model.learn(100).save(root / algo.__name__.lower() / "Pendulum-v1.zip")
         grid = PPO("MlpPolicy", "ZooSB3Grid-v0", n_steps=64, batch_size=32, n_epochs=1, seed=0)
         grid.learn(64).save(root / "grid" / "ppo-ZooSB3Grid-v0.zip")
+        her = SAC("MultiInputPolicy", "ZooSB3Goal-v0", replay_buffer_class=HerReplayBuffer,
+                  replay_buffer_kwargs={"n_sampled_goal": 2}, learning_starts=64, seed=0)  # fmt: skip
+        her.learn(200).save(root / "goal" / "sac-ZooSB3Goal-v0.zip")
         cnn = PPO("CnnPolicy", "ZooSB3Image-v0", n_steps=64, batch_size=32, n_epochs=1, seed=0)
         cnn.learn(64).save(root / "image" / "ppo-ZooSB3Image-v0.zip")
         hardtanh = PPO("MlpPolicy", "CartPole-v1", n_steps=64, seed=0,
@@ -250,6 +287,7 @@ def test_check_reports_algorithm_policy_spaces_versions_and_stats(models):
         "dict/model.zip": ("sb3_ppo", "common.policies.MultiInputActorCriticPolicy", "ZooSB3Dict-v0", box2),
         "image/ppo-ZooSB3Image-v0.zip": ("sb3_ppo", "common.policies.ActorCriticCnnPolicy", "ZooSB3Image-v0", "Discrete(3)"),
         "grid/ppo-ZooSB3Grid-v0.zip": ("sb3_ppo", "common.policies.ActorCriticPolicy", "ZooSB3Grid-v0", "Discrete(4)"),
+        "goal/sac-ZooSB3Goal-v0.zip": ("sb3_sac", "sac.policies.MultiInputPolicy", "ZooSB3Goal-v0", box2),
         "a2c/CartPole-v1.zip": ("sb3_a2c", "common.policies.ActorCriticPolicy", "CartPole-v1", "Discrete(2)"),
         "td3/Pendulum-v1.zip": ("sb3_td3", "td3.policies.TD3Policy", pendulum, box1),
         "ddpg/Pendulum-v1.zip": ("sb3_ddpg", "td3.policies.TD3Policy", pendulum, box1),
@@ -665,12 +703,13 @@ def test_trust_pickle_falls_back_to_sb3_load(models):
         ("dict/model.zip", "ZooSB3Dict-v0"),
         ("image/ppo-ZooSB3Image-v0.zip", "ZooSB3Image-v0"),
         ("grid/ppo-ZooSB3Grid-v0.zip", "ZooSB3Grid-v0"),
+        ("goal/sac-ZooSB3Goal-v0.zip", "ZooSB3Goal-v0"),
     ],
 )
 def test_exports_score_like_the_checkpoint_episode_for_episode(models, relpath, env_id, tmp_path):
     args = ("--env-id", env_id) if relpath.startswith("lone") else ()
     sidecars = assert_exports_act_like_checkpoint(models / relpath, tmp_path, *args, episodes=4, num_envs=2,
-                                                  continuous=env_id in ("Pendulum-v1", "ZooSB3Dict-v0"))  # fmt: skip
+                                                  continuous=env_id in ("Pendulum-v1", "ZooSB3Dict-v0", "ZooSB3Goal-v0"))  # fmt: skip
     meta = sidecars["onnx"]
     assert meta["framework"] == "sb3" and meta["task"] == env_id
     assert meta["normalization_baked"] is relpath.startswith(("logs", "dict"))
@@ -679,6 +718,10 @@ def test_exports_score_like_the_checkpoint_episode_for_episode(models, relpath, 
         assert list(groups) == sorted(groups) and groups[list(groups)[0]]["start"] == 0
         assert meta["obs_dim"] == sum(g["dim"] for g in groups.values())
         assert meta["normalization"]["keys"] == ["pos"]
+    if relpath.startswith("goal"):  # HER's goal-conditioned Dict: sorted keys, each a slice of obs
+        assert meta["obs_groups"] == {"achieved_goal": {"start": 0, "dim": 2, "shape": [2]},
+                                      "desired_goal": {"start": 2, "dim": 2, "shape": [2]},
+                                      "observation": {"start": 4, "dim": 2, "shape": [2]}}  # fmt: skip
     if relpath == "hub/ppo-CartPole-v1.zip":
         # torch's dynamo exporter writes an opset-18 ReduceLogSumExp (from torch.distributions.Categorical)
         # into an opset-17 file, which the ONNX checker rejects: auto falls back to legacy and says why.
