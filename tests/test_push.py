@@ -139,3 +139,24 @@ def test_newest_eval_video_is_staged_as_replay(run_copy):
     assert result.exit_code == 0, result.stderr
     assert (run_copy.parent.parent / "stage" / "replay.mp4").read_bytes() == b"new"
     assert {"name": "replay.mp4", "size": 3, "what": "a replay of the agent"} in result.json()["files"]
+
+
+def test_exported_policies_ship_with_their_sidecars_and_a_deploy_section(run_copy):
+    assert zoo("export", run_copy, "--out", run_copy / "dqn.onnx", "-q").exit_code == 0
+    result = _push(run_copy, "--repo-id", "me/dqn-cartpole", "--eval-episodes", "2", "--json")
+    assert result.exit_code == 0, result.stderr
+    stage = run_copy.parent.parent / "stage"
+    assert (stage / "dqn.onnx").read_bytes() == (run_copy / "dqn.onnx").read_bytes()
+    assert (stage / "dqn.onnx.metadata.json").is_file()
+    card = (stage / "README.md").read_text()
+    deploy = card[card.index("## Deploy it") :]
+    assert "`dqn.onnx` is this policy exported by `zoo export` (onnx, opset 17)" in deploy
+    assert "exact on 257 observations" in deploy
+    assert 'hf_hub_download("me/dqn-cartpole", "dqn.onnx")' in deploy
+
+    (run_copy / "dqn.onnx").write_bytes(
+        (run_copy / "dqn.onnx").read_bytes() + b"\0"
+    )  # no longer what was checked
+    stale = _push(run_copy, "--repo-id", "me/dqn-cartpole")
+    assert stale.exit_code == 1 and "does not match its sidecar" in stale.stderr
+    assert stale.stderr.count("error:") == 1

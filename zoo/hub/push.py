@@ -108,6 +108,15 @@ def collect_run_files(run_dir: Path, *, max_mb: float, allow_large: bool) -> lis
     return found
 
 
+def exported_policies(sources: list[tuple[str, Path]]) -> list[dict]:
+    """Sidecars of the ``zoo export`` files in the run (each checked to match its file), for the card."""
+    from zoo.export.runtime import EXPORT_SUFFIXES, read_sidecar
+
+    names = {name for name, _ in sources}
+    return [{"file": name, **read_sidecar(path)} for name, path in sources
+            if path.suffix in EXPORT_SUFFIXES and f"{name}.metadata.json" in names]  # fmt: skip
+
+
 def latest_video(run_dir: Path, run_name: str | None) -> Path | None:
     """The newest eval (else training) video beside ``runs/``, CleanRL's layout."""
     if not run_name:
@@ -232,6 +241,7 @@ def prepare(target, *, repo_id: str, folder: Path, eval_episodes: int | None, vi
         "model_file": target.model_file.name, "eval": eval_data,
         "hyperparameters": text_summary(events) if events else None,
         "files": card_files(sources, target.model_file.name),
+        "exports": exported_policies(sources),
     }  # fmt: skip
     card = render_card(target.entry, context)
     return stage(repo_id, folder, sources, target.model_file.name, str(card))
