@@ -58,7 +58,7 @@ def _write(spec, fmt: str, exporter: str, obs, path: Path, opset: int) -> None:
     from zoo.export.writers import write_onnx, write_torchscript
 
     if fmt == "torchscript":
-        write_torchscript(spec, obs, path, {})
+        write_torchscript(spec, obs, path)
     else:
         write_onnx(spec, obs, path, opset=opset, exporter=exporter)
 

@@ -59,7 +59,7 @@ def example_inputs(spec: ExportSpec, obs: torch.Tensor) -> tuple[torch.Tensor, .
     return (obs, state) if r.rnn_type == "gru" else (obs, state, state.clone())
 
 
-def write_torchscript(spec: ExportSpec, obs: torch.Tensor, path: Path, extra_files: dict[str, str]) -> None:
+def write_torchscript(spec: ExportSpec, obs: torch.Tensor, path: Path) -> None:
     """Trace at the example batch; recurrent cores get their state inside (``reset``/``reset_envs``)."""
     with quiet(), torch.no_grad():
         if spec.recurrent is None:
@@ -69,7 +69,7 @@ def write_torchscript(spec: ExportSpec, obs: torch.Tensor, path: Path, extra_fil
             state = torch.zeros(r.num_layers, obs.shape[0], r.hidden_dim)
             core = torch.jit.trace(spec.module, (obs, state, state.clone()), check_trace=False)
             module = torch.jit.script(StatefulRecurrent(core, r.num_layers, r.hidden_dim))
-        torch.jit.save(module, str(path), _extra_files=extra_files)
+        torch.jit.save(module, str(path))
 
 
 def _onnx_module(spec: ExportSpec):

@@ -12,5 +12,9 @@ registry entries. Every adapter provides:
   (``torch.load(weights_only=True)``, restricted unpickling); full unpickling only when trusted.
 - ``env_spec(entry, env_id, video_dir=None) -> EnvSpec``: the eval env.
 
+The policy ``load_policy`` returns may also provide ``export_spec() -> zoo.policy.ExportSpec`` (a
+plain torch module computing its deterministic action from the raw observation, plus the facts the
+sidecar records); ``zoo export`` then writes, parity-checks and evaluates it with no other change.
+
 Nothing outside this package needs to know which library produced a policy.
 """
