@@ -461,19 +461,18 @@ def _same(got, want: np.ndarray, tol: float) -> float:
     return diff
 
 
-def _onnx_session(module, example: torch.Tensor, path: Path, *, dynamo: bool):
-    """Exported as the exporter does (legacy: opset 17; dynamo: its default opset), loaded in onnxruntime."""
+def _onnx_session(module, example: torch.Tensor, path: Path):
+    """Legacy ONNX export at opset 17, loaded in onnxruntime (the dynamo path is tested through the CLI)."""
     import contextlib
     import io
     import warnings
 
     import onnxruntime
 
-    opset = {} if dynamo else {"opset_version": 17}
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, (example,), str(path), dynamo=dynamo, input_names=["obs"], output_names=["actions"],
-                          dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}}, **opset)  # fmt: skip
+        torch.onnx.export(module, (example,), str(path), dynamo=False, input_names=["obs"], output_names=["actions"],
+                          dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}}, opset_version=17)  # fmt: skip
     return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
 
@@ -508,15 +507,9 @@ def test_export_module_is_act_eager_traced_and_in_onnxruntime(models, tmp_path, 
     ]  # no data-dependent flow
     diffs = {"eager": _same(eager, want, 1e-6), "traced": _same(at_256, want, 1e-6)}
     _same(at_1, want[:1], 1e-6)
-    session = _onnx_session(module, x[:2], tmp_path / "legacy.onnx", dynamo=False)
+    session = _onnx_session(module, x[:2], tmp_path / "legacy.onnx")
     diffs["onnx"] = _same(session.run(None, {"obs": x.numpy()})[0], want, 1e-5)
     _same(session.run(None, {"obs": x[:1].numpy()})[0], want[:1], 1e-5)
-    try:
-        session = _onnx_session(module, x[:2], tmp_path / "dynamo.onnx", dynamo=True)
-        dynamo = f"ok, max diff {float(np.abs(session.run(None, {'obs': x.numpy()})[0] - want).max()):.3g}"
-    except Exception as exc:  # noqa: BLE001 - reported, not asserted: the exporter falls back to legacy
-        dynamo = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
-    print(f"\nexport {relpath}: max diffs {diffs}; dynamo=True {dynamo}")
 
 
 @pytest.mark.parametrize(

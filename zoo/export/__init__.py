@@ -146,8 +146,11 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
         candidates = ["dynamo", "legacy"] if exporter == "auto" else [exporter]
     inputs, outputs = io_names(spec)
     created = [d for d in (out.parent, *out.parent.parents) if not d.exists()]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as exc:
+        raise ZooError(f"cannot write into {out.parent}: {exc.strerror}", hint="choose another --out") from None
     done = False
     try:
         tmp = workdir / out.name

@@ -56,6 +56,8 @@ def example_inputs(spec: ExportSpec, obs: torch.Tensor) -> tuple[torch.Tensor, .
         return (obs,)
     r = spec.recurrent
     state = torch.zeros(r.num_layers, obs.shape[0], r.hidden_dim)
+    # h and c must be distinct tensors: given one tensor twice, the dynamo exporter merges the two
+    # inputs and the LSTM's ONNX graph drifts from the model (5e-2 after 64 steps, measured).
     return (obs, state) if r.rnn_type == "gru" else (obs, state, state.clone())
 
 
