@@ -150,7 +150,9 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
         out.parent.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     except OSError as exc:
-        raise ZooError(f"cannot write into {out.parent}: {exc.strerror}", hint="choose another --out") from None
+        raise ZooError(
+            f"cannot write into {out.parent}: {exc.strerror}", hint="choose another --out"
+        ) from None
     done = False
     try:
         tmp = workdir / out.name
