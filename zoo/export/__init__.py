@@ -26,7 +26,7 @@ from zoo.artifacts.digest import sha256_file
 from zoo.errors import ZooError
 from zoo.export.parity import DEFAULT_TOLERANCE, Parity, check_parity, sample_batch
 from zoo.export.runtime import open_runner, sidecar_path
-from zoo.export.sidecar import TORCHSCRIPT_METADATA, build_sidecar
+from zoo.export.sidecar import TORCHSCRIPT_METADATA, build_sidecar, recurrent_facts
 
 SUFFIX_FORMAT = {".onnx": "onnx", ".ts": "torchscript", ".pt": "torchscript", ".jit": "torchscript"}
 DEFAULT_SUFFIX = {"onnx": ".onnx", "torchscript": ".ts"}
@@ -87,8 +87,8 @@ def _parity_failure(parity: Parity) -> str:
             f"({parity.mismatches} values over, {parity.samples} observations)")  # fmt: skip
 
 
-def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, opset: int,
-                   tol: float) -> tuple[str, Parity, dict[str, str]]:  # fmt: skip
+def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, opset: int, tol: float,
+                   recurrent: dict | None) -> tuple[str, Parity, dict[str, str]]:  # fmt: skip
     """Write ``tmp`` with each candidate exporter in turn until one passes the parity check."""
     import numpy as np
     import torch
@@ -102,7 +102,7 @@ def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, ops
         tmp.unlink(missing_ok=True)
         try:
             _write(spec, fmt, name, example, tmp, opset)
-            runner = open_runner(tmp, fmt, _recurrent_meta(spec))
+            runner = open_runner(tmp, fmt, recurrent)
         except ZooError:
             raise
         except Exception as exc:  # noqa: BLE001 - an exporter failing is a finding; the next may work
@@ -115,16 +115,6 @@ def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, ops
     detail = "; ".join(f"{k}: {v}" for k, v in passed_over.items())
     raise ZooError(f"export failed, no file written: {detail}",
                    hint="this is a bug in zoo's exporter for this policy; please report it")  # fmt: skip
-
-
-def _recurrent_meta(spec) -> dict | None:
-    """What a runner needs to carry a recurrent file's state: names and sizes."""
-    from zoo.export.writers import io_names
-
-    if spec.recurrent is None:
-        return None
-    inputs, outputs = io_names(spec)
-    return {"inputs": inputs, "outputs": outputs, **vars(spec.recurrent)}
 
 
 def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, out: Path, opset: int = 17,
@@ -145,6 +135,7 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
     else:
         candidates = ["dynamo", "legacy"] if exporter == "auto" else [exporter]
     inputs, outputs = io_names(spec)
+    recurrent = recurrent_facts(spec, inputs, outputs)  # what a runner needs to carry the state, too
     created = [d for d in (out.parent, *out.parent.parents) if not d.exists()]
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -156,18 +147,16 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
     done = False
     try:
         tmp = workdir / out.name
-        name, parity, passed_over = _first_passing(policy, spec, fmt, candidates, tmp, opset, tol)
+        name, parity, passed_over = _first_passing(policy, spec, fmt, candidates, tmp, opset, tol, recurrent)
         used = name if fmt == "onnx" else "torch.jit.trace"
         meta = build_sidecar(
             spec, target=target, fmt=fmt, opset=onnx_opset(tmp) if fmt == "onnx" else None,
             exporter={"name": used, "requested": exporter if fmt == "onnx" else None, "passed_over": passed_over},
-            inputs=inputs, outputs=outputs, action_space=policy.action_space, parity=parity.to_json(),
+            recurrent=recurrent, inputs=inputs, outputs=outputs, action_space=policy.action_space, parity=parity.to_json(),
             left_to_caller=[*preset_notes, *spec.left_to_caller],
         )  # fmt: skip
         _stamp(tmp, fmt, meta)
-        again = check_parity(
-            policy, open_runner(tmp, fmt, _recurrent_meta(spec)), spec.obs_groups, tolerance=tol
-        )
+        again = check_parity(policy, open_runner(tmp, fmt, recurrent), spec.obs_groups, tolerance=tol)
         if not all(np.array_equal(a, b) for a, b in zip(again.outputs, parity.outputs, strict=True)):
             raise ZooError(
                 "export failed, no file written: the file changed its outputs when its metadata was added"

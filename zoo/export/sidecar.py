@@ -56,7 +56,7 @@ def recurrent_facts(spec: ExportSpec, inputs: list[str], outputs: list[str]) -> 
 
 
 def build_sidecar(spec: ExportSpec, *, target: dict, fmt: str, exporter: dict, opset: int | None,
-                  inputs: list[str], outputs: list[str], action_space, parity: dict,
+                  recurrent: dict | None, inputs: list[str], outputs: list[str], action_space, parity: dict,
                   left_to_caller: list[str]) -> dict:  # fmt: skip
     """Every sidecar field but ``file_sha256``."""
     import torch
@@ -74,7 +74,7 @@ def build_sidecar(spec: ExportSpec, *, target: dict, fmt: str, exporter: dict, o
         "baked": spec.baked,
         "left_to_caller": left_to_caller,
         "is_recurrent": spec.recurrent is not None,
-        "recurrent": recurrent_facts(spec, inputs, outputs),
+        "recurrent": recurrent,
         "inputs": inputs,
         "outputs": outputs,
         "exporter": exporter,

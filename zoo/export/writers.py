@@ -50,27 +50,24 @@ def io_names(spec: ExportSpec) -> tuple[list[str], list[str]]:
     return ["obs", "h_in", "c_in"], ["actions", "h_out", "c_out"]
 
 
-def example_inputs(spec: ExportSpec, obs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """``obs`` plus zero states of the matching batch size for a recurrent core."""
+def _core_inputs(spec: ExportSpec, obs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """``(obs,)``, or ``(obs, h, c)`` with zero states of the matching batch size for a recurrent core."""
     if spec.recurrent is None:
         return (obs,)
     r = spec.recurrent
     state = torch.zeros(r.num_layers, obs.shape[0], r.hidden_dim)
     # h and c must be distinct tensors: given one tensor twice, the dynamo exporter merges the two
     # inputs and the LSTM's ONNX graph drifts from the model (5e-2 after 64 steps, measured).
-    return (obs, state) if r.rnn_type == "gru" else (obs, state, state.clone())
+    return (obs, state, state.clone())
 
 
 def write_torchscript(spec: ExportSpec, obs: torch.Tensor, path: Path) -> None:
     """Trace at the example batch; recurrent cores get their state inside (``reset``/``reset_envs``)."""
     with quiet(), torch.no_grad():
-        if spec.recurrent is None:
-            module = torch.jit.trace(spec.module, (obs,), check_trace=False)
-        else:
+        module = torch.jit.trace(spec.module, _core_inputs(spec, obs), check_trace=False)
+        if spec.recurrent is not None:
             r = spec.recurrent
-            state = torch.zeros(r.num_layers, obs.shape[0], r.hidden_dim)
-            core = torch.jit.trace(spec.module, (obs, state, state.clone()), check_trace=False)
-            module = torch.jit.script(StatefulRecurrent(core, r.num_layers, r.hidden_dim))
+            module = torch.jit.script(StatefulRecurrent(module, r.num_layers, r.hidden_dim))
         torch.jit.save(module, str(path))
 
 
@@ -92,7 +89,7 @@ def _dynamic_axes(spec: ExportSpec) -> dict[str, dict[int, str]]:
 def write_onnx(spec: ExportSpec, obs: torch.Tensor, path: Path, *, opset: int, exporter: str) -> None:
     """Export with ``exporter`` ("dynamo" or "legacy"); raises whatever the exporter raises."""
     inputs, outputs = io_names(spec)
-    args = example_inputs(spec, obs)
+    args = _core_inputs(spec, obs)[: len(inputs)]  # a GRU's ONNX signature has no c
     module = _onnx_module(spec)
     with quiet(), torch.no_grad():
         if exporter == "dynamo":
