@@ -624,14 +624,20 @@ def test_gym_discrete_summary_gives_the_same_space():
 
 
 # ----------------------------------------------------------------------------- refusals
-def test_malicious_data_is_refused_and_never_runs(models, tmp_path):
+def _planted(models, tmp_path, key: str) -> tuple[Path, Path]:
+    """A copy of the PPO zip whose ``data[key]`` holds a pickled canary; ``(zip, canary path)``."""
     canary = tmp_path / "canary"
     payload = base64.b64encode(pickle.dumps(Canary(canary), protocol=4)).decode()
 
     def plant(data):
-        data["observation_space"][":serialized:"] = payload
+        data[key][":serialized:"] = payload
 
-    bad = _rewrite(models / "hub" / "ppo-CartPole-v1.zip", tmp_path / "bad" / "ppo-CartPole-v1.zip", plant)
+    planted = _rewrite(models / "hub" / "ppo-CartPole-v1.zip", tmp_path / key / "ppo-CartPole-v1.zip", plant)
+    return planted, canary
+
+
+def test_malicious_data_is_refused_and_never_runs(models, tmp_path):
+    bad, canary = _planted(models, tmp_path, "observation_space")
     report = _check(bad)
     assert (
         report["status"] == "error"
@@ -646,13 +652,7 @@ def test_malicious_data_is_refused_and_never_runs(models, tmp_path):
 
 def test_values_zoo_does_not_need_are_never_decoded(models, tmp_path):
     """A pickle in lr_schedule (code in SB3 1.x files) neither blocks loading nor runs."""
-    canary = tmp_path / "canary"
-    payload = base64.b64encode(pickle.dumps(Canary(canary), protocol=4)).decode()
-
-    def plant(data):
-        data["lr_schedule"][":serialized:"] = payload
-
-    planted = _rewrite(models / "hub" / "ppo-CartPole-v1.zip", tmp_path / "p" / "ppo-CartPole-v1.zip", plant)
+    planted, canary = _planted(models, tmp_path, "lr_schedule")
     assert _check(planted)["status"] == "ok"
     _, ours = _zoo_episodes(planted)
     assert ours == _sb3_episodes(models / "hub" / "ppo-CartPole-v1.zip", "PPO", "CartPole-v1")
