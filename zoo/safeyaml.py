@@ -1,0 +1,134 @@
+"""YAML that zoo did not write: safe tags only, a bounded size and a bounded alias expansion.
+
+``yaml.safe_load`` builds no objects, but it is still a denial-of-service vector: nine levels of
+nine aliases ("billion laughs") load in milliseconds as shared references, and then blow up to
+387 million items in whatever walks the result (``json.dumps``, a recursive comparison, rich's
+pretty printer). Every YAML zoo reads from a user, a run folder or a hub client goes through
+:func:`loads`: the composed node graph is measured with aliases expanded (each shared node
+counted once per reference, a recursive alias refused) before anything is constructed.
+
+Two tag policies:
+
+- ``"safe"``: PyYAML's ``SafeLoader`` (a Python tag is an error). Registry files, model cards.
+- ``"config"``: what ``yaml.dump`` of a training config writes. Isaac Lab and mjlab dump tuples as
+  ``!!python/tuple`` (read as lists) and rl_zoo3 dumps an ``OrderedDict`` as
+  ``!!python/object/apply:collections.OrderedDict`` (read as a dict); any other Python or local
+  tag becomes ``None``: it is never built, and the keys zoo reads never hold one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from zoo.errors import ZooError
+
+#: Nodes a document may hold once every alias is expanded: a large agent config has a few thousand.
+MAX_NODES = 200_000
+#: Bytes of YAML zoo reads from one file.
+MAX_BYTES = 8 << 20
+
+TagPolicy = Literal["safe", "config"]
+_ORDERED_DICT = "tag:yaml.org,2002:python/object/apply:collections.OrderedDict"
+
+
+class YamlProblem(ValueError):
+    """The text is not YAML zoo accepts; the message is one line, without the text itself."""
+
+
+def _loader(tags: TagPolicy, max_nodes: int) -> type:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """SafeLoader that measures the composed document before constructing it."""
+
+        def compose_document(self):
+            node = super().compose_document()
+            _check_expansion(node, max_nodes)
+            return node
+
+    if tags == "config":
+
+        def as_list(loader, node):
+            return loader.construct_sequence(node, deep=True)
+
+        def as_dict(loader, node):
+            pairs = loader.construct_sequence(node.value[0], deep=True) if node.value else []
+            return {key: value for key, value in pairs}
+
+        def unbuilt(_loader, _suffix, _node):
+            return None
+
+        Loader.add_constructor("tag:yaml.org,2002:python/tuple", as_list)
+        Loader.add_constructor(_ORDERED_DICT, as_dict)
+        Loader.add_multi_constructor("tag:yaml.org,2002:python/", unbuilt)
+        Loader.add_multi_constructor("!", unbuilt)
+    return Loader
+
+
+def _check_expansion(root, max_nodes: int) -> None:
+    """Refuse a node graph that holds more than ``max_nodes`` nodes with aliases expanded, or a cycle."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    pending: set[int] = set()
+
+    def size(node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in pending:
+            raise YamlProblem("recursive alias (an anchor that contains itself)")
+        pending.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [item for pair in node.value for item in pair]
+        else:
+            children = []
+        for child in children:
+            total += size(child)
+            if total > max_nodes:
+                raise YamlProblem(f"expands to more than {max_nodes} nodes (aliases of aliases?)")
+        pending.discard(key)
+        sizes[key] = total
+        return total
+
+    if root is not None:
+        size(root)
+
+
+def loads(text: str, *, tags: TagPolicy = "safe", max_nodes: int = MAX_NODES) -> Any:
+    """Parse one YAML document; :class:`YamlProblem` with a one-line reason for anything refused."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_loader(tags, max_nodes))  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise YamlProblem(f"not valid YAML{where}: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise YamlProblem("not valid YAML: " + " ".join(str(exc).split())[:200]) from None
+    except RecursionError:
+        raise YamlProblem("nested too deeply") from None
+
+
+def read(path: str | os.PathLike, *, tags: TagPolicy = "safe", max_bytes: int = MAX_BYTES) -> Any:
+    """The document in ``path``; a one-line :class:`~zoo.errors.ZooError` for a file zoo cannot read."""
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise ZooError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > max_bytes:
+        raise ZooError(f"{path}: YAML file over {max_bytes >> 20} MiB", hint="is this really a config file?")
+    try:
+        return loads(raw.decode("utf-8"), tags=tags)
+    except UnicodeDecodeError:
+        raise ZooError(f"{path}: not UTF-8 text") from None
+    except YamlProblem as exc:
+        raise ZooError(f"{path}: {exc}") from None
