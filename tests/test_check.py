@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -90,7 +91,7 @@ def test_each_problem_gets_its_reason_and_exit_1(tmp_path):
         "CartPole-v1__dqn__6__1700000000": ("error", "not a torch file"),
         "Acrobot-v1__dqn__7__1700000000": ("error", "shapes do not match dqn on Acrobot-v1"),
         "CartPole-v1__c51__8__1700000000": ("error", "c51 files hold a dict"),
-        "my-experiment": ("error", "is not env_id__exp_name__seed__time"),
+        "my-experiment/dqn.cleanrl_model": ("warning", "is not a run dir env_id__exp_name__seed__time"),
     }
     for name, (status, reason) in expect.items():
         assert reports[name]["status"] == status, (name, reports[name])
@@ -194,3 +195,16 @@ def test_events_results_are_cached_until_the_file_changes(tmp_path):
     events = next(run.glob("events.out.tfevents.*"))
     os.utime(events, ns=(events.stat().st_atime_ns, events.stat().st_mtime_ns + 10**9))
     assert zoo("check", run, "--json").json()[0]["details"]["train_return"]["value"] == 42.0
+
+
+def test_a_stray_model_file_at_the_top_of_runs_hides_no_run(tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(EXAMPLES, runs)
+    shutil.copy(next(runs.glob("CartPole-v1__dqn__*")) / "dqn.cleanrl_model", runs / "dqn.cleanrl_model")
+    result = zoo("check", runs, "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = {r["run"]["run_name"] or r["run"]["path"]: r for r in result.json()}
+    assert sorted(rows) == sorted([*(p.name for p in EXAMPLES.iterdir()), str(runs / "dqn.cleanrl_model")])
+    stray = rows[str(runs / "dqn.cleanrl_model")]
+    assert stray["status"] == "warning" and "its folder 'runs' is not a run dir" in stray["reason"]
+    assert all(r["status"] == "ok" for name, r in rows.items() if name != str(runs / "dqn.cleanrl_model"))

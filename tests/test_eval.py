@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -161,7 +162,7 @@ def test_non_weights_only_file_needs_trust(tmp_path):
         ("truncated", "zip archive is cut short"),
         ("not_torch", "not a torch file"),
         ("empty_dir", "no model file"),
-        ("bad_name", "is not env_id__exp_name__seed__time"),
+        ("bad_name", "is not a run dir env_id__exp_name__seed__time"),
         ("wrong_env", "model does not fit Acrobot-v1"),
         ("cuda", "no CUDA device"),
     ],
@@ -225,3 +226,23 @@ def test_mujoco_and_atari_envs_evaluate(tmp_path):
     assert result.exit_code == 0, result.stderr
     episode = json.loads((breakout / "eval.json").read_text())["episodes"][0]
     assert episode["length"] > 0 and episode["return"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("where", "code"), [("/proc/zoo-eval.json", 1), ("file.json/eval.json", 1), ("folder", 2)]
+)
+def test_an_unwritable_out_fails_before_the_rollout(tmp_path, where, code, monkeypatch):
+    """``--out`` is checked before any episode runs: the rollout never starts, so it cannot be lost."""
+    import zoo.evaluate
+
+    run = make_run(tmp_path, "CartPole-v1", "dqn")
+    (tmp_path / "file.json").write_text("{}")
+    (tmp_path / "folder").mkdir()
+    out = Path(where) if where.startswith("/") else tmp_path / where
+    monkeypatch.setattr(
+        zoo.evaluate, "evaluate", lambda *a, **k: pytest.fail("rolled out before checking --out")
+    )
+    result = _eval(run, "-n", "1", "--out", out)
+    assert result.exit_code == code and result.stderr.lower().count("error:") == 1, result.stderr
+    assert "--out" in result.stderr and "Traceback" not in result.stderr
+    assert (tmp_path / "file.json").read_text() == "{}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -227,6 +228,14 @@ def test_bad_export_and_exported_eval_input_is_one_clear_line(tmp_path):
         "already an exported policy": (("export", run / "dqn.onnx"), 1),
         "is a folder": (("export", run, "--out", tmp_path), 1),
         "only acts deterministically": (("eval", run / "dqn.onnx", "--stochastic"), 2),
+        "does not fit Acrobot-v1: the file takes observations of shape [4], the env gives [6]": (
+            ("eval", run / "dqn.onnx", "--env-id", "Acrobot-v1"),
+            1,
+        ),
+        "does not fit MountainCar-v0": (
+            ("eval", run / "dqn.onnx", "--env-id", "MountainCar-v0", "--out", tmp_path / "mc.json"),
+            1,
+        ),
     }
     lone = tmp_path / "lone.onnx"
     shutil.copy(run / "dqn.onnx", lone)
@@ -239,8 +248,57 @@ def test_bad_export_and_exported_eval_input_is_one_clear_line(tmp_path):
     for message, (args, code) in cases.items():
         result = zoo(*args)
         assert result.exit_code == code, (message, result.stderr)
-        assert message in result.stderr and result.stderr.count("error:") == 1, result.stderr
+        assert message in " ".join(result.stderr.split()) and result.stderr.count("error:") == 1, (
+            result.stderr
+        )
         assert "Traceback" not in result.stderr
+    assert not (tmp_path / "mc.json").exists()
+
+
+def test_an_exported_file_fits_only_envs_with_its_input_and_output_layout(tmp_path):
+    from gymnasium import spaces
+
+    from zoo.export.runtime import fit_problem, read_sidecar
+
+    out = tmp_path / "dqn.onnx"
+    assert zoo("export", RUNS["dqn"], "--out", out, "-q").exit_code == 0
+    meta = read_sidecar(out)
+    box4 = spaces.Box(-1, 1, (4,))
+    assert fit_problem(meta, box4, spaces.Discrete(2)) is None
+    assert fit_problem(meta, box4, spaces.Discrete(3)) == "the file's actions have num_actions 2, the env's 3"
+    assert "action_type discrete, the env's continuous" in fit_problem(meta, box4, spaces.Box(-1, 1, (2,)))
+    assert "shape [4], the env gives [2, 2]" in fit_problem(
+        meta, spaces.Box(-1, 1, (2, 2)), spaces.Discrete(2)
+    )
+
+
+def test_work_folder_of_a_killed_export_is_removed_by_the_next_and_ignored_by_check(tmp_path):
+    """kill -9 during an export leaves ``.policy.onnx.XXXX/``: nobody holds its lock, so it is stale."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "runs" / RUNS["dqn"].name
+    shutil.copytree(RUNS["dqn"], run)
+    out = run / "policy.onnx"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\nfrom pathlib import Path\nfrom zoo.atomic import private_workdir\n"
+        f"with private_workdir(Path({str(run)!r}), '.policy.onnx.') as w:\n"
+        "    (w / 'policy.onnx').write_bytes(b'half an onnx file')\n    print(w, flush=True)\n    time.sleep(60)\n")],
+        stdout=subprocess.PIPE, text=True)  # fmt: skip
+    stale = Path(holder.stdout.readline().strip())
+    live = zoo("export", run, "--out", tmp_path / "elsewhere.onnx", "-q")  # another export, other folder
+    assert live.exit_code == 0 and stale.is_dir()
+    again = zoo("export", run, "--out", out, "-q")
+    assert again.exit_code == 0 and stale.is_dir()  # a live process's work folder is never touched
+    holder.kill()
+    holder.wait()
+    assert stale.is_dir() and (stale / "policy.onnx").is_file()  # what kill -9 leaves behind
+
+    checked = zoo("check", tmp_path / "runs", "--json")
+    assert checked.exit_code == 0 and [r["run"]["run_name"] for r in checked.json()] == [run.name]
+    assert zoo("export", run, "--out", out, "-q").exit_code == 0
+    assert not stale.exists()
+    assert sorted(p.name for p in run.iterdir() if p.name.startswith(".")) == []
 
 
 @pytest.mark.parametrize(

@@ -160,3 +160,30 @@ def test_exported_policies_ship_with_their_sidecars_and_a_deploy_section(run_cop
     stale = _push(run_copy, "--repo-id", "me/dqn-cartpole")
     assert stale.exit_code == 1 and "does not match its sidecar" in stale.stderr
     assert stale.stderr.count("error:") == 1
+
+
+def test_unreachable_hub_and_a_stage_dir_under_a_file_are_one_line_each(run_copy, tmp_path):
+    """Connection refused gets its own line (not "internal error"), and the staging folder is checked first."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:  # a port nobody listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
+               HF_HOME=str(tmp_path / "hf-home"))  # fmt: skip
+    cmd = [sys.executable, "-m", "zoo", "push", str(run_copy), "--repo-id", "me/dqn", "--yes",
+           "--eval-episodes", "2", "--stage-dir", str(tmp_path / "stage")]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert f"cannot reach http://127.0.0.1:{port} to push me/dqn: ConnectError" in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+    (tmp_path / "a-file").write_text("x")
+    under_file = zoo("push", run_copy, "--repo-id", "me/dqn", "--stage-dir", tmp_path / "a-file" / "stage")
+    assert under_file.exit_code == 1 and under_file.stderr.count("error:") == 1
+    assert f"{tmp_path / 'a-file'} is a file, not a folder" in under_file.stderr
+    on_file = zoo("push", run_copy, "--repo-id", "me/dqn", "--stage-dir", tmp_path / "a-file")
+    assert on_file.exit_code == 2 and "--stage-dir" in on_file.stderr and "is a file" in on_file.stderr

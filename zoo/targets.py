@@ -58,15 +58,14 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
         raise ZooError(f"no run or model file found at {path}",
                        hint="give a run dir, or a model file with --exp-name")  # fmt: skip
     run = runs[0]
-    if run.name_problem and exp_name is None:
-        raise ZooError(run.name_problem, hint="pass --exp-name and --env-id")
+    why = f" ({run.name_problem})" if run.name_problem else ""
     name = exp_name or run.exp_name
     if name is None:
-        raise ZooError(f"{path}: cannot tell the experiment", hint="pass --exp-name")
+        raise ZooError(f"{path}: cannot tell the experiment{why}", hint="pass --exp-name")
     entry = registry.get(name)
     env = env_id or run.env_id or _configured_env_id(run)
     if env is None:
-        raise ZooError(f"{path}: cannot tell the env id", hint="pass --env-id (for example CartPole-v1)")
+        raise ZooError(f"{path}: cannot tell the env id{why}", hint="pass --env-id (for example CartPole-v1)")
     model = run.model_file
     if exp_name and (model is None or not model.name.startswith(exp_name)):
         named = [p for p in run.other_model_files if p.name == entry.model_filename(env_id=env)]
@@ -128,6 +127,7 @@ def plan_eval(target: Target, *, episodes: int | None, num_envs: int, seed: int,
               device: str, out_path: Path | None, capture_video: bool, trust_pickle: bool,
               model_config: Path | None = None) -> EvalPlan:  # fmt: skip
     """Fill what the flags leave open from the registry entry; outputs default to the run's folders."""
+    from zoo.atomic import check_writable
     from zoo.evaluate import resolve_device
 
     entry, run = target.entry, target.run
@@ -144,11 +144,13 @@ def plan_eval(target: Target, *, episodes: int | None, num_envs: int, seed: int,
         video_dir = run.path.parent.parent / "videos" / f"{run.run_name}-eval"
     else:
         video_dir = Path("videos") / f"{target.model_file.stem}-eval"
+    out_path = out_path or run_dir / "eval.json"
+    check_writable(out_path, "--out")  # before the rollout, not after minutes of it
     return EvalPlan(
         target=target, episodes=episodes, num_envs=min(num_envs, episodes), seed=seed,
         deterministic=entry.eval["deterministic"] if deterministic is None else deterministic,
         mode_source=mode_source, device=resolve_device(device),
-        out_path=out_path or run_dir / "eval.json", video_dir=video_dir if capture_video else None,
+        out_path=out_path, video_dir=video_dir if capture_video else None,
         trust_pickle=trust_pickle, model_config=model_config, source=_export_source(target.exported),
     )  # fmt: skip
 

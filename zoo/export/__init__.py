@@ -2,7 +2,8 @@
 
 The adapter's policy provides an :class:`~zoo.policy.ExportSpec` (a torch module with the
 framework's normalizer and action head baked in, plus the facts around it). This package writes it
-as TorchScript or ONNX into a temp folder next to ``--out``, loads the written file back the way a
+as TorchScript or ONNX into a private work folder next to ``--out`` (:func:`zoo.atomic.private_workdir`:
+one that a killed export left behind is removed by the next), loads the written file back the way a
 deployment would, and compares it with the source policy (:mod:`zoo.export.parity`). Only a file
 that passes is stamped with its metadata, checked once more, and renamed into place together with
 its sidecar; a failure leaves nothing behind.
@@ -17,12 +18,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoo.artifacts.digest import sha256_file
+from zoo.atomic import check_writable, private_workdir
 from zoo.errors import ZooError
 from zoo.export.parity import DEFAULT_TOLERANCE, Parity, check_parity, sample_batch
 from zoo.export.runtime import open_runner, sidecar_path
@@ -137,38 +137,38 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
     inputs, outputs = io_names(spec)
     recurrent = recurrent_facts(spec, inputs, outputs)  # what a runner needs to carry the state, too
     created = [d for d in (out.parent, *out.parent.parents) if not d.exists()]
+    check_writable(out, "--out")
+    done = False
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        with private_workdir(out.parent, f".{out.name}.") as workdir:
+            tmp = workdir / out.name
+            name, parity, passed_over = _first_passing(
+                policy, spec, fmt, candidates, tmp, opset, tol, recurrent
+            )
+            used = name if fmt == "onnx" else "torch.jit.trace"
+            meta = build_sidecar(
+                spec, target=target, fmt=fmt, opset=onnx_opset(tmp) if fmt == "onnx" else None,
+                exporter={"name": used, "requested": exporter if fmt == "onnx" else None, "passed_over": passed_over},
+                recurrent=recurrent, inputs=inputs, outputs=outputs, action_space=policy.action_space, parity=parity.to_json(),
+                left_to_caller=[*preset_notes, *spec.left_to_caller],
+            )  # fmt: skip
+            _stamp(tmp, fmt, meta)
+            again = check_parity(policy, open_runner(tmp, fmt, recurrent), spec.obs_groups, tolerance=tol)
+            if not all(np.array_equal(a, b) for a, b in zip(again.outputs, parity.outputs, strict=True)):
+                raise ZooError(
+                    "export failed, no file written: the file changed its outputs when its metadata was added"
+                )
+            meta["file_sha256"] = sha256_file(tmp)
+            side_tmp = workdir / "sidecar.json"
+            side_tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+            os.replace(tmp, out)
+            os.replace(side_tmp, sidecar_path(out))
+            done = True
     except OSError as exc:
         raise ZooError(
             f"cannot write into {out.parent}: {exc.strerror}", hint="choose another --out"
         ) from None
-    done = False
-    try:
-        tmp = workdir / out.name
-        name, parity, passed_over = _first_passing(policy, spec, fmt, candidates, tmp, opset, tol, recurrent)
-        used = name if fmt == "onnx" else "torch.jit.trace"
-        meta = build_sidecar(
-            spec, target=target, fmt=fmt, opset=onnx_opset(tmp) if fmt == "onnx" else None,
-            exporter={"name": used, "requested": exporter if fmt == "onnx" else None, "passed_over": passed_over},
-            recurrent=recurrent, inputs=inputs, outputs=outputs, action_space=policy.action_space, parity=parity.to_json(),
-            left_to_caller=[*preset_notes, *spec.left_to_caller],
-        )  # fmt: skip
-        _stamp(tmp, fmt, meta)
-        again = check_parity(policy, open_runner(tmp, fmt, recurrent), spec.obs_groups, tolerance=tol)
-        if not all(np.array_equal(a, b) for a, b in zip(again.outputs, parity.outputs, strict=True)):
-            raise ZooError(
-                "export failed, no file written: the file changed its outputs when its metadata was added"
-            )
-        meta["file_sha256"] = sha256_file(tmp)
-        side_tmp = workdir / "sidecar.json"
-        side_tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
-        os.replace(side_tmp, sidecar_path(out))
-        done = True
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
         for folder in [] if done else created:  # leave no trace of a failed export, folders included
             with contextlib.suppress(OSError):
                 folder.rmdir()

@@ -129,6 +129,31 @@ def open_runner(path: Path, fmt: str, recurrent: dict | None):
         ) from None
 
 
+_ACTION_KEYS = ("action_type", "action_shape", "num_actions", "nvec", "action_range")
+
+
+def fit_problem(meta: dict, observation_space: Any, action_space: Any) -> str | None:
+    """Why an exported file cannot drive an env with these spaces (its input or output layout differs)."""
+    from gymnasium import spaces
+
+    from zoo.export.obs import obs_layout
+    from zoo.export.sidecar import action_facts
+
+    shape, groups = obs_layout(observation_space)
+
+    def layout(obs_groups: dict) -> list:  # a Box's one group is named by its framework; a Dict's by its keys
+        named = isinstance(observation_space, spaces.Dict)
+        return [(k if named else "", g["start"], g["dim"], list(g["shape"])) for k, g in obs_groups.items()]
+
+    if list(shape) != meta.get("obs_shape") or layout(groups) != layout(meta["obs_groups"]):
+        return f"the file takes observations of shape {meta.get('obs_shape')}, the env gives {list(shape)}"
+    env, file = action_facts(action_space), meta
+    for key in _ACTION_KEYS:
+        if env.get(key) != file.get(key):
+            return f"the file's actions have {key} {file.get(key)}, the env's {env.get(key)}"
+    return None
+
+
 class ExportedPolicy:
     """An exported file behind :class:`zoo.policy.Policy` (deterministic only: the file is)."""
 
@@ -154,7 +179,14 @@ class ExportedFileAdapter:
         self.meta = meta
 
     def load_policy(self, model_file: Path, entry, env_id: str, **_settings) -> ExportedPolicy:
-        return ExportedPolicy(model_file, self.meta)
+        from zoo.envs import probe_spaces
+
+        spaces = probe_spaces(self.env_spec(entry, env_id))
+        problem = fit_problem(self.meta, *spaces)
+        if problem:
+            raise ZooError(f"{model_file} does not fit {env_id}: {problem}",
+                           hint=f"it was exported for {self.meta['task']}; check --env-id")  # fmt: skip
+        return ExportedPolicy(model_file, self.meta, *spaces)
 
     def env_spec(self, entry, env_id: str, video_dir: str | None = None):
         from zoo.envs import EnvSpec

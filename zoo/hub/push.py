@@ -14,11 +14,12 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zoo.atomic import check_writable, private_workdir
 from zoo.errors import RefusedError, ZooError
+from zoo.hub.consent import endpoint
 
 SECRET_NAME = re.compile(
     r"(^\.env(\..*)?$|token|secret|credential|passw|^\.netrc$|^id_(rsa|dsa|ecdsa|ed25519)$|\.(pem|key|p12|pfx)$)",
@@ -133,9 +134,9 @@ def stage(
     repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_file: str, card_text: str
 ) -> Staging:
     """Copy ``sources`` and the card into a fresh folder, then rename it over ``folder``."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
+    with private_workdir(folder.parent, f".{folder.name}.") as work:
+        tmp = work / "stage"
+        tmp.mkdir()
         staging = Staging(repo_id, folder)
         for name, source in sources:
             dest = tmp / name
@@ -149,9 +150,6 @@ def stage(
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return staging
 
 
@@ -171,10 +169,9 @@ def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: 
     except HfHubHTTPError as exc:
         raise ZooError(f"push to {staging.repo_id} failed: {str(exc).splitlines()[0]}",
                        hint="check HF_TOKEN's write access to the namespace") from None  # fmt: skip
-    except OSError as exc:
-        raise ZooError(
-            f"cannot reach the hub to push {staging.repo_id}: {exc}", hint="check HF_ENDPOINT"
-        ) from None
+    except Exception as exc:  # noqa: BLE001 - connection refused, DNS, TLS, timeouts: one line each
+        raise ZooError(f"cannot reach {endpoint()} to push {staging.repo_id}: {type(exc).__name__}: {exc}",
+                       hint="check the network, HF_ENDPOINT, or that the hub is running") from None  # fmt: skip
     return {"commit_url": info.commit_url, "commit": info.oid, "pr_url": info.pr_url}
 
 
@@ -220,6 +217,7 @@ def prepare(target, *, repo_id: str, folder: Path, eval_episodes: int | None, vi
     run = target.run
     if not run.path.is_dir():
         raise ZooError(f"{run.path} is a file; zoo push publishes a run dir", hint="give the run dir")
+    check_writable(folder, "--stage-dir", folder=True)
     sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
     replay = latest_video(run.path, run.run_name)
     if not (run.path / "eval.json").is_file() or (video and replay is None):

@@ -105,7 +105,8 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
     if kwargs:
         report.details["model_kwargs"] = kwargs
     if run.env_id is None:
-        report.flag(WARNING, "env id unknown (the file is not in a run dir)", "pass --env-id to zoo eval")
+        report.flag(WARNING, f"env id unknown ({run.name_problem or 'the file is not in a run dir'})",
+                    "pass --env-id to zoo eval")  # fmt: skip
         return report
     missing = missing_modules_for_extras(needed_extras(entry, run.env_id))
     if missing:

@@ -74,23 +74,26 @@ def run_from_model_file(model: Path) -> Run:
                 run.other_model_files.append(run.model_file)
             run.model_file = model
         return run
-    return Run(
-        framework="cleanrl", path=model, run_name=None, model_file=model, exp_name=model.name.split(".")[0]
-    )
-
-
-def _looks_like_run(name: str, entries: list[os.DirEntry]) -> bool:
-    """A CleanRL run: its name parses, or it holds a ``.cleanrl_model`` (other libraries log events too)."""
-    return parse_run_name(name) is not None or any(e.name.endswith(MODEL_SUFFIX) for e in entries)
+    return Run(framework="cleanrl", path=model, run_name=None, model_file=model, exp_name=model.name.split(".")[0],
+               name_problem=f"its folder {parent.name!r} is not a run dir env_id__exp_name__seed__time")  # fmt: skip
 
 
 def discover(root: Path) -> Iterator[Run]:
-    """Every CleanRL run under ``root`` (a runs folder, one run dir, or a model file)."""
+    """Every CleanRL run under ``root`` (a runs folder, one run dir, or a model file).
+
+    A folder is a run when its name parses as CleanRL's run name. A ``.cleanrl_model`` in a folder whose
+    name does not parse (a file copied to the top of ``runs/``, a renamed run) is a lone model file of
+    its own, and the folder's subfolders are still searched: one stray file never hides the runs below.
+    """
     if root.is_file():
         if root.name.endswith(MODEL_SUFFIX):
             yield run_from_model_file(root)
         return
     for folder, entries, subdirs in scan_tree(root):
-        if _looks_like_run(folder.name, entries):
+        if parse_run_name(folder.name) is not None:
             yield run_from_dir(folder, entries)
             subdirs.clear()
+            continue
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name.endswith(MODEL_SUFFIX) and entry.is_file():
+                yield run_from_model_file(Path(entry.path))
