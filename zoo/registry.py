@@ -176,18 +176,12 @@ def validate_entry(source: Path, name: str, raw: Any) -> Entry:
 
 
 def _read_yaml(path: Path) -> dict:
-    import yaml
+    from zoo import safeyaml
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ZooError(f"cannot read registry {path}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ZooError(f"invalid registry {path}: not valid YAML{where}") from None
+        data = safeyaml.read(path)
+    except ZooError as exc:
+        raise ZooError(f"invalid registry {exc.message}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -1,8 +1,8 @@
 """A run's training config, read without executing anything.
 
 Isaac Lab and mjlab dump the runner config to ``params/agent.yaml`` (and the env config to
-``params/env.yaml``) with ``yaml.dump``, so tuples appear as ``!!python/tuple``; they are read with
-a safe loader that turns tuples into lists and leaves every other Python tag unbuilt (``None``).
+``params/env.yaml``) with ``yaml.dump``, so tuples appear as ``!!python/tuple``; they are read by
+:func:`zoo.safeyaml.read` (tuples become lists, every other Python tag stays unbuilt: ``None``).
 Genesis pickles ``[env_cfg, obs_cfg, reward_cfg, command_cfg, train_cfg]`` (plain dicts) to
 ``cfgs.pkl``; it is decoded by :func:`~zoo.artifacts.restricted_pickle.restricted_loads` with no
 extra allowlist, so a pickle asking for any other global is refused, naming it, before it runs.
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo import safeyaml
 from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
 from zoo.errors import RefusedError, ZooError
 
@@ -88,35 +89,9 @@ class RunConfig:
         return None
 
 
-def _safe_yaml_loader():
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        """SafeLoader plus ``!!python/tuple`` as a list; any other python tag becomes None, never built."""
-
-    def _tuple(loader, node):
-        return loader.construct_sequence(node, deep=True)
-
-    def _unbuilt(_loader, _suffix, _node):
-        return None
-
-    Loader.add_constructor("tag:yaml.org,2002:python/tuple", _tuple)
-    Loader.add_multi_constructor("tag:yaml.org,2002:python/", _unbuilt)
-    Loader.add_multi_constructor("!", _unbuilt)
-    return Loader
-
-
 def read_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=_safe_yaml_loader())  # noqa: S506 - a SafeLoader subclass
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ZooError(f"{path}: cannot read: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ZooError(f"{path}: not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+    """A config dump (``!!python/tuple`` read as a list, other Python tags never built): a mapping."""
+    data = safeyaml.read(path, tags="config")
     if not isinstance(data, dict):
         raise ZooError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     return data

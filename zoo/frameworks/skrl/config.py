@@ -4,8 +4,9 @@ skrl's checkpoints hold weights only: the activation functions, the output expre
 scaler's ``epsilon``/``clip_threshold`` live in the agent config (Isaac Lab dumps it to
 ``params/agent.yaml``; skrl's ``Runner`` takes the same dict). skrl builds models from that
 config with ``exec``/``eval`` of generated source, so a planted config could run code there;
-zoo instead reads it with ``yaml.safe_load`` and accepts only a closed vocabulary (linear layers,
-named activations, ``ACTIONS`` wrapped in activations or scaled by a number).
+zoo instead reads it with :func:`zoo.safeyaml.read` (no Python tag is built) and accepts only a
+closed vocabulary (linear layers, named activations, ``ACTIONS`` wrapped in activations or scaled
+by a number).
 
 A model config for runs without ``params/agent.yaml`` (``zoo eval --model-config``, later
 ``zoo eval --model-config``) is a YAML file holding either a whole agent config (``models:``),
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo import safeyaml
 from zoo.errors import ZooError
 
 ACTIVATIONS = ("elu", "relu", "leaky_relu", "selu", "tanh", "sigmoid", "softplus", "softsign")
@@ -180,16 +182,8 @@ def scaler_spec(agent: Any, key: str, source: str) -> ScalerSpec:
 
 
 def read_yaml(path: Path) -> Any:
-    """``yaml.safe_load`` with one-line errors (never a Python object tag)."""
-    import yaml
-
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ZooError(f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ZooError(f"{path}: not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+    """An agent config (Isaac Lab dumps tuples as ``!!python/tuple``): no Python tag is ever built."""
+    return safeyaml.read(path, tags="config")
 
 
 @dataclass
