@@ -28,6 +28,8 @@ from zoo.errors import ZooError
 MAX_NODES = 200_000
 #: Bytes of YAML zoo reads from one file.
 MAX_BYTES = 8 << 20
+#: ``[`` / ``{`` nesting: PyYAML's scanner is quadratic in it (and its composer recursive).
+MAX_FLOW_DEPTH = 100
 
 TagPolicy = Literal["safe", "config"]
 _ORDERED_DICT = "tag:yaml.org,2002:python/object/apply:collections.OrderedDict"
@@ -41,7 +43,12 @@ def _loader(tags: TagPolicy, max_nodes: int) -> type:
     import yaml
 
     class Loader(yaml.SafeLoader):
-        """SafeLoader that measures the composed document before constructing it."""
+        """SafeLoader that bounds flow nesting and measures the composed document before constructing it."""
+
+        def fetch_flow_collection_start(self, TokenClass):
+            if self.flow_level >= MAX_FLOW_DEPTH:
+                raise YamlProblem(f"nested too deeply (over {MAX_FLOW_DEPTH} levels of [ or {{)")
+            super().fetch_flow_collection_start(TokenClass)
 
         def compose_document(self):
             node = super().compose_document()

@@ -1,0 +1,84 @@
+"""zoo.safeyaml: the one YAML reader for files zoo did not write (registry, run configs, model cards)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from zoo import safeyaml
+from zoo.errors import ZooError
+
+
+def billion_laughs(levels: int = 9) -> str:
+    """Nine levels of nine aliases: 387 million strings once expanded, a few hundred bytes as text."""
+    lines, prev = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'], "a"
+    for name in "bcdefghijklmnop"[: levels - 1]:
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+        prev = name
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (billion_laughs(), "expands to more than"),
+        ("a: &x [*x]", "recursive alias"),
+        ("[" * 20_000 + "]" * 20_000, "nested too deeply"),
+        ("a: !!python/object/apply:os.system [touch /tmp/x]", "could not determine a constructor"),
+        ("a: [1, 2", "not valid YAML at line 1"),
+    ],
+)
+def test_hostile_or_broken_yaml_is_refused_quickly_in_one_line(text, reason):
+    start = time.perf_counter()
+    with pytest.raises(safeyaml.YamlProblem) as caught:
+        safeyaml.loads(text)
+    assert reason in str(caught.value) and "\n" not in str(caught.value)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_shared_aliases_within_the_budget_still_load():
+    assert safeyaml.loads(billion_laughs(levels=3))["c"][0][0] == ["lol"] * 9  # 9**3 items: fine
+
+
+def test_config_tags_read_tuples_and_ordered_dicts_and_build_nothing_else():
+    text = (
+        "sizes: !!python/tuple [64, 64]\n"
+        "hook: !!python/object/apply:os.system [touch /tmp/zoo-canary]\n"
+        "local: !custom 3\n"
+        "kwargs: !!python/object/apply:collections.OrderedDict\n- - - lr\n    - 0.001\n"
+    )
+    assert safeyaml.loads(text, tags="config") == {"sizes": [64, 64], "hook": None, "local": None,
+                                                   "kwargs": {"lr": 0.001}}  # fmt: skip
+
+
+def test_read_bounds_the_file_and_names_it(tmp_path):
+    big = tmp_path / "agent.yaml"
+    big.write_text("a: 1\n" * 10)
+    assert safeyaml.read(big) == {"a": 1}
+    with pytest.raises(ZooError, match="agent.yaml: YAML file over 0 MiB"):
+        safeyaml.read(big, max_bytes=16)
+    (tmp_path / "bad.yaml").write_bytes(b"a: \xff\xfe\n")
+    with pytest.raises(ZooError, match="bad.yaml: not UTF-8 text"):
+        safeyaml.read(tmp_path / "bad.yaml")
+    with pytest.raises(ZooError, match="cannot read"):
+        safeyaml.read(tmp_path / "missing.yaml")
+
+
+def test_a_yaml_bomb_as_registry_or_run_config_is_one_line(tmp_path):
+    from helpers import zoo
+
+    bomb = tmp_path / "registry.yaml"
+    bomb.write_text(billion_laughs())
+    result = zoo("--registry", bomb, "registry", "list")
+    assert result.exit_code == 1 and result.stderr.count("error:") == 1
+    assert "invalid registry" in result.stderr and "expands to more than" in result.stderr
+
+    run = tmp_path / "logs" / "rsl_rl" / "go2" / "2026-01-01_00-00-00"
+    (run / "params").mkdir(parents=True)
+    (run / "model_100.pt").write_bytes(b"")
+    (run / "params" / "agent.yaml").write_text(billion_laughs())
+    checked = zoo("check", tmp_path / "logs", "--json")
+    assert checked.exit_code == 1 and "Traceback" not in checked.stderr
+    (report,) = checked.json()
+    assert report["status"] == "error" and "agent.yaml: expands to more than" in report["reason"]
