@@ -1,22 +1,41 @@
-"""Static inspection of model files: formats, truncation and dangerous pickles, nothing executed."""
+"""Static verification of model files: formats, truncation, corruption and pickles, nothing executed.
+
+Every file here is written by ``torch.save`` (or mutated from one); the oracle for "loads" is
+``torch.load(weights_only=True)`` itself.
+"""
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
+import struct
+import zipfile
 
 import numpy as np
+import pytest
 import torch
 from helpers import Canary, save_model, write_malicious
 
-from zoo.artifacts.pickles import TensorInfo, scan_globals
-from zoo.artifacts.torchfile import inspect_torch_file
+from zoo.artifacts.pickles import scan_pickles
+from zoo.artifacts.torchfile import inspect_torch_file, torch_load
+from zoo.artifacts.weights_only import TensorInfo
+
+
+def _rezip(src, dst, change):
+    """Copy a torch zip entry by entry, letting ``change(info, data)`` return new bytes (or None to drop)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.infolist():
+            data = change(item, zin.read(item))
+            if data is not None:
+                zout.writestr(item, data)
+    return dst
 
 
 def test_state_dict_is_described_without_loading(tmp_path):
     path = save_model(tmp_path / "dqn.cleanrl_model", "dqn", "CartPole-v1")
     info = inspect_torch_file(path)
-    assert info.kind == "torch-zip" and info.weights_only_ok and not info.dangerous
+    assert info.kind == "torch-zip" and info.verified and not info.dangerous and not info.unknown
     real = torch.load(path, weights_only=True)
     assert list(info.content) == list(real)
     for key, tensor in real.items():
@@ -46,26 +65,72 @@ def test_truncated_empty_and_foreign_files(tmp_path):
     text.write_text("hello, I am not a model")
     assert inspect_torch_file(text).kind == "not-torch"
     assert inspect_torch_file(tmp_path / "absent.pt").kind == "missing"
+    loop = tmp_path / "loop.pt"
+    loop.symlink_to(loop)
+    assert inspect_torch_file(loop).kind == "missing" and "cannot read" in inspect_torch_file(loop).problem
+    assert inspect_torch_file(tmp_path).problem == "not a regular file"
 
 
-def test_storage_shorter_than_its_tensors_is_truncation(tmp_path):
-    import zipfile
-
+@pytest.mark.parametrize("cut", [8, 200])
+def test_a_storage_record_of_the_wrong_size_is_what_torch_refuses(tmp_path, cut):
     good = save_model(tmp_path / "good.pt", "dqn", "CartPole-v1")
-    shrunk = tmp_path / "shrunk.pt"
-    with zipfile.ZipFile(good) as src, zipfile.ZipFile(shrunk, "w") as dst:
-        for item in src.infolist():
-            data = src.read(item)
-            dst.writestr(item, data[:8] if item.filename.endswith("data/0") else data)
-    info = inspect_torch_file(shrunk)
-    assert info.kind == "truncated" and "storage 0" in info.problem
+
+    def resize(item, data):
+        if not item.filename.endswith("data/0"):
+            return data
+        return data[:cut] if cut < len(data) else data + b"\0" * cut  # shorter, or longer than its tensors
+
+    bad = _rezip(good, tmp_path / "bad.pt", resize)
+    info = inspect_torch_file(bad)
+    assert not info.verified and "storage 0 holds" in info.problem
+    with pytest.raises(Exception, match="record size"):
+        torch.load(bad, weights_only=True)
+
+
+def test_a_flipped_byte_in_a_tensor_is_found_though_torch_would_load_it(tmp_path):
+    good = save_model(tmp_path / "good.pt", "dqn", "CartPole-v1")
+    raw = bytearray(good.read_bytes())
+    with zipfile.ZipFile(good) as zf:
+        item = next(i for i in zf.infolist() if i.filename.endswith("data/0"))
+    name_len, extra_len = struct.unpack_from("<HH", raw, item.header_offset + 26)  # the local header's
+    raw[item.header_offset + 30 + name_len + extra_len + 3] ^= 0xFF
+    flipped = tmp_path / "flipped.pt"
+    flipped.write_bytes(bytes(raw))
+    torch.load(flipped, weights_only=True)  # torch never checks the CRC: it would load corrupted weights
+    info = inspect_torch_file(flipped)
+    assert not info.verified and info.problem == f"entry {item.filename} is corrupted (CRC-32 mismatch)"
+
+
+def test_files_torch_cannot_read_are_not_ok(tmp_path):
+    good = save_model(tmp_path / "good.pt", "dqn", "CartPole-v1")
+    cases = {
+        "no version record": lambda i, d: None if i.filename.endswith("/version") else d,
+        "is not a file format version": lambda i, d: b"99\n" if i.filename.endswith("/version") else d,
+        "byteorder record": lambda i, d: b"middle" if i.filename.endswith("/byteorder") else d,
+    }
+    for expected, change in cases.items():
+        info = inspect_torch_file(_rezip(good, tmp_path / "x.pt", change))
+        assert expected in info.problem, (expected, info.problem)
+        with pytest.raises((RuntimeError, ValueError)):
+            torch.load(tmp_path / "x.pt", weights_only=True)
+    with zipfile.ZipFile(good) as zin, zipfile.ZipFile(tmp_path / "flat.pt", "w") as zout:
+        for item in zin.infolist():
+            zout.writestr(item.filename.split("/", 1)[1], zin.read(item))
+    assert "is not in a folder" in inspect_torch_file(tmp_path / "flat.pt").problem
+    shifted = tmp_path / "shifted.pt"
+    shifted.write_bytes(b"\0" * 64 + good.read_bytes())
+    shifted_info = inspect_torch_file(shifted)
+    assert not shifted_info.verified and shifted_info.kind == "not-torch"
+    scripted = tmp_path / "scripted.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(scripted))
+    assert "TorchScript archive" in inspect_torch_file(scripted).problem
 
 
 def test_malicious_pickles_are_flagged_and_never_run(tmp_path):
     canary = tmp_path / "canary"
     zipped = inspect_torch_file(write_malicious(tmp_path / "evil.pt", canary))
     plain = inspect_torch_file(write_malicious(tmp_path / "evil.pkl", canary, as_torch=False))
-    assert zipped.dangerous == ["posix.system"] and not zipped.weights_only_ok
+    assert zipped.dangerous == ["posix.system"] and not zipped.verified
     assert plain.kind == "pickle" and plain.dangerous == ["posix.system"]
     assert not canary.exists()
 
@@ -79,19 +144,53 @@ def test_stack_global_through_the_memo_is_seen():
     # protocol 4 memoizes the module string "posix"; the second STACK_GLOBAL reads it back with BINGET
     data = pickle.dumps([Canary("/nonexistent"), _Getpid()], protocol=4)
     assert data.count(b"posix") == 1
-    assert scan_globals(data) == [("posix", "system"), ("posix", "getpid")]
+    assert scan_pickles(data).globals == [("posix", "system"), ("posix", "getpid")]
 
 
-def test_numpy_objects_are_not_weights_only(tmp_path):
+def test_numpy_values_are_allowed_and_confirmed_by_torch_itself(tmp_path):
     path = tmp_path / "np.pt"
-    torch.save({"w": torch.zeros(2), "stats": np.zeros(3)}, path)
+    torch.save({"w": torch.zeros(2), "stats": np.zeros(3), "gamma": np.float64(0.99)}, path)
     info = inspect_torch_file(path)
-    assert not info.dangerous and not info.weights_only_ok
-    assert any("numpy" in g for g in info.disallowed)
+    assert info.is_safe and not info.verified and info.confirm
+    assert any("numpy" in g for g in info.globals)
+    loaded = torch_load(path)
+    assert loaded["gamma"] == 0.99 and loaded["stats"].shape == (3,)
 
 
-def test_legacy_torch_format_is_recognised(tmp_path):
+def test_a_global_outside_the_allowlist_is_unknown_not_a_warning(tmp_path):
+    import argparse
+
+    path = tmp_path / "ns.pt"
+    torch.save({"w": torch.zeros(2), "args": argparse.Namespace(lr=0.1)}, path)
+    info = inspect_torch_file(path)
+    assert info.unknown == ["argparse.Namespace"] and not info.dangerous and not info.verified
+
+
+def test_legacy_torch_format_is_confirmed_by_torch(tmp_path):
     path = tmp_path / "legacy.pt"
     torch.save({"w": torch.zeros(2)}, path, _use_new_zipfile_serialization=False)
     info = inspect_torch_file(path)
-    assert info.kind == "torch-legacy" and not info.dangerous and not info.weights_only_ok
+    assert info.kind == "torch-legacy" and info.is_safe and info.confirm and not info.verified
+    assert torch_load(path)["w"].shape == (2,)
+
+
+def test_an_unchecksummed_archive_is_noted(tmp_path):
+    path = tmp_path / "nocrc.pt"
+    torch.serialization.set_crc32_options(False)
+    try:
+        torch.save({"w": torch.zeros(2)}, path)
+    finally:
+        torch.serialization.set_crc32_options(True)
+    info = inspect_torch_file(path)
+    assert info.verified and any("no CRC-32" in n for n in info.notes)
+
+
+def test_in_memory_and_on_disk_give_the_same_verdict(tmp_path):
+    from zoo.artifacts.torchfile import inspect_torch_bytes
+
+    path = save_model(tmp_path / "dqn.pt", "dqn", "CartPole-v1")
+    disk, mem = inspect_torch_file(path), inspect_torch_bytes(path.read_bytes(), path)
+    assert disk.verified and mem.verified and disk.content == mem.content
+    buf = io.BytesIO()
+    torch.save({"a": torch.ones(1)}, buf)
+    assert inspect_torch_bytes(buf.getvalue(), path).verified

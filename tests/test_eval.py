@@ -134,11 +134,16 @@ def test_unsafe_pickle_is_refused_unless_trusted_and_never_runs(tmp_path):
     write_malicious(run / "dqn.cleanrl_model", canary)
     result = _eval(run, "-n", "1")
     assert result.exit_code == 3
-    assert "unsafe pickle" in result.stderr and "--trust-pickle" in result.stderr
+    assert "unsafe pickle" in result.stderr and "posix.system" in result.stderr
+    assert "--trust-pickle" not in result.stderr  # never the hint for a file that runs code
     assert not canary.exists() and not (run / "eval.json").exists()
 
 
-def test_non_weights_only_file_needs_trust(tmp_path):
+def test_numpy_values_load_safely_and_unknown_globals_need_trust(tmp_path):
+    """numpy arrays and scalars are on zoo's allowlist (torch's weights-only loader takes them when told);
+    a global outside it is refused without a hint to run it, and loads only with --trust-pickle."""
+    import argparse
+
     import torch
     from helpers import spaces
 
@@ -148,10 +153,15 @@ def test_non_weights_only_file_needs_trust(tmp_path):
     run = tmp_path / "runs" / "CartPole-v1__c51__1__1700000000"
     run.mkdir(parents=True)
     weights = build_model(load_registry().get("c51"), "q_network", spaces("CartPole-v1"), {}).state_dict()
-    args = {"n_atoms": 101, "v_min": -100, "v_max": 100, "seed_array": np.arange(3)}
+    args = {"n_atoms": 101, "v_min": -100, "v_max": 100, "seed_array": np.arange(3), "gamma": np.float64(0.99)}
     torch.save({"model_weights": weights, "args": args}, run / "c51.cleanrl_model")
+    assert _eval(run, "-n", "1").exit_code == 0
+
+    torch.save({"model_weights": weights, "args": {**args, "ns": argparse.Namespace(seed=1)}},
+               run / "c51.cleanrl_model")  # fmt: skip
     refused = _eval(run, "-n", "1")
-    assert refused.exit_code == 3 and "weights-only loader refuses" in refused.stderr
+    assert refused.exit_code == 3 and "holds argparse.Namespace, which zoo cannot check" in refused.stderr
+    assert "--trust-pickle" not in refused.stderr
     trusted = _eval(run, "-n", "1", "--trust-pickle")
     assert trusted.exit_code == 0, trusted.stderr
 

@@ -645,8 +645,9 @@ def test_malicious_data_is_refused_and_never_runs(models, tmp_path):
         and "observation_space" in report["reason"]
     )
     result = zoo("eval", bad, "--quiet")
-    assert result.exit_code == 3 and "system, which zoo does not unpickle" in result.stderr
-    assert "--trust-pickle" in result.stderr
+    assert result.exit_code == 3 and "unsafe pickle in data['observation_space']" in result.stderr
+    assert "loading would call posix.system" in result.stderr
+    assert "--trust-pickle" not in result.stderr  # never the hint for a file that runs code
     assert not canary.exists() and not (bad.parent / "eval.json").exists()
 
 

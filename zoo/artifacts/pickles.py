@@ -1,177 +1,201 @@
-"""Pickle opcode scanning and a metadata-only restricted unpickler.
+"""Which globals a pickle would import, found by running the pickle machine with nothing behind it.
 
-``scan_globals`` walks the opcode stream (``pickletools.genops``) and lists
-every global a pickle would import, including ``STACK_GLOBAL`` references whose
-names come from earlier (possibly memoized) string pushes. Nothing is executed.
+An opcode walk that guesses ``STACK_GLOBAL``'s operands from "recent string pushes" is evaded by a
+``POP``, a ``DUP``, a memo slot written after a ``POP``, a ``FRAME`` that ends inside an opcode, or an
+``INT`` written in hex. Instead, :func:`scan_pickles` runs CPython's reference pickle machine
+(``pickle._Unpickler``, the pure-Python one: its memo is a dict, so a huge memo index costs nothing,
+unlike the C unpickler's array) with ``find_class`` overridden to *record* each ``(module, name)`` and
+hand back :class:`Inert`, a class whose instances absorb every call, attribute and item operation. The
+stack and memo are the real ones, so the globals recorded are the ones ``pickle`` would import; nothing
+a pickle names is imported and nothing it calls runs. Hardened further: ``EXT1/2/4`` (which consult
+``copyreg``'s process-wide registry instead of ``find_class``) and a ``BYTEARRAY8`` longer than the
+input are refused, and any exception means "incomplete": the caller fails closed.
 
-``read_torch_pickle`` then unpickles a torch ``data.pkl`` with an allowlist
-that maps tensor-rebuild calls to :class:`TensorInfo` records, so keys, shapes
-and dtypes are known without torch and without running any code.
+:func:`classify` then turns the globals into a verdict against an allowlist: a global on it is fine,
+a known-dangerous one is "unsafe", and every other one is "unknown" (zoo cannot check it without
+running it). Both are errors; only the words differ.
 """
 
 from __future__ import annotations
 
+import _compat_pickle
 import io
 import pickle
-import pickletools
-from collections import OrderedDict
-from dataclasses import dataclass
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-#: Globals that can run code or touch the system when a pickle is loaded.
-DANGEROUS_MODULES = {
-    "os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "runpy", "importlib", "pty",
-    "webbrowser", "ctypes", "multiprocessing", "code", "commands", "pickle", "_pickle", "marshal",
-    "types", "operator", "functools", "asyncio", "requests", "urllib", "http", "pip",
-}  # fmt: skip
-DANGEROUS_BUILTINS = {
-    "eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "__import__", "globals",
-    "locals", "vars", "input", "breakpoint", "memoryview", "apply", "execfile",
-}  # fmt: skip
-
-#: What torch.load(weights_only=True) accepts for a state dict of plain tensors.
-_DTYPES = {
-    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
-    "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
-    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool",
-}  # fmt: skip
-ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
-            "int16": 2, "int8": 1, "uint8": 1, "bool": 1}  # fmt: skip
-_INT_OPS = {"INT", "LONG", "LONG1", "LONG4", "BININT", "BININT1", "BININT2"}
-_STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING",
-               "SHORT_BINSTRING"}  # fmt: skip
+#: Modules whose globals can run code, touch files, the network or other processes when a pickle calls them.
+DANGEROUS_MODULES = frozenset({
+    "os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "runpy", "importlib", "pty", "webbrowser",
+    "ctypes", "multiprocessing", "code", "codeop", "commands", "pickle", "_pickle", "cPickle", "marshal",
+    "types", "operator", "_operator", "functools", "asyncio", "requests", "urllib", "urllib2", "http",
+    "httplib", "ftplib", "smtplib", "telnetlib", "pip", "setuptools", "distutils", "pdb", "bdb", "timeit",
+    "trace", "profile", "cProfile", "dill", "cloudpickle", "joblib", "tempfile", "signal", "threading",
+    "_thread", "torch.hub", "torch.package", "torch.jit",
+    "torch.serialization", "torch._C", "torch.ops", "numpy.lib.npyio", "numpy.testing", "_posixsubprocess",
+})  # fmt: skip
+#: Names that are dangerous whichever module (``builtins``, ``numpy``, ``torch``, ...) they come from.
+DANGEROUS_NAMES = frozenset({
+    "eval", "exec", "execfile", "compile", "open", "getattr", "setattr", "delattr", "__import__", "globals",
+    "locals", "vars", "input", "breakpoint", "apply", "load", "loads", "fromfile", "loadtxt", "genfromtxt",
+    "system", "popen", "spawn", "run_path", "import_module",
+})  # fmt: skip
 
 
-class PickleTruncated(Exception):
-    """The opcode stream ended before STOP: the file is cut short."""
+class Inert:
+    """What every global and persistent id of a scanned pickle becomes: absorbs any operation, holds nothing.
+
+    It must be a class (``NEWOBJ`` calls ``cls.__new__``); its methods take ``*args`` because
+    ``BUILD``/``APPENDS`` on the class itself call them unbound. No ``__eq__``: hashing stays identity.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(Inert)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        return object.__new__(Inert)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return object.__new__(Inert)
+
+    def __setattr__(self, name, value):
+        pass
+
+    def __setstate__(*args):
+        pass
+
+    def __setitem__(*args):
+        pass
+
+    def append(*args):
+        pass
+
+    def extend(*args):
+        pass
+
+    def add(*args):
+        pass
+
+    def __repr__(self):
+        return "<Inert>"
 
 
-def is_dangerous(module: str, name: str) -> bool:
-    root = module.split(".")[0]
-    if root in DANGEROUS_MODULES:
-        return True
-    return root in {"builtins", "__builtin__"} and name in DANGEROUS_BUILTINS
+class HardenedUnpickler(pickle._Unpickler):
+    """The pure-Python pickle machine minus its two ways around ``find_class`` and its one pre-allocation.
+
+    Shared by the scanner below and by :mod:`zoo.artifacts.restricted_pickle`.
+    """
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, file: io.BytesIO, limit: int):
+        super().__init__(file, encoding="ASCII")
+        self._limit = limit
+
+    def get_extension(self, code: int):
+        raise pickle.UnpicklingError(f"extension code {code} (EXT opcode) refused: it bypasses the allowlist")
+
+    def _load_bytearray8(self) -> None:
+        (size,) = struct.unpack("<Q", self.read(8))
+        if size > self._limit:
+            raise pickle.UnpicklingError(f"BYTEARRAY8 of {size} bytes in a {self._limit}-byte pickle")
+        self.append(bytearray(self.read(size)))
+
+    dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
+
+
+class _Recorder(HardenedUnpickler):
+    def __init__(self, file: io.BytesIO, limit: int, found: list[tuple[str, str]]):
+        super().__init__(file, limit)
+        self._found = found
+
+    def find_class(self, module: str, name: str) -> type:
+        self._found.append((module, name))
+        return Inert
+
+    def persistent_load(self, pid: object) -> type:
+        return Inert
 
 
 @dataclass
 class PickleScan:
-    """What one pickle in a byte stream references, and where it ends."""
+    """The globals of ``count`` consecutive pickles, in order; ``error`` when the scan could not finish."""
 
-    globals: list[tuple[str, str]]
-    end: int  # offset just past the STOP opcode
-    first_int: int | None  # the first integer pushed (torch's legacy magic number)
-
-
-def scan_pickle(data: bytes, start: int = 0) -> PickleScan:
-    """Walk one pickle's opcodes from ``start``; list every global it would import. Nothing runs."""
-    found: list[tuple[str, str]] = []
-    memo: dict[int, object] = {}
-    recent: list[object] = []  # values pushed by string / memo-get ops, newest last
-    first_int = None
-    stream = io.BytesIO(data)
-    stream.seek(start)
-    try:
-        for opcode, arg, pos in pickletools.genops(stream):
-            name = opcode.name
-            if name in _STRING_OPS:
-                recent.append(arg)
-            elif name in _INT_OPS and first_int is None:
-                first_int = int(arg)
-            elif name in ("BINGET", "LONG_BINGET", "GET"):
-                recent.append(memo.get(int(arg)))
-            elif name in ("BINPUT", "LONG_BINPUT", "PUT"):
-                memo[int(arg)] = recent[-1] if recent else None
-            elif name == "MEMOIZE":
-                memo[len(memo)] = recent[-1] if recent else None
-            elif name in ("GLOBAL", "INST"):
-                module, _, attr = str(arg).partition(" ")
-                found.append((module, attr))
-            elif name == "STACK_GLOBAL":
-                if len(recent) >= 2 and all(isinstance(v, str) for v in recent[-2:]):
-                    found.append((str(recent[-2]), str(recent[-1])))
-                else:
-                    found.append(("<unknown>", "<stack_global>"))
-            elif name == "STOP":
-                return PickleScan(found, pos + 1, first_int)
-    except ValueError as exc:
-        raise PickleTruncated(str(exc)) from None
-    raise PickleTruncated("no STOP opcode")
-
-
-def scan_globals(data: bytes) -> list[tuple[str, str]]:
-    """Every ``(module, name)`` the (first) pickle in ``data`` would import, in order."""
-    return scan_pickle(data).globals
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """A tensor as described by a checkpoint, never materialised."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    storage_key: str
-    storage_numel: int
+    globals: list[tuple[str, str]] = field(default_factory=list)
+    error: str | None = None
+    end: int = 0  # offset just past the last pickle scanned
 
     @property
-    def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+    def complete(self) -> bool:
+        return self.error is None
+
+    def names(self) -> list[str]:
+        return list(dict.fromkeys(f"{m}.{n}" for m, n in self.globals))
+
+
+def scan_pickles(data: bytes, count: int = 1) -> PickleScan:
+    """Run ``count`` pickles of ``data`` (from its start) through the recording machine. Nothing is imported."""
+    scan = PickleScan()
+    stream = io.BytesIO(data)
+    for _ in range(count):
+        try:
+            _Recorder(stream, len(data), scan.globals).load()
+        except RecursionError:
+            scan.error = "nested too deeply"
+        except Exception as exc:  # noqa: BLE001 - any failure means "could not follow it to the end"
+            scan.error = f"{type(exc).__name__}: {exc}"[:200]
+        if scan.error:
+            break
+        scan.end = stream.tell()
+        if scan.end >= len(data):
+            break
+    return scan
+
+
+def normalized(module: str, name: str) -> tuple[str, str]:
+    """What a protocol < 3 load imports for a Python 2 name (``__builtin__.set`` is ``builtins.set``)."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
+def is_dangerous(module: str, name: str) -> bool:
+    """A global known to run code or touch the system (the raw name, and what Python 2 names map to)."""
+    for mod, attr in {(module, name), normalized(module, name)}:
+        parts = [*mod.split("."), *attr.split(".")]
+        dotted = {".".join(parts[: i + 1]) for i in range(len(parts))}
+        if dotted & DANGEROUS_MODULES or parts[-1] in DANGEROUS_NAMES:
+            return True
+        if len(attr.split(".")) > 1 and any(p in DANGEROUS_MODULES for p in attr.split(".")):
+            return True  # a dotted name reaching a module through an attribute (``torch``, ``os.system``)
+    return False
 
 
 @dataclass(frozen=True)
-class _Storage:
-    dtype: str
-    key: str
-    numel: int
+class GlobalVerdict:
+    dangerous: list[str]
+    unknown: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.dangerous or self.unknown)
 
 
-def _rebuild_tensor(storage, _offset, size, _stride, *_rest):
-    return TensorInfo(tuple(int(s) for s in size), storage.dtype, storage.key, storage.numel)
-
-
-def _rebuild_parameter(data, *_rest):
-    return data
-
-
-class _DtypeMarker(str):
-    """Stands for a ``torch.*Storage`` class (or a dtype) in a persistent id."""
-
-
-class DisallowedGlobal(Exception):
-    """The pickle references a global outside the tensor allowlist."""
-
-    def __init__(self, module: str, name: str):
-        super().__init__(f"{module}.{name}")
-        self.module, self.name = module, name
-
-
-class _MetadataUnpickler(pickle.Unpickler):
-    """Builds containers and :class:`TensorInfo` records; refuses every other global."""
-
-    _ALLOWED = {
-        ("collections", "OrderedDict"): OrderedDict,
-        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
-        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-    }
-
-    def find_class(self, module, name):
-        if (module, name) in self._ALLOWED:
-            return self._ALLOWED[(module, name)]
-        if module == "torch" and name in _DTYPES:
-            return _DtypeMarker(_DTYPES[name])
-        if module == "torch" and name in ITEMSIZE:
-            return _DtypeMarker(name)
-        raise DisallowedGlobal(module, name)
-
-    def persistent_load(self, pid):
-        # ('storage', storage_type, key, location, numel)
-        if isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage":
-            dtype = pid[1] if isinstance(pid[1], str) else "unknown"
-            return _Storage(str(dtype), str(pid[2]), int(pid[4]))
-        raise pickle.UnpicklingError(f"unsupported persistent id {pid!r}")
-
-
-def read_torch_pickle(data: bytes) -> object:
-    """Unpickle a torch ``data.pkl`` into plain containers and :class:`TensorInfo`."""
-    return _MetadataUnpickler(io.BytesIO(data)).load()
+def classify(found: Iterable[tuple[str, str]], allowed: frozenset[str]) -> GlobalVerdict:
+    """Dangerous globals, then every other one not on ``allowed`` (``"module.name"`` strings), each once."""
+    dangerous, unknown = [], []
+    for module, name in dict.fromkeys(found):
+        shown = f"{module}.{name}"
+        if is_dangerous(module, name):
+            dangerous.append(shown)
+        elif shown not in allowed and "{}.{}".format(*normalized(module, name)) not in allowed:
+            unknown.append(shown)
+    return GlobalVerdict(dangerous, unknown)

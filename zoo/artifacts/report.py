@@ -37,43 +37,43 @@ class RunReport:
 
 
 _BROKEN = ("empty", "not-torch", "truncated", "missing")
+_UNKNOWN_HINT = "zoo loads weights only: re-save them with torch.save(model.state_dict()); see docs/check.md"
 
 
 def flag_torch_file(report: RunReport, info, label: str | None = None,
                     not_torch_hint: str = "is this a model file of this framework?") -> bool:  # fmt: skip
-    """Flag what the static scan of a torch file found; True when ``weights_only`` loading will take it.
+    """Flag what the verification of a torch file found; True when zoo's loader will take the file.
 
-    One verdict for every adapter: an unsafe pickle and a broken file are errors, anything torch's
-    weights-only loader would refuse is a warning that ``zoo eval`` needs ``--trust-pickle``.
+    One verdict for every adapter, never a warning about a global: one that runs code is an unsafe
+    pickle, one outside zoo's allowlist is a global zoo cannot check, and a broken file is broken. When
+    the static check could not decide (numpy values, torch's legacy format), torch's own weights-only
+    loader is asked; only then is torch imported.
     """
+    from zoo.artifacts.torchfile import confirm_loads
+
     where, prefix = (f" in {label}", f"{label}: ") if label else ("", "")
+    report.details["weights_only"] = False
+    for note in info.notes:
+        report.flag(WARNING, f"{prefix}{note}", "re-save the file with torch.save's defaults")
     if info.dangerous:
         report.details["dangerous_globals"] = info.dangerous
         report.flag(ERROR, f"unsafe pickle{where}: loading would call {', '.join(info.dangerous)}",
-                    "do not load it; zoo eval refuses it unless --trust-pickle")  # fmt: skip
+                    "do not load it: it runs code when it is loaded")  # fmt: skip
+        return False
+    if info.unknown:
+        report.details["unknown_globals"] = info.unknown
+        report.flag(ERROR, f"{prefix}holds {', '.join(info.unknown)}, which zoo cannot check without running it",
+                    _UNKNOWN_HINT)  # fmt: skip
         return False
     if info.kind in _BROKEN or info.problem:
-        hint = "re-save or re-download the file" if info.kind == "truncated" else not_torch_hint
-        report.flag(ERROR, f"{prefix}{info.kind}: {info.problem}", hint)
+        hint = not_torch_hint if info.kind in ("not-torch", "pickle") else "re-save or re-download the file"
+        report.flag(ERROR, f"{prefix}{info.kind}: {info.problem or info.kind}", hint)
         return False
-    if not info.weights_only_ok:
-        what = ", ".join(info.disallowed) or f"{info.kind} format"
-        report.flag(
-            WARNING, f"{prefix}not loadable with weights_only=True ({what})", "zoo eval needs --trust-pickle"
-        )
-        return False
+    if info.confirm:
+        failed = confirm_loads(info)
+        if failed:
+            report.flag(ERROR, f"{prefix}{failed}", "re-save or re-download the file")
+            return False
+        report.notes.append(f"{prefix}verified by torch's weights-only loader ({info.confirm})")
+    report.details["weights_only"] = True
     return True
-
-
-def verify_weights_only_load(report: RunReport, paths: list) -> None:
-    """Confirm the static verdict with torch's own weights-only loader (mmap: no tensor copies)."""
-    import torch
-
-    for path in paths:
-        try:
-            torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except Exception as exc:  # noqa: BLE001 - any failure is the finding
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            report.details["weights_only"] = False
-            report.flag(ERROR, f"torch.load(weights_only=True) failed on {path.name}: {first}",
-                        "re-save or re-download the file")  # fmt: skip

@@ -1,18 +1,25 @@
-"""A restricted unpickler: builds only the classes on an explicit allowlist.
+"""A restricted unpickler: builds only the classes on an explicit allowlist, with bounded arguments.
 
 Some values exist only as pickles (SB3's policy kwargs, spaces and VecNormalize statistics;
 Genesis' ``cfgs.pkl``). They are decoded with this unpickler, which resolves a global only when
 ``(module, name)`` is on the allowlist the caller passes, plus a few plain builtins. Anything
 else raises :class:`RefusedGlobal` naming the global, before any of its code could run.
+
+It runs on :class:`~zoo.artifacts.pickles.HardenedUnpickler` (the pure-Python pickle machine, its
+memo a dict, ``EXT`` codes refused), and the builtins it allows are wrapped so that a pickle cannot
+make them allocate: ``bytes(10**10)`` or ``list(range(10**10))`` is refused, not attempted.
 """
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import io
 import pickle
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from zoo.artifacts.pickles import HardenedUnpickler
 
 #: Plain values every allowlist may rebuild: containers and numbers, nothing callable with effects.
 SAFE_BUILTINS: frozenset[tuple[str, str]] = frozenset(
@@ -21,6 +28,9 @@ SAFE_BUILTINS: frozenset[tuple[str, str]] = frozenset(
     | {("collections", "OrderedDict"), ("collections", "defaultdict"), ("collections", "deque"),
        ("_codecs", "encode"), ("copyreg", "_reconstructor")}
 )  # fmt: skip
+#: Builtins that allocate what their argument says: only data already in the pickle may fill them.
+_SIZED = {"bytes", "bytearray", "list", "tuple", "set", "frozenset", "str", "dict"}
+_MATERIAL = (list, tuple, set, frozenset, dict, str, bytes, bytearray)
 
 
 class RefusedGlobal(pickle.UnpicklingError):
@@ -35,15 +45,43 @@ class RefusedGlobal(pickle.UnpicklingError):
         return f"{self.module}.{self.name}"
 
 
-class _Restricted(pickle.Unpickler):
+def _bounded(builtin: type) -> Callable[..., Any]:
+    """``builtin(*args)`` only when its argument is data the pickle already holds (no counts, no ranges)."""
+
+    def build(*args: Any) -> Any:
+        if args and not isinstance(args[0], _MATERIAL):
+            raise pickle.UnpicklingError(f"{builtin.__name__}() of a {type(args[0]).__name__} refused")
+        return builtin(*args)
+
+    return build
+
+
+def _reconstruct_empty(subtype: Any, shape: Any, dtype: Any) -> Any:
+    """numpy's array reconstructor as numpy's own ``__reduce__`` calls it: an empty array, filled by BUILD."""
+    from numpy._core.multiarray import _reconstruct
+
+    if tuple(shape) != (0,):
+        raise pickle.UnpicklingError(f"numpy _reconstruct of shape {shape!r} refused (numpy writes (0,))")
+    return _reconstruct(subtype, shape, dtype)
+
+
+_GUARDED: dict[tuple[str, str], Callable[..., Any]] = {
+    **{("builtins", n): _bounded(getattr(builtins, n)) for n in _SIZED},
+    **{(core, "_reconstruct"): _reconstruct_empty for core in ("numpy._core.multiarray", "numpy.core.multiarray")},
+}  # fmt: skip
+
+
+class _Restricted(HardenedUnpickler):
     def __init__(self, data: bytes, allowed: frozenset[tuple[str, str]]):
-        super().__init__(io.BytesIO(data))
+        super().__init__(io.BytesIO(data), len(data))
         self._allowed = allowed
 
     def find_class(self, module: str, name: str) -> Any:
         module = "builtins" if module == "__builtin__" else module  # protocol < 3 spells it the Python 2 way
         if (module, name) not in self._allowed:
             raise RefusedGlobal(module, name)
+        if (module, name) in _GUARDED:
+            return _GUARDED[(module, name)]
         return getattr(importlib.import_module(module), name)
 
     def persistent_load(self, pid: Any) -> Any:

@@ -1,33 +1,59 @@
-"""Static inspection of a torch-saved file: what it holds, whether it is safe.
+"""Static verification of a torch-saved file: what it holds, whether it is safe, whether it will load.
 
-``inspect_torch_file`` never imports torch and never runs a pickle. It reads the
-zip central directory, scans ``data.pkl`` for globals, decodes tensor
-descriptions through the metadata unpickler, and checks that each storage
-record in the archive is as large as its tensors claim (a cut-short file
-fails here, not halfway through an eval).
+``inspect_torch_file`` never imports torch and never runs a pickle. For the zip format that
+``torch.save`` writes it checks the archive the way torch's reader does (one folder prefix, a
+version record, no shifted offsets, no duplicate or TorchScript entries, only methods torch
+reads), verifies every entry's CRC-32 (torch never does: a flipped byte would load silently),
+and runs ``data.pkl`` through :mod:`zoo.artifacts.weights_only`, the static twin of torch's
+weights-only unpickler, checking every tensor against its storage record. Every read is bounded
+(:mod:`zoo.artifacts.limits`).
+
+The verdict on what a pickle names comes from :mod:`zoo.artifacts.pickles`: a global outside
+:data:`ALLOWED` is an error, a known-dangerous one "unsafe". When every global is allowed but the
+twin does not model how it is used (numpy values, sparse or quantized tensors, torch's legacy
+format), ``confirm`` says so and torch's own loader decides (:func:`confirm_loads`).
+
+``load_checkpoint`` is the one loader every adapter uses: this verification first, then
+``torch.load(weights_only=True)`` (numpy's scalar, dtype and array reconstructors allowlisted).
 """
 
 from __future__ import annotations
 
+import io
+import re
+import stat
 import zipfile
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from zoo.artifacts.pickles import (
-    ITEMSIZE,
-    DisallowedGlobal,
-    PickleTruncated,
-    TensorInfo,
-    is_dangerous,
-    read_torch_pickle,
-    scan_globals,
-    scan_pickle,
-)
+from zoo.artifacts import limits, weights_only
+from zoo.artifacts.pickles import classify, scan_pickles
 from zoo.errors import RefusedError, ZooError
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
-_PICKLE_START = (b"\x80", b"(", b"}", b"]", b"c")
+_PICKLE_START = (b"\x80", b"(", b"}", b"]", b"c", b"K", b"J", b"\x8a")
+_VERSION = re.compile(rb"\s*\+?(\d+)")
+
+#: numpy values torch.save writes (arrays, scalars, dtypes; numpy 2 and numpy 1 spellings): zoo's loader
+#: allowlists them for torch's weights-only unpickler, whose defaults refuse them.
+NUMPY_GLOBALS = frozenset(
+    {f"{core}.{name}" for core in ("numpy._core.multiarray", "numpy.core.multiarray") for name in ("scalar", "_reconstruct")}
+    | {"numpy.dtype", "numpy.ndarray"}
+)  # fmt: skip
+#: Further globals on torch's default weights-only allowlist that the static twin does not model.
+TORCH_UNMODELLED = frozenset(
+    {f"torch._utils._rebuild_{k}" for k in ("sparse_tensor", "qtensor", "nested_tensor", "meta_tensor_no_storage",
+                                           "wrapper_subclass", "device_tensor_from_numpy", "device_tensor_from_cpu_tensor")}
+    | {"torch.serialization._get_layout", "collections.Counter"}
+    | {f"torch.{q}" for q in ("per_tensor_affine", "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
+                              "per_channel_affine_float_qparams", "QInt8Storage", "QUInt8Storage", "QInt32Storage",
+                              "QUInt4x2Storage", "QUInt2x4Storage", "qint8", "quint8", "qint32", "quint4x2", "quint2x4")}
+)  # fmt: skip
+#: Everything a torch checkpoint may name and still be loaded by zoo: see docs/check.md.
+ALLOWED = weights_only.MODELLED | NUMPY_GLOBALS | TORCH_UNMODELLED
 
 
 @dataclass
@@ -37,178 +63,286 @@ class TorchFileInfo:
     path: Path
     size: int
     kind: str  # torch-zip | torch-legacy | pickle | empty | not-torch | truncated | missing
-    globals: list[tuple[str, str]] = field(default_factory=list)
+    globals: list[str] = field(default_factory=list)
     dangerous: list[str] = field(default_factory=list)
-    disallowed: list[str] = field(default_factory=list)
-    content: object = None  # decoded structure with TensorInfo leaves (torch-zip, safe only)
-    problem: str | None = None
+    unknown: list[str] = field(default_factory=list)  # outside ALLOWED: zoo cannot check them
+    content: object = None  # decoded structure with TensorInfo leaves (torch-zip, verified statically)
+    problem: str | None = None  # why the loader would fail
+    confirm: str | None = None  # why only torch's loader can tell (every global allowed, use not modelled)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def is_safe(self) -> bool:
-        return not self.dangerous
+        return not (self.dangerous or self.unknown)
 
     @property
-    def weights_only_ok(self) -> bool:
-        """Static verdict: holds only what ``torch.load(weights_only=True)`` decodes."""
-        return (
-            self.kind == "torch-zip"
-            and not self.dangerous
-            and not self.disallowed
-            and self.content is not None
-        )
+    def verified(self) -> bool:
+        """The static verification is conclusive: ``torch.load(weights_only=True)`` will succeed."""
+        return self.kind == "torch-zip" and self.is_safe and not (self.problem or self.confirm)
 
 
-def _find_data_pkl(zf: zipfile.ZipFile) -> str | None:
-    for name in zf.namelist():
-        if name.endswith("data.pkl") and name.count("/") == 1:
-            return name
-    return None
+# ---------------------------------------------------------------------------------------------- zip
+class _Broken(Exception):
+    """The archive breaks one of torch's reader rules (or zoo's bounds); the message is the finding."""
 
 
-def _storage_problems(zf: zipfile.ZipFile, prefix: str, content: object) -> str | None:
-    sizes = {info.filename: info.file_size for info in zf.infolist()}
-    for tensor in iter_tensors(content):
-        entry = f"{prefix}data/{tensor.storage_key}"
-        need = tensor.storage_numel * ITEMSIZE.get(tensor.dtype, 1)
-        if entry not in sizes:
-            return f"storage {tensor.storage_key} missing from the archive"
-        if sizes[entry] < need:
-            return f"storage {tensor.storage_key} holds {sizes[entry]} bytes, tensors need {need}"
-    return None
+def _records(zf: zipfile.ZipFile) -> tuple[str, dict[str, zipfile.ZipInfo]]:
+    """The archive's folder prefix and entries by name, after torch's container rules."""
+    infos = zf.infolist()
+    if not infos:
+        raise _Broken("zip archive holds no files")
+    if len(infos) > limits.MAX_ENTRIES:
+        raise _Broken(f"zip archive holds {len(infos)} entries, over zoo's bound of {limits.MAX_ENTRIES}")
+    if min(i.header_offset for i in infos) != 0:
+        raise _Broken("bytes before the archive: torch's reader does not find its entries")
+    prefix, slash, _ = infos[0].filename.partition("/")
+    if not slash:
+        raise _Broken(f"first entry {infos[0].filename!r} is not in a folder, as torch.save writes")
+    seen: set[str] = set()
+    for info in infos:
+        if not info.filename.startswith(prefix + "/"):
+            raise _Broken(f"entry {info.filename!r} is outside the archive folder {prefix}/")
+        if info.filename.casefold() in seen:
+            raise _Broken(f"entry {info.filename!r} appears twice (which copy torch reads is undefined)")
+        seen.add(info.filename.casefold())
+        if info.flag_bits & 0x41:
+            raise _Broken(f"entry {info.filename!r} is encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise _Broken(
+                f"entry {info.filename!r} uses compression method {info.compress_type}, which torch cannot read"
+            )
+    records = {i.filename[len(prefix) + 1 :]: i for i in infos}
+    if "constants.pkl" in records:
+        raise _Broken("a TorchScript archive (constants.pkl): torch.load refuses it, torch.jit.load runs it")
+    if "data.pkl" not in records:
+        raise _Broken("zip archive without data.pkl (not a torch file)")
+    return prefix, records
 
 
-def iter_tensors(obj: object):
-    """Every :class:`TensorInfo` inside a decoded structure."""
-    if isinstance(obj, TensorInfo):
-        yield obj
-    elif isinstance(obj, dict):
-        for value in obj.values():
-            yield from iter_tensors(value)
-    elif isinstance(obj, list | tuple):
-        for value in obj:
-            yield from iter_tensors(value)
-
-
-def _classify_globals(info: TorchFileInfo, found: list[tuple[str, str]]) -> None:
-    info.globals = found
-    info.dangerous = sorted({f"{m}.{n}" for m, n in found if is_dangerous(m, n)})
-
-
-def _inspect_zip(info: TorchFileInfo) -> None:
-    """Only the central directory and ``data.pkl`` are read: tensor data never leaves the disk."""
+def _read(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> Iterator[bytes]:
+    """An entry's bytes in chunks, CRC-checked by zipfile; bounded before anything is inflated."""
+    problem = limits.entry_problem(info.filename, info.file_size, info.compress_size, cap)
+    if problem:
+        raise _Broken(problem)
     try:
-        zf = zipfile.ZipFile(info.path)
-    except zipfile.BadZipFile:
-        info.kind, info.problem = "truncated", "zip archive is cut short (no central directory)"
+        with zf.open(info) as fh:
+            while chunk := fh.read(1 << 20):
+                yield chunk
+    except zipfile.BadZipFile as exc:
+        what = "is corrupted (CRC-32 mismatch)" if "CRC" in str(exc) else f"cannot be read ({exc})"
+        raise _Broken(f"entry {info.filename} {what}") from None
+    except (zlib.error, EOFError, OSError, ValueError) as exc:
+        raise _Broken(f"entry {info.filename} cannot be read: {type(exc).__name__}: {exc}") from None
+
+
+def _metadata_problem(zf: zipfile.ZipFile, records: dict[str, zipfile.ZipInfo]) -> str | None:
+    """The version, byteorder, alignment and serialization-id records, as torch's reader parses them."""
+    version = records.get(".data/version") or records.get("version")
+    if version is None:
+        return "no version record (torch's reader needs one)"
+
+    def text(info: zipfile.ZipInfo) -> bytes:
+        return b"".join(_read(zf, info, 4096))
+
+    match = _VERSION.match(text(version))
+    if not match or not 1 <= int(match[1]) <= 10:
+        return f"version record {text(version)[:20]!r} is not a file format version torch reads (1-10)"
+    if "byteorder" in records and text(records["byteorder"]) not in (b"little", b"big"):
+        return "byteorder record is neither 'little' nor 'big'"
+    if ".storage_alignment" in records:
+        try:
+            int(text(records[".storage_alignment"]))
+        except ValueError:
+            return ".storage_alignment record is not an integer"
+    if ".data/serialization_id" in records:
+        try:
+            text(records[".data/serialization_id"]).decode("utf-8")
+        except UnicodeDecodeError:
+            return ".data/serialization_id record is not UTF-8"
+    return None
+
+
+def _inspect_zip(info: TorchFileInfo, source: str | Path | IO[bytes]) -> None:
+    try:
+        zf = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+        info.kind = "truncated"
+        info.problem = "zip archive is cut short or corrupt (no central directory)"
+        if isinstance(exc, OSError) and not isinstance(exc, EOFError) and exc.strerror:
+            info.problem = f"cannot read: {exc.strerror}"
         return
+    info.kind = "torch-zip"
     with zf:
-        pkl_name = _find_data_pkl(zf)
-        if pkl_name is None:
-            info.kind, info.problem = "not-torch", "zip archive without data.pkl (not a torch file)"
-            return
         try:
-            data = zf.read(pkl_name)
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            info.kind, info.problem = "truncated", f"cannot read {pkl_name}: {exc}"
-            return
-        info.kind = "torch-zip"
-        try:
-            _classify_globals(info, scan_globals(data))
-        except PickleTruncated:
-            info.kind, info.problem = "truncated", "data.pkl is cut short"
-            return
-        if info.dangerous:
-            return
-        try:
-            info.content = read_torch_pickle(data)
-        except DisallowedGlobal as exc:
-            info.disallowed.append(f"{exc.module}.{exc.name}")
-            return
-        except Exception as exc:  # noqa: BLE001 - any decoding failure is a finding, not a crash
-            info.problem = f"data.pkl does not decode: {exc}"
-            return
-        info.problem = _storage_problems(zf, pkl_name[: -len("data.pkl")], info.content)
-        if info.problem:
-            info.kind = "truncated"
+            _verify_zip(info, zf)
+        except _Broken as exc:
+            info.problem = str(exc)
 
 
-def _inspect_pickle_stream(info: TorchFileInfo, raw: bytes) -> None:
-    """A plain pickle, or torch's legacy format: five pickles (magic number first), then raw storages."""
-    found: list[tuple[str, str]] = []
-    offset, legacy = 0, False
-    for index in range(5):
-        try:
-            scan = scan_pickle(raw, offset)
-        except PickleTruncated:
-            if index == 0:
-                info.kind, info.problem = "truncated", "pickle stream is cut short"
-            break
-        found += scan.globals
-        legacy = legacy or (index == 0 and scan.first_int == _LEGACY_MAGIC)
-        offset = scan.end
-        if not legacy or offset >= len(raw):
-            break
-    if info.kind != "truncated":
-        info.kind = "torch-legacy" if legacy else "pickle"
-    _classify_globals(info, found)
+def _verify_zip(info: TorchFileInfo, zf: zipfile.ZipFile) -> None:
+    _prefix, records = _records(zf)
+    if all(i.CRC == 0 for i in records.values() if i.file_size):
+        info.notes.append("the archive records no CRC-32 checksums (saved with set_crc32_options(False)): "
+                          "corruption cannot be detected")  # fmt: skip
+        for record in records.values():
+            record.CRC = None  # zipfile then skips the check
+    problem = _metadata_problem(zf, records)
+    if problem:
+        raise _Broken(problem)
+    data = b"".join(_read(zf, records["data.pkl"], limits.MAX_PICKLE_BYTES))
+
+    def storage(dtype: str, key: str, numel: int):
+        record = records.get(f"data/{key}")
+        if record is None:
+            raise weights_only.NotLoadable(f"storage {key} is missing from the archive")
+        need = numel * weights_only.ITEMSIZE[dtype]
+        if record.file_size != need:
+            raise weights_only.NotLoadable(
+                f"storage {key} holds {record.file_size} bytes, its {numel} {dtype} elements need {need}"
+            )
+        return weights_only.make_storage(dtype, key, need)
+
+    try:
+        info.content, info.globals = weights_only.load(data, storage)
+    except (weights_only.NotLoadable, weights_only.NotModelled) as exc:
+        _judge_pickles(info, data, 1, exc)
+        if info.problem or not info.is_safe:
+            return
+    for name, record in records.items():
+        if name != "data.pkl":
+            for _ in _read(zf, record, limits.MAX_ENTRY_BYTES):
+                pass
 
 
+def _judge_pickles(info: TorchFileInfo, data: bytes, count: int, twin: Exception | None) -> None:
+    """The verdict when the twin could not decide: what do the pickles really name?"""
+    scan = scan_pickles(data, count)
+    info.globals = scan.names()
+    verdict = classify(scan.globals, ALLOWED)
+    info.dangerous, info.unknown = verdict.dangerous, verdict.unknown
+    if not verdict.ok:
+        return
+    if not scan.complete:
+        info.problem = f"the pickle cannot be followed to its end ({scan.error})"
+    elif isinstance(twin, weights_only.NotLoadable):
+        info.problem = str(twin)
+    else:
+        info.confirm = str(twin) if twin else f"{info.kind} format"
+
+
+# ---------------------------------------------------------------------------------------------- pickle streams
+def _inspect_pickle_stream(info: TorchFileInfo, head: bytes) -> None:
+    """torch's legacy format (magic number, protocol, system info, object, storage keys; then raw storages),
+    or a plain pickle. Only the pickles are read (``head``, bounded); the raw storages never are."""
+    first = scan_pickles(head, 1)
+    legacy = first.complete and first.globals == [] and head.startswith(b"\x80\x02\x8a\x0a")
+    legacy = legacy and int.from_bytes(head[4:14], "little") == _LEGACY_MAGIC
+    info.kind = "torch-legacy" if legacy else "pickle"
+    _judge_pickles(info, head, 5 if legacy else 1, None)
+    if info.kind == "pickle" and info.confirm:
+        info.confirm, info.problem = None, "a plain pickle, not a torch file (torch.load cannot read it)"
+
+
+# ---------------------------------------------------------------------------------------------- entry points
 def inspect_torch_file(path: str | Path) -> TorchFileInfo:
     """Describe a model file statically; every outcome is a value, never an exception."""
     path = Path(path)
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            return TorchFileInfo(path, 0, "missing", problem="not a regular file")
         with path.open("rb") as fh:
-            magic = fh.read(4)
+            head = fh.read(limits.MAX_PICKLE_BYTES) if st.st_size <= limits.MAX_PICKLE_BYTES else fh.read(4)
     except FileNotFoundError:
         return TorchFileInfo(path, 0, "missing", problem="file not found")
     except OSError as exc:
-        return TorchFileInfo(path, 0, "missing", problem=f"cannot read: {exc.strerror}")
-    info = TorchFileInfo(path, size, "not-torch")
-    if not magic:
+        return TorchFileInfo(path, 0, "missing", problem=f"cannot read: {exc.strerror or exc}")
+    info = TorchFileInfo(path, st.st_size, "not-torch")
+    if not head:
         info.kind, info.problem = "empty", "file is empty"
-    elif magic == b"PK\x03\x04":
-        _inspect_zip(info)
-    elif magic[:1] in _PICKLE_START:
-        _inspect_pickle_stream(info, path.read_bytes())
+    elif head[:4] == b"PK\x03\x04":
+        _inspect_zip(info, io.BytesIO(head) if len(head) == st.st_size else path)
+    elif head[:1] in _PICKLE_START:
+        if len(head) < st.st_size:
+            with path.open("rb") as fh:
+                head = fh.read(limits.MAX_PICKLE_BYTES)
+        _inspect_pickle_stream(info, head)
+    else:
+        info.problem = "not a torch file (neither a torch zip archive nor a pickle)"
+    return info
+
+
+def inspect_torch_bytes(data: bytes, label: Path) -> TorchFileInfo:
+    """The same verification for a torch file held in memory (SB3's ``policy.pth`` inside its zip)."""
+    info = TorchFileInfo(label, len(data), "not-torch")
+    if not data:
+        info.kind, info.problem = "empty", "file is empty"
+    elif data[:4] == b"PK\x03\x04":
+        _inspect_zip(info, io.BytesIO(data))
+    elif data[:1] in _PICKLE_START:
+        _inspect_pickle_stream(info, data[: limits.MAX_PICKLE_BYTES])
     else:
         info.problem = "not a torch file (neither a torch zip archive nor a pickle)"
     return info
 
 
 def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
-    """Raise for a broken file, or one that would run code or needs full unpickling, unless trusted.
+    """Raise for a broken file, or one naming globals zoo cannot check, unless the user trusts it.
 
-    Every adapter calls this before ``torch.load``: the static scan decides, the loader never sees
-    a file it refused.
+    Every adapter calls this before ``torch.load``: the static verification decides, and the loader never
+    sees a file it refused.
     """
-    if info.kind in ("missing", "empty", "not-torch", "truncated") or (info.problem and not info.disallowed):
+    if info.kind in ("missing", "empty", "not-torch", "truncated") or (info.problem and info.is_safe):
         raise ZooError(f"{info.path}: {info.problem or info.kind}")
     if trust_pickle:
         return
     if info.dangerous:
-        raise RefusedError(
-            f"{info.path}: unsafe pickle, loading it would call {', '.join(info.dangerous)}",
-            hint="do not load it; only if you trust its source, pass --trust-pickle",
-        )
-    if not info.weights_only_ok:
-        what = ", ".join(info.disallowed) or f"{info.kind} format"
-        raise RefusedError(
-            f"{info.path}: holds objects torch's weights-only loader refuses ({what})",
-            hint="only if you trust its source, pass --trust-pickle",
-        )
+        raise RefusedError(f"{info.path}: unsafe pickle, loading it would call {', '.join(info.dangerous)}",
+                           hint="do not load it: it runs code when it is loaded")  # fmt: skip
+    if info.unknown:
+        raise RefusedError(f"{info.path}: holds {', '.join(info.unknown)}, which zoo cannot check without running it",
+                           hint="zoo loads weights only; see docs/check.md for what it accepts")  # fmt: skip
 
 
-def load_checkpoint(path: Path, info: TorchFileInfo, trust_pickle: bool = False) -> Any:
-    """``torch.load`` with ``weights_only=True``; full unpickling only when trusted and needed."""
+def _numpy_safe_globals() -> list:
+    """The objects behind :data:`NUMPY_GLOBALS` (and each dtype's class, which torch BUILDs), for torch."""
+    import numpy as np
+    from numpy._core import multiarray
+
+    dtypes = [getattr(np.dtypes, n) for n in dir(np.dtypes) if n.endswith("DType")]
+    return [multiarray.scalar, multiarray._reconstruct, np.dtype, np.ndarray, *dtypes,
+            (multiarray.scalar, "numpy.core.multiarray.scalar"),
+            (multiarray._reconstruct, "numpy.core.multiarray._reconstruct")]  # fmt: skip
+
+
+def torch_load(source: str | Path | IO[bytes], *, weights_only: bool = True) -> Any:
+    """``torch.load`` on the CPU with numpy's reconstructors allowlisted; one-line errors."""
     import pickle
 
     import torch
 
-    refuse_unsafe(info, trust_pickle)
-    weights_only = info.weights_only_ok or not trust_pickle
     try:
-        return torch.load(path, map_location="cpu", weights_only=weights_only)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ZooError(f"{path}: torch.load failed: {first}") from None
+        with torch.serialization.safe_globals(_numpy_safe_globals()):
+            return torch.load(source, map_location="cpu", weights_only=weights_only)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, TypeError, KeyError,
+            IndexError, AttributeError, AssertionError, UnicodeDecodeError, MemoryError) as exc:  # fmt: skip
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ZooError(f"torch.load failed: {first[:300]}", hint="re-save or re-download the file") from None
+
+
+def confirm_loads(info: TorchFileInfo, source: str | Path | IO[bytes] | None = None) -> str | None:
+    """For a file the static check could not decide: torch's loader's verdict (None when it loads)."""
+    try:
+        torch_load(source if source is not None else info.path)
+    except ZooError as exc:
+        return exc.message
+    return None
+
+
+def load_checkpoint(path: Path, info: TorchFileInfo, trust_pickle: bool = False) -> Any:
+    """The verified file through ``torch.load(weights_only=True)``; full unpickling only when trusted and needed."""
+    refuse_unsafe(info, trust_pickle)
+    try:
+        return torch_load(path, weights_only=info.is_safe or not trust_pickle)
+    except ZooError as exc:
+        raise ZooError(f"{path}: {exc.message}", exc.hint) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file, verify_weights_only_load
+from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import inspect_torch_file, load_checkpoint
 from zoo.envs import env_spec_for as env_spec
@@ -93,7 +93,7 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
             report.flag(ERROR, "missing model: no .cleanrl_model in the run dir", "train with --save-model")
         return report
     info = inspect_torch_file(run.model_file)
-    report.details.update(size=info.size, format=info.kind, weights_only=info.weights_only_ok)
+    report.details.update(size=info.size, format=info.kind)
     if not flag_torch_file(report, info, not_torch_hint="is this a CleanRL model file?"):
         return report
     try:
@@ -113,8 +113,7 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
         report.flag(WARNING, f"missing optional extra {missing[0]!r} to evaluate it",
                     f"pip install 'rl-zoo-hub[{missing[0]}]'")  # fmt: skip
         return report
-    if _compare_shapes(report, entry, run.env_id, parts, kwargs):
-        verify_weights_only_load(report, [run.model_file])
+    _compare_shapes(report, entry, run.env_id, parts, kwargs)
     return report
 
 

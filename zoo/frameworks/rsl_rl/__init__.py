@@ -85,7 +85,7 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
         return report
     _describe_config(report, config)
     info = inspect_torch_file(run.model_file)
-    report.details.update(size=info.size, format=info.kind, weights_only=info.weights_only_ok)
+    report.details.update(size=info.size, format=info.kind)
     if not flag_torch_file(report, info, not_torch_hint="is this an rsl_rl checkpoint?"):
         return report
     try:

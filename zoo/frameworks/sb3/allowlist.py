@@ -12,6 +12,8 @@ values are cloudpickled code) are never on it.
 
 from __future__ import annotations
 
+from zoo.artifacts.restricted_pickle import SAFE_BUILTINS
+
 _NUMPY = [
     (core, name)
     for core in ("numpy._core.multiarray", "numpy.core.multiarray")  # numpy 2 and numpy 1 spellings
@@ -63,3 +65,7 @@ _SB3_OTHER = [
 
 #: Everything SB3's spaces, policy kwargs and VecNormalize pickles may reference.
 ALLOWED: frozenset[tuple[str, str]] = frozenset(_NUMPY + _SPACES + _TORCH + _SB3_POLICIES + _SB3_OTHER)
+#: The same as ``"module.name"`` strings, for :func:`zoo.artifacts.pickles.classify`.
+ALLOWED_NAMES: frozenset[str] = frozenset(f"{m}.{n}" for m, n in ALLOWED) | frozenset(
+    f"{m}.{n}" for m, n in SAFE_BUILTINS
+)

@@ -13,16 +13,20 @@ import base64
 import json
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo.artifacts import limits
 from zoo.errors import RefusedError, ZooError
 
 REQUIRED = ("data", "policy.pth")
 #: rl_zoo3's CheckpointCallback names: the model, and its statistics beside it.
 CHECKPOINT = re.compile(r"^rl_model_(\d+)_steps\.zip$")
 ALGORITHMS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
+#: The hint of every refusal: what zoo cannot check, it does not load (docs/frameworks/sb3.md says more).
+REFUSED_HINT = "do not load it unless you trust its source; see docs/frameworks/sb3.md"
 #: Keys SB3's own load drops from the saved policy kwargs (the device is the evaluator's choice).
 _POLICY_KWARGS_DROPPED = ("device",)
 
@@ -36,7 +40,7 @@ def is_sb3_zip(path: Path) -> bool:
     try:
         with zipfile.ZipFile(path) as zf:
             names = set(zf.namelist())
-    except (zipfile.BadZipFile, OSError):
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
         return False
     return all(name in names for name in REQUIRED)
 
@@ -60,16 +64,20 @@ class SB3Archive:
     @property
     def policy_class_name(self) -> str | None:
         """``module.Class`` the pickled ``policy_class`` refers to (an opcode scan: nothing is built)."""
-        from zoo.artifacts.pickles import PickleTruncated, scan_globals
+        from zoo.artifacts.pickles import scan_pickles
 
         entry = self.data.get("policy_class")
         if not isinstance(entry, dict):
             return None
         try:
-            found = scan_globals(base64.b64decode(entry.get(":serialized:", "")))
-        except (PickleTruncated, ValueError):
-            found = []
-        return f"{found[0][0]}.{found[0][1]}" if len(found) == 1 else entry.get("__module__")
+            scan = scan_pickles(base64.b64decode(str(entry.get(":serialized:", ""))))
+        except ValueError:
+            return None
+        found = scan.globals if scan.complete else []
+        module = entry.get("__module__")
+        return (
+            f"{found[0][0]}.{found[0][1]}" if len(found) == 1 else module if isinstance(module, str) else None
+        )
 
     @property
     def saved_with(self) -> dict[str, str]:
@@ -79,35 +87,62 @@ class SB3Archive:
 
 
 def read_archive(path: Path) -> SB3Archive:
-    """Central directory, version files and the ``data`` JSON; a clear error for anything else."""
+    """Central directory, every entry's CRC-32, the version files and the ``data`` JSON; one clear error else.
+
+    Every entry is read (bounded: a zip bomb is refused by its declared size and ratio before it is
+    inflated), so a corrupted archive is found here, not halfway through an eval.
+    """
     try:
         with zipfile.ZipFile(path) as zf:
             members = zf.namelist()
             missing = [name for name in REQUIRED if name not in members]
             if missing:
                 raise NotSB3(f"{path}: not a Stable-Baselines3 model (the zip has no {', '.join(missing)})")
-            raw = zf.read("data")
-            version = _text(zf, "_stable_baselines3_version", members)
-            system_info = _text(zf, "system_info.txt", members)
+            if len(members) != len(set(members)):
+                raise ZooError(f"{path}: the zip lists an entry twice", hint="re-save or re-download it")
+            texts = {name: read_entry(zf, path, name, limits.MAX_TEXT_BYTES)
+                     for name in ("data", "_stable_baselines3_version", "system_info.txt") if name in members}  # fmt: skip
+            for name in members:
+                if name not in texts:
+                    read_entry(zf, path, name, limits.MAX_ENTRY_BYTES, keep=False)
     except zipfile.BadZipFile:
         raise ZooError(
             f"{path}: zip archive is cut short or corrupt", hint="re-save or re-download it"
         ) from None
-    except OSError as exc:
-        raise ZooError(f"{path}: cannot read: {exc}") from None
+    except (OSError, ValueError, EOFError, zipfile.LargeZipFile) as exc:
+        raise ZooError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ZooError(f"{path}: the zip's data file is not JSON ({exc})") from None
+        data = json.loads(texts["data"])
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ZooError(f"{path}: the zip's data file is not JSON ({str(exc)[:100]})") from None
     if not isinstance(data, dict):
         raise ZooError(f"{path}: the zip's data file is not a JSON object")
+    version, system_info = (texts[n].decode("utf-8", "replace").strip() if n in texts else None
+                            for n in ("_stable_baselines3_version", "system_info.txt"))  # fmt: skip
     archive = SB3Archive(path, data, version, system_info)
     archive.algorithm = infer_algorithm(archive)
     return archive
 
 
-def _text(zf: zipfile.ZipFile, name: str, members: list[str]) -> str | None:
-    return zf.read(name).decode("utf-8", "replace").strip() if name in members else None
+def read_entry(zf: zipfile.ZipFile, path: Path, name: str, cap: int, keep: bool = True) -> bytes:
+    """One entry, bounded before it is inflated and CRC-checked by zipfile as it is read."""
+    info = zf.getinfo(name)
+    problem = limits.entry_problem(name, info.file_size, info.compress_size, cap)
+    if problem:
+        raise ZooError(f"{path}: {problem}", hint="this is not a model SB3 saved; do not load it")
+    chunks = []
+    try:
+        with zf.open(info) as fh:
+            while chunk := fh.read(1 << 20):
+                if keep:
+                    chunks.append(chunk)
+    except zipfile.BadZipFile as exc:
+        what = "is corrupted (CRC-32 mismatch)" if "CRC" in str(exc) else f"cannot be read ({exc})"
+        raise ZooError(f"{path}: entry {name} {what}", hint="re-save or re-download it") from None
+    except (zlib.error, EOFError, NotImplementedError) as exc:
+        raise ZooError(f"{path}: entry {name} cannot be read: {type(exc).__name__}: {exc}",
+                       hint="re-save or re-download it") from None  # fmt: skip
+    return b"".join(chunks)
 
 
 def infer_algorithm(archive: SB3Archive) -> str | None:
@@ -128,9 +163,14 @@ def infer_algorithm(archive: SB3Archive) -> str | None:
 
 
 def decode(archive: SB3Archive, key: str) -> Any:
-    """One value of ``data``: plain JSON as is, ``":serialized:"`` through the restricted unpickler."""
+    """One value of ``data``: plain JSON as is, ``":serialized:"`` through the restricted unpickler.
+
+    The pickle is scanned first, so that a value naming a global that runs code is called unsafe, not
+    merely "not on the allowlist".
+    """
+    from zoo.artifacts.pickles import classify, scan_pickles
     from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
-    from zoo.frameworks.sb3.allowlist import ALLOWED
+    from zoo.frameworks.sb3.allowlist import ALLOWED, ALLOWED_NAMES
 
     if key not in archive.data:
         raise ZooError(f"{archive.path}: the zip's data has no {key!r}", hint="is this an SB3 model?")
@@ -138,16 +178,28 @@ def decode(archive: SB3Archive, key: str) -> Any:
     if not (isinstance(value, dict) and ":serialized:" in value):
         return value
     try:
-        return restricted_loads(base64.b64decode(value[":serialized:"]), ALLOWED)
+        raw = base64.b64decode(str(value[":serialized:"]), validate=False)
+    except ValueError:
+        raise ZooError(f"{archive.path}: data[{key!r}] is not base64") from None
+    dangerous = classify(scan_pickles(raw).globals, ALLOWED_NAMES).dangerous
+    if dangerous:
+        raise RefusedError(f"{archive.path}: unsafe pickle in data[{key!r}]: loading would call {', '.join(dangerous)}",
+                           hint=REFUSED_HINT)  # fmt: skip
+    try:
+        return restricted_loads(raw, ALLOWED)
     except RefusedGlobal as exc:
         if exc.module.split(".")[0] == "gym" and key in ("observation_space", "action_space"):
             return _gym_space(archive, key, value)
         raise RefusedError(
-            f"{archive.path}: data[{key!r}] refers to {exc.qualname}, which zoo does not unpickle",
-            hint="only if you trust the file, pass --trust-pickle to use SB3's own load",
+            f"{archive.path}: data[{key!r}] holds {exc.qualname}, which zoo cannot check without running it",
+            hint=REFUSED_HINT,
         ) from None
+    except RecursionError:
+        raise ZooError(f"{archive.path}: data[{key!r}] is nested too deeply") from None
     except Exception as exc:  # noqa: BLE001 - a broken pickle is a finding, not a crash
-        raise ZooError(f"{archive.path}: data[{key!r}] does not decode: {exc}") from None
+        raise ZooError(
+            f"{archive.path}: data[{key!r}] does not decode: {type(exc).__name__}: {str(exc)[:100]}"
+        ) from None
 
 
 def _gym_space(archive: SB3Archive, key: str, value: dict) -> Any:
@@ -176,22 +228,30 @@ def policy_kwargs(archive: SB3Archive) -> dict[str, Any]:
 
 
 def load_weights(archive: SB3Archive) -> dict[str, Any]:
-    """``policy.pth`` through ``torch.load(weights_only=True)``: tensors only, no code."""
-    import pickle
+    """``policy.pth`` after the same verification as any torch file, then ``torch.load(weights_only=True)``."""
+    import io
 
-    import torch
+    from zoo.artifacts.torchfile import inspect_torch_bytes, refuse_unsafe, torch_load
 
+    label = archive.path / "policy.pth"
     try:
-        with zipfile.ZipFile(archive.path) as zf, zf.open("policy.pth") as fh:
-            state = torch.load(fh, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        if "weights_only" in str(exc) or "Unsupported global" in str(exc):
-            raise RefusedError(f"{archive.path}: policy.pth does not load with weights_only=True: {first}",
-                               hint="only if you trust the file, pass --trust-pickle") from None  # fmt: skip
+        with zipfile.ZipFile(archive.path) as zf:
+            raw = read_entry(zf, archive.path, "policy.pth", limits.MAX_ENTRY_BYTES)
+    except (zipfile.BadZipFile, OSError) as exc:
         raise ZooError(
-            f"{archive.path}: policy.pth does not load: {first}", hint="re-save or re-download it"
+            f"{archive.path}: cannot read policy.pth: {exc}", hint="re-save or re-download it"
         ) from None
+    info = inspect_torch_bytes(raw, label)
+    try:
+        refuse_unsafe(info, trust_pickle=False)
+    except RefusedError as exc:
+        raise RefusedError(exc.message, REFUSED_HINT) from None
+    if info.problem:
+        raise ZooError(f"{label}: {info.problem}", hint="re-save or re-download it")
+    try:
+        state = torch_load(io.BytesIO(raw))
+    except ZooError as exc:
+        raise ZooError(f"{archive.path}: policy.pth does not load: {exc.message}", exc.hint) from None
     if not isinstance(state, dict):
         raise ZooError(f"{archive.path}: policy.pth holds {type(state).__name__}, not a state dict")
     return state

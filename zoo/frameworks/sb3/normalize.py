@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from zoo.artifacts import limits
 from zoo.errors import RefusedError, ZooError
-from zoo.frameworks.sb3.archive import CHECKPOINT
+from zoo.frameworks.sb3.archive import CHECKPOINT, REFUSED_HINT
 
 STATS_NAMES = ("vecnormalize.pkl", "vec_normalize.pkl")
 
@@ -58,15 +59,24 @@ class ObsNormalizer:
         return {"clip_obs": self.clip_obs, "epsilon": self.epsilon, "keys": self.keys}
 
 
-def scan_stats(path: Path) -> list[str]:
-    """Dangerous globals the statistics pickle names (opcode scan: nothing runs)."""
-    from zoo.artifacts.pickles import PickleTruncated, is_dangerous, scan_globals
-
+def read_stats_bytes(path: Path) -> bytes:
+    """The statistics file, bounded: VecNormalize of image observations is a few MiB, never gigabytes."""
     try:
-        found = scan_globals(path.read_bytes())
-    except PickleTruncated:
-        raise ZooError(f"{path}: pickle is cut short", hint="re-save or re-download it") from None
-    return sorted({f"{m}.{n}" for m, n in found if is_dangerous(m, n)})
+        size = path.stat().st_size
+        if size > limits.MAX_PICKLE_BYTES:
+            raise ZooError(f"{path}: {limits.mib(size)}, over zoo's {limits.mib(limits.MAX_PICKLE_BYTES)} bound "
+                           "for VecNormalize statistics", hint="this is not a file VecNormalize.save wrote")  # fmt: skip
+        return path.read_bytes()
+    except OSError as exc:
+        raise ZooError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def scan_stats(path: Path) -> list[str]:
+    """Dangerous globals the statistics pickle names (the pickle machine, recording: nothing runs)."""
+    from zoo.artifacts.pickles import classify, scan_pickles
+    from zoo.frameworks.sb3.allowlist import ALLOWED_NAMES
+
+    return classify(scan_pickles(read_stats_bytes(path)).globals, ALLOWED_NAMES).dangerous
 
 
 def _restricted(path: Path) -> Any:
@@ -74,12 +84,18 @@ def _restricted(path: Path) -> Any:
     from zoo.frameworks.sb3.allowlist import ALLOWED
 
     try:
-        return restricted_loads(path.read_bytes(), ALLOWED)
+        return restricted_loads(read_stats_bytes(path), ALLOWED)
     except RefusedGlobal as exc:
-        raise RefusedError(f"{path}: refers to {exc.qualname}, which zoo does not unpickle",
-                           hint="only if you trust the file, pass --trust-pickle") from None  # fmt: skip
+        raise RefusedError(f"{path}: holds {exc.qualname}, which zoo cannot check without running it",
+                           hint=REFUSED_HINT) from None  # fmt: skip
+    except ZooError:
+        raise
+    except RecursionError:
+        raise ZooError(f"{path}: nested too deeply to be VecNormalize statistics") from None
     except Exception as exc:  # noqa: BLE001 - a broken pickle is a finding, not a crash
-        raise ZooError(f"{path}: does not decode as VecNormalize statistics: {exc}") from None
+        raise ZooError(
+            f"{path}: does not decode as VecNormalize statistics: {type(exc).__name__}: {str(exc)[:100]}"
+        ) from None
 
 
 def load_stats(path: Path, *, trust_pickle: bool = False) -> ObsNormalizer | None:
@@ -97,14 +113,31 @@ def load_stats(path: Path, *, trust_pickle: bool = False) -> ObsNormalizer | Non
             stats = pickle.load(fh)  # noqa: S301 - the user passed --trust-pickle
     if not isinstance(stats, VecNormalize):
         raise ZooError(f"{path}: holds a {type(stats).__name__}, not VecNormalize statistics")
-    state = vars(stats)
+    try:
+        return _normalizer(vars(stats))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ZooError(f"{path}: VecNormalize statistics are incomplete or malformed ({type(exc).__name__}: "
+                       f"{str(exc)[:100]})", hint="re-save them with VecNormalize.save") from None  # fmt: skip
+
+
+def _normalizer(state: dict) -> ObsNormalizer | None:
+    """The observation part of a VecNormalize state, each statistic checked to be numbers of one shape."""
     if not state.get("norm_obs", True):
         return None
     rms = state["obs_rms"]
     eps, clip = float(state.get("epsilon", 1e-8)), float(state.get("clip_obs", 10.0))
     if isinstance(rms, dict):
-        keys = state.get("norm_obs_keys") or list(rms)
-        return ObsNormalizer(
-            {k: rms[k].mean for k in keys}, {k: rms[k].var for k in keys}, eps, clip, list(keys)
+        keys = list(state.get("norm_obs_keys") or rms)
+        stats = {k: _mean_var(rms[k]) for k in keys}
+        return ObsNormalizer({k: m for k, (m, _) in stats.items()}, {k: v for k, (_, v) in stats.items()},
+                             eps, clip, keys)  # fmt: skip
+    return ObsNormalizer(*_mean_var(rms), eps, clip)
+
+
+def _mean_var(rms: Any) -> tuple[np.ndarray, np.ndarray]:
+    mean, var = np.asarray(rms.mean), np.asarray(rms.var)
+    if mean.dtype.kind != "f" or var.dtype.kind != "f" or mean.shape != var.shape:
+        raise ValueError(
+            f"mean {mean.dtype}{mean.shape} and var {var.dtype}{var.shape} are not matching floats"
         )
-    return ObsNormalizer(rms.mean, rms.var, eps, clip)
+    return mean, var

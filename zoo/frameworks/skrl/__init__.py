@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file, verify_weights_only_load
+from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import inspect_torch_file
 from zoo.envs import env_spec_for as env_spec
@@ -69,7 +69,7 @@ def env_id_from_params(folder: Path | None) -> str | None:
 def _static_modules(report: RunReport, model_file: Path) -> dict | None:
     """The modules as tensor descriptions (no torch), or None after flagging why not."""
     info = inspect_torch_file(model_file)
-    report.details.update(size=info.size, format=info.kind, weights_only=info.weights_only_ok)
+    report.details.update(size=info.size, format=info.kind)
     if not flag_torch_file(report, info, model_file.name, "is this an skrl checkpoint?"):
         return None
     try:
@@ -145,11 +145,10 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
                     "pass --env-id to zoo eval")  # fmt: skip
         return report
     report.details["env_id"] = env_id
-    if entry is not None and _fits_env(report, entry, env_id, modules, layers, config):
-        if config.policy.activations is None:
-            report.flag(WARNING, "activation functions unknown: no params/agent.yaml beside checkpoints/",
+    fits = entry is not None and _fits_env(report, entry, env_id, modules, layers, config)
+    if fits and config.policy.activations is None:
+        report.flag(WARNING, "activation functions unknown: no params/agent.yaml beside checkpoints/",
                         "zoo eval needs --model-config PATH (see docs/frameworks/skrl.md)")  # fmt: skip
-        verify_weights_only_load(report, [run.model_file, *companion_modules(run.model_file).values()])
     return report
 
 
