@@ -153,7 +153,13 @@ def test_numpy_values_load_safely_and_unknown_globals_need_trust(tmp_path):
     run = tmp_path / "runs" / "CartPole-v1__c51__1__1700000000"
     run.mkdir(parents=True)
     weights = build_model(load_registry().get("c51"), "q_network", spaces("CartPole-v1"), {}).state_dict()
-    args = {"n_atoms": 101, "v_min": -100, "v_max": 100, "seed_array": np.arange(3), "gamma": np.float64(0.99)}
+    args = {
+        "n_atoms": 101,
+        "v_min": -100,
+        "v_max": 100,
+        "seed_array": np.arange(3),
+        "gamma": np.float64(0.99),
+    }
     torch.save({"model_weights": weights, "args": args}, run / "c51.cleanrl_model")
     assert _eval(run, "-n", "1").exit_code == 0
 
