@@ -23,6 +23,7 @@ def billion_laughs(levels: int = 9) -> str:
     ("text", "reason"),
     [
         (billion_laughs(), "expands to more than"),
+        ("a: &a " + "x" * 100_000 + "\nb: [" + ", ".join(["*a"] * 400) + "]", "characters of text"),
         ("a: &x [*x]", "recursive alias"),
         ("[" * 20_000 + "]" * 20_000, "nested too deeply"),
         ("a: !!python/object/apply:os.system [touch /tmp/x]", "could not determine a constructor"),

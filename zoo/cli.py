@@ -6,10 +6,10 @@ and the error's exit code (1 problem, 2 usage, 3 refused), never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -471,18 +471,18 @@ def hub_serve_cmd(root, host, port, token_file) -> None:
     from zoo.hub.server import HubServer
 
     server = HubServer(root, host=host, port=port, token_file=token_file)
+    removed = server.storage.removed
+    if removed.files:
+        err().print(f"removed {removed.files} partial upload(s), {_size(removed.bytes)}, that a killed server left "
+                    f"in {root / 'tmp'}")  # fmt: skip
     if server.open_access:
         err().print("[yellow]warning:[/] no --token-file: anyone who can reach this port may create and write repos",
                     markup=True)  # fmt: skip
-    server.start()
+    server.bind()
     err().print(f"serving {root} at {server.url}  (export HF_ENDPOINT={server.url} HF_HUB_DISABLE_XET=1)")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        err().print("stopping")
-    finally:
-        server.stop()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C or SIGTERM: requests in flight finish first
+        server.serve_forever()
+    err().print("stopped")
 
 
 def _run_with_progress(quiet: bool, total: int, work):

@@ -5,7 +5,9 @@ nine aliases ("billion laughs") load in milliseconds as shared references, and t
 387 million items in whatever walks the result (``json.dumps``, a recursive comparison, rich's
 pretty printer). Every YAML zoo reads from a user, a run folder or a hub client goes through
 :func:`loads`: the composed node graph is measured with aliases expanded (each shared node
-counted once per reference, a recursive alias refused) before anything is constructed.
+counted once per reference, a recursive alias refused) before anything is constructed. Two budgets,
+because either alone can be beaten: nodes (nine levels of nine aliases of a short string) and
+characters of scalar text (one 100 KB string behind 20,000 aliases: few nodes, 2 GB of JSON).
 
 Two tag policies:
 
@@ -22,10 +24,13 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from zoo.errors import ZooError
+from zoo.errors import BrokenFile, ZooError
 
 #: Nodes a document may hold once every alias is expanded: a large agent config has a few thousand.
 MAX_NODES = 200_000
+#: Characters of scalar text (keys and values) a document may hold once every alias is expanded:
+#: four times the largest file zoo reads, so only an alias can reach it.
+MAX_CHARS = 32 << 20
 #: Bytes of YAML zoo reads from one file.
 MAX_BYTES = 8 << 20
 #: ``[`` / ``{`` nesting: PyYAML's scanner is quadratic in it (and its composer recursive).
@@ -39,7 +44,7 @@ class YamlProblem(ValueError):
     """The text is not YAML zoo accepts; the message is one line, without the text itself."""
 
 
-def _loader(tags: TagPolicy, max_nodes: int) -> type:
+def _loader(tags: TagPolicy, max_nodes: int, max_chars: int) -> type:
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -52,7 +57,7 @@ def _loader(tags: TagPolicy, max_nodes: int) -> type:
 
         def compose_document(self):
             node = super().compose_document()
-            _check_expansion(node, max_nodes)
+            _check_expansion(node, max_nodes, max_chars)
             return node
 
     if tags == "config":
@@ -74,21 +79,30 @@ def _loader(tags: TagPolicy, max_nodes: int) -> type:
     return Loader
 
 
-def _check_expansion(root, max_nodes: int) -> None:
-    """Refuse a node graph that holds more than ``max_nodes`` nodes with aliases expanded, or a cycle."""
+def _check_expansion(root, max_nodes: int, max_chars: int) -> None:
+    """Refuse a node graph that, with aliases expanded, holds more than ``max_nodes`` nodes or more than
+    ``max_chars`` characters of scalars, or a cycle."""
     import yaml
 
-    sizes: dict[int, int] = {}
+    sizes: dict[int, tuple[int, int]] = {}
     pending: set[int] = set()
 
-    def size(node) -> int:
+    def check(nodes: int, chars: int) -> None:
+        if nodes > max_nodes:
+            raise YamlProblem(f"expands to more than {max_nodes} nodes (aliases of aliases?)")
+        if chars > max_chars:
+            raise YamlProblem(
+                f"expands to more than {max_chars} characters of text (a long string's aliases?)"
+            )
+
+    def size(node) -> tuple[int, int]:
         key = id(node)
         if key in sizes:
             return sizes[key]
         if key in pending:
             raise YamlProblem("recursive alias (an anchor that contains itself)")
         pending.add(key)
-        total = 1
+        nodes, chars = 1, len(node.value) if isinstance(node, yaml.ScalarNode) else 0
         if isinstance(node, yaml.SequenceNode):
             children = node.value
         elif isinstance(node, yaml.MappingNode):
@@ -96,23 +110,26 @@ def _check_expansion(root, max_nodes: int) -> None:
         else:
             children = []
         for child in children:
-            total += size(child)
-            if total > max_nodes:
-                raise YamlProblem(f"expands to more than {max_nodes} nodes (aliases of aliases?)")
+            child_nodes, child_chars = size(child)
+            nodes, chars = nodes + child_nodes, chars + child_chars
+            check(nodes, chars)
+        check(nodes, chars)
         pending.discard(key)
-        sizes[key] = total
-        return total
+        sizes[key] = nodes, chars
+        return nodes, chars
 
     if root is not None:
         size(root)
 
 
-def loads(text: str, *, tags: TagPolicy = "safe", max_nodes: int = MAX_NODES) -> Any:
+def loads(
+    text: str, *, tags: TagPolicy = "safe", max_nodes: int = MAX_NODES, max_chars: int = MAX_CHARS
+) -> Any:
     """Parse one YAML document; :class:`YamlProblem` with a one-line reason for anything refused."""
     import yaml
 
     try:
-        return yaml.load(text, Loader=_loader(tags, max_nodes))  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_loader(tags, max_nodes, max_chars))  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}" if mark else ""
@@ -130,12 +147,12 @@ def read(path: str | os.PathLike, *, tags: TagPolicy = "safe", max_bytes: int = 
         with path.open("rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise ZooError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise BrokenFile(f"cannot read {path}: {exc.strerror or exc}") from None
     if len(raw) > max_bytes:
         raise ZooError(f"{path}: YAML file over {max_bytes >> 20} MiB", hint="is this really a config file?")
     try:
         return loads(raw.decode("utf-8"), tags=tags)
     except UnicodeDecodeError:
-        raise ZooError(f"{path}: not UTF-8 text") from None
+        raise BrokenFile(f"{path}: not UTF-8 text") from None
     except YamlProblem as exc:
-        raise ZooError(f"{path}: {exc}") from None
+        raise BrokenFile(f"{path}: {exc}") from None

@@ -3,7 +3,8 @@
 Layout under ROOT (everything is a plain file, readable with ``cat`` and ``jq``)::
 
     blobs/sha256/ab/cdef...            file contents, named by their sha256 (2 hex digits, then the rest)
-    tmp/                               uploads in flight; same filesystem, so publishing is one rename
+    tmp/upload.*                       uploads in flight, each flock'd by the process writing it; same
+                                       filesystem as blobs/, so publishing is one rename
     repos/NS/NAME/repo.json            {"owner", "private", "created_at"}
     repos/NS/NAME/commits/ID.json      {"parent", "message", "author", "date", "files": {path: entry}}
     repos/NS/NAME/refs.json            {"heads": {"main": ID}, "pr": {"1": ID}}
@@ -15,6 +16,12 @@ commit's canonical JSON, so commit files never change once written; the only mut
 ``refs.json``, rewritten under a per-repo lock (a ``threading.Lock`` for this process's threads plus
 ``fcntl.flock`` for other processes serving the same ROOT). A repo is built in a temp folder and renamed
 into place, so it appears complete or not at all.
+
+What a crash leaves is an upload's temp file in ``tmp/``. Several processes may serve one ROOT, so a
+new :class:`HubStorage` must not take another process's upload in flight for a leftover: each upload
+holds an ``flock`` on its temp file while it is written (the kernel drops it when the process dies),
+and at start every file in ``tmp/`` whose lock nobody holds is removed (the idea of
+:func:`zoo.atomic.private_workdir`, per file, because an upload is one file).
 
 This module knows nothing about HTTP: it raises :class:`StorageError` subclasses whose messages are safe
 to show to a client, and the server maps them to status codes.
@@ -30,12 +37,13 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from zoo.atomic import write_text_atomic
 
@@ -236,14 +244,116 @@ def path_view(files: dict[str, FileEntry], path: str) -> Any:
     return tuple(sorted((p, entry) for p, entry in files.items() if p.startswith(prefix)))
 
 
+class Removed(NamedTuple):
+    """What a start-up cleaning removed from ``tmp/``: partial uploads of processes that are gone."""
+
+    files: int
+    bytes: int
+
+
+def _locked_temp_file(folder: Path) -> tuple[BinaryIO, Path]:
+    """A new temp file in ``folder``, flock'd by us.
+
+    Between ``mkstemp`` and ``flock`` another process's cleaning may find the file unlocked and remove
+    it; the lock is then held on a file that has no name any more, so check and start again.
+    """
+    while True:
+        fd, name = tempfile.mkstemp(prefix="upload.", dir=folder)
+        fh = os.fdopen(fd, "wb")
+        fcntl.flock(fh, fcntl.LOCK_EX)  # blocks only while a cleaning holds it to remove the file
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.samestat(os.fstat(fd), os.stat(name)):
+                return fh, Path(name)
+        fh.close()
+
+
+def remove_dead_uploads(folder: Path) -> Removed:
+    """Remove the files in ``folder`` whose flock nobody holds: uploads of a process that was killed.
+
+    A live upload holds its lock, so this is safe while other processes serve the same ROOT.
+    """
+    files = size = 0
+    with os.scandir(folder) as entries:
+        paths = [entry.path for entry in entries]
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue  # gone already, or a link: not ours
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode):
+                os.unlink(path)  # under our lock, so no upload can adopt the file meanwhile
+                files, size = files + 1, size + info.st_size
+        except OSError:
+            pass  # locked: an upload in flight
+        finally:
+            os.close(fd)
+    return Removed(files, size)
+
+
+class BlobUpload:
+    """One blob being written: a locked temp file in ``tmp/``, hashed as the chunks arrive.
+
+    :meth:`finish` checks the announced sha256 and size (:class:`InvalidInput` otherwise) and publishes
+    the blob with one rename; :meth:`close` (also the end of a ``with`` block) drops an unpublished temp
+    file. Nothing appears under ``blobs/`` before it is verified.
+    """
+
+    def __init__(self, storage: HubStorage, sha256: str | None, size: int | None):
+        self._storage, self._sha256, self._size = storage, sha256, size
+        self._digest, self.written = hashlib.sha256(), 0
+        self._fh, self._path = _locked_temp_file(storage.tmp)
+        self._published = False
+
+    def write(self, chunk: bytes) -> None:
+        self.written += len(chunk)
+        if self._size is not None and self.written > self._size:
+            raise InvalidInput(f"upload is larger than the announced {self._size} bytes")
+        self._digest.update(chunk)
+        self._fh.write(chunk)
+
+    def finish(self) -> tuple[str, int]:
+        """Verify and publish; returns the content's sha256 and size."""
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        actual = self._digest.hexdigest()
+        if self._size is not None and self.written != self._size:
+            raise InvalidInput(f"upload has {self.written} bytes, announced {self._size}")
+        if self._sha256 is not None and actual != self._sha256:
+            raise InvalidInput(f"upload's sha256 is {actual}, announced {self._sha256}")
+        self._published = self._storage._publish(self._path, actual)
+        return actual, self.written
+
+    def close(self) -> None:
+        """Remove the temp file unless it was renamed into ``blobs/``, then release its lock."""
+        if self._fh.closed:
+            return
+        if not self._published:
+            self._path.unlink(missing_ok=True)
+        self._fh.close()
+
+    def __enter__(self) -> BlobUpload:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
 class HubStorage:
-    """Repos, commits and blobs under one root folder; safe for concurrent threads and processes."""
+    """Repos, commits and blobs under one root folder; safe for concurrent threads and processes.
+
+    Opening it removes the partial uploads that killed processes left in ``tmp/`` (``removed`` says how
+    many); uploads of live processes serving the same ROOT are left alone.
+    """
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self._tmp = self.root / "tmp"
-        for folder in (self.root / "blobs" / "sha256", self.root / "repos", self._tmp):
+        self.tmp = self.root / "tmp"
+        for folder in (self.root / "blobs" / "sha256", self.root / "repos", self.tmp):
             folder.mkdir(parents=True, exist_ok=True)
+        self.removed = remove_dead_uploads(self.tmp)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -257,44 +367,31 @@ class HubStorage:
         path = self.blob_path(sha256)
         return path.is_file() and path.stat().st_size == size
 
+    def open_upload(self, sha256: str | None = None, size: int | None = None) -> BlobUpload:
+        """Start writing a blob whose chunks arrive over time (an HTTP body); see :class:`BlobUpload`."""
+        if sha256 is not None:
+            self.blob_path(sha256)  # InvalidInput now, not after the upload
+        return BlobUpload(self, sha256, size)
+
     def store_blob(
         self, chunks: Iterable[bytes], sha256: str | None = None, size: int | None = None
     ) -> tuple[str, int]:
         """Stream ``chunks`` into the blob store and return their sha256 and size; refuse (InvalidInput)
-        content whose sha256 or size is not the announced one.
+        content whose sha256 or size is not the announced one. A failed upload leaves nothing behind."""
+        with self.open_upload(sha256, size) as upload:
+            for chunk in chunks:
+                upload.write(chunk)
+            return upload.finish()
 
-        The bytes go to a temp file in ``tmp/`` (hashed on the way, fsync'd) and are renamed into place only
-        once verified, so a failed or interrupted upload leaves nothing under ``blobs/``.
-        """
-        digest, written = hashlib.sha256(), 0
-        fd, tmp = tempfile.mkstemp(prefix="upload.", dir=self._tmp)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                for chunk in chunks:
-                    written += len(chunk)
-                    if size is not None and written > size:
-                        raise InvalidInput(f"upload is larger than the announced {size} bytes")
-                    digest.update(chunk)
-                    fh.write(chunk)
-                fh.flush()
-                os.fsync(fh.fileno())
-            actual = digest.hexdigest()
-            if size is not None and written != size:
-                raise InvalidInput(f"upload has {written} bytes, announced {size}")
-            if sha256 is not None and actual != sha256:
-                raise InvalidInput(f"upload's sha256 is {actual}, announced {sha256}")
-            self._publish(Path(tmp), actual)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-        return actual, written
-
-    def _publish(self, tmp: Path, sha256: str) -> None:
+    def _publish(self, tmp: Path, sha256: str) -> bool:
+        """Rename ``tmp`` to the blob's name; False (``tmp`` stays) if the blob is stored already."""
         dest = self.blob_path(sha256)
         if dest.is_file():  # same name, same content: keep the one already there
-            return
+            return False
         dest.parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp, dest)
         _fsync_dir(dest.parent)
+        return True
 
     def regular_file(self, data: bytes) -> FileEntry:
         """Store a small file sent inline in a commit."""
@@ -310,9 +407,6 @@ class HubStorage:
         if size is not None and size != actual:
             raise InvalidInput(f"LFS object {sha256} has {actual} bytes, the commit says {size}")
         return FileEntry(sha256, actual, lfs=True, git_sha1=git_blob_sha1(lfs_pointer(sha256, actual)))
-
-    def open_blob(self, entry: FileEntry) -> BinaryIO:
-        return self.blob_path(entry.sha256).open("rb")
 
     def read_blob(self, entry: FileEntry) -> bytes:
         return self.blob_path(entry.sha256).read_bytes()

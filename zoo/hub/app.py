@@ -1,0 +1,598 @@
+"""The Starlette app behind ``zoo hub serve``: :func:`create_app` and the Hub API's routes.
+
+Only bytes move on the event loop. A handler that is a plain function runs whole in a worker thread
+(storage reads, YAML, JSON); an ``async`` handler reads its body with the bounds of
+:mod:`zoo.hub.http_limits` and hands each piece of storage work to a thread. So a slow client, or a
+request with much to compute, delays nobody else.
+
+Routes match the path as the client sent it, percent-encoded (:class:`RawPathRoute`): the client quotes
+a revision whole (``refs%2Fpr%2F1``), so its slashes must not split path segments. A web UI adds its
+routes to the same app.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import hmac
+import inspect
+import json
+import re
+import time
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from zoo.hub.http_limits import HttpError, body_blocks, body_lines, check_head, parse_json_object, read_body
+from zoo.hub.server import (
+    ANONYMOUS,
+    INVALID_CREDENTIALS,
+    TokenInfo,
+    card_metadata,
+    card_tags,
+    tree_paths,
+    upload_mode,
+)
+from zoo.hub.storage import (
+    DEFAULT_BRANCH,
+    CommitConflict,
+    Delete,
+    EntryNotFound,
+    FileEntry,
+    InvalidInput,
+    Operation,
+    Put,
+    RepoExists,
+    RepoMeta,
+    RepoNotFound,
+    RevisionNotFound,
+    StorageError,
+    check_name,
+    check_path,
+    path_view,
+)
+
+if TYPE_CHECKING:
+    from zoo.hub.server import HubServer
+
+UPLOAD_URL_TTL = 3600
+RESERVED_NAMESPACES = frozenset({"api", "datasets", "spaces", "kernels", "buckets", "models"})
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_COMMIT_PREFIX = re.compile(r"[0-9a-fA-F]{5,40}")
+_HOST = re.compile(r"[A-Za-z0-9.:\[\]-]+")
+_LFS_JSON = "application/vnd.git-lfs+json"
+_ANY = ["GET", "HEAD", "POST", "PUT", "DELETE"]
+
+_STORAGE_STATUS: dict[type[StorageError], tuple[int, str | None]] = {
+    RepoNotFound: (404, "RepoNotFound"),
+    RevisionNotFound: (404, "RevisionNotFound"),
+    EntryNotFound: (404, "EntryNotFound"),
+    RepoExists: (409, None),
+    CommitConflict: (412, None),
+    InvalidInput: (400, None),
+}
+
+
+# ---------------------------------------------------------------------------------------------- errors
+class _Json(JSONResponse):
+    """JSON as the stdlib writes it: a card's ``.nan`` stays NaN, as huggingface.co sends it."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content).encode()
+
+
+def error_response(exc: HttpError) -> Response:
+    """The Hub's error reply: ``{"error": ...}``, and the message and code in X-Error-* headers."""
+    headers = {"X-Error-Message": " ".join(exc.message.encode("ascii", "replace").decode().split())}
+    if exc.code:
+        headers["X-Error-Code"] = exc.code
+    return _Json({"error": exc.message, **exc.extra}, exc.status, {**headers, **exc.headers})
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HttpError)
+    return error_response(exc)
+
+
+async def _on_storage_error(request: Request, exc: Exception) -> Response:
+    status, code = _STORAGE_STATUS.get(type(exc), (400, None))
+    return error_response(HttpError(status, str(exc), code))
+
+
+async def _on_starlette_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no route, wrong method) in the Hub's shape."""
+    assert isinstance(exc, HTTPException)
+    path = _raw_path(request.scope)
+    messages = {404: f"no route {path}", 405: f"{request.method} is not allowed on {path}"}
+    return error_response(HttpError(exc.status_code, messages.get(exc.status_code, exc.detail),
+                                    headers=dict(exc.headers or {})))  # fmt: skip
+
+
+_EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Any]] = {
+    HttpError: _on_http_error, StorageError: _on_storage_error, HTTPException: _on_starlette_error,
+}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------- app
+def create_app(hub: HubServer) -> Starlette:
+    """The ASGI app for ``hub``: the Hub API, the access log, and every error as the Hub's JSON reply."""
+    app = Starlette(
+        routes=HubApi(hub).routes(),
+        middleware=[Middleware(AccessLog, hub=hub)],
+        exception_handlers=_EXCEPTION_HANDLERS,
+    )
+    app.router.redirect_slashes = False  # the Hub answers a path as given; a redirect would hide a 404
+    return app
+
+
+class RawPathRoute(Route):
+    """A Route matched against the percent-encoded path; its parameters are decoded after the match."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] != "http":
+            return Match.NONE, {}
+        raw = scope.get("raw_path") or scope["path"].encode()
+        match, child = super().matches({**scope, "path": raw.decode("latin-1"), "root_path": ""})
+        if match is not Match.NONE:
+            child["path_params"] = {key: unquote(value) for key, value in child["path_params"].items()}
+        return match, child
+
+
+class AccessLog:
+    """One line per request, ``METHOD PATH STATUS``: no headers, no query string, so no secrets."""
+
+    def __init__(self, app: ASGIApp, hub: HubServer):
+        self.app, self.hub = app, hub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_logged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.hub.log(f"{scope['method']} {_raw_path(scope)} {message['status']}")
+            await send(message)
+
+        await self.app(scope, receive, send_logged)
+
+
+def _raw_path(scope: Scope) -> str:
+    return (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+
+
+# ---------------------------------------------------------------------------------------------- calls
+class Call:
+    """One request as a handler sees it: the caller, the query, the body, and the access rules."""
+
+    def __init__(self, hub: HubServer, request: Request, caller: TokenInfo | None):
+        self.hub, self.request, self.caller = hub, request, caller
+        self.storage = hub.storage
+
+    def flag(self, name: str) -> bool:
+        value = self.request.query_params.get(name)
+        return value is not None and value.lower() in ("1", "true", "yes")
+
+    def base_url(self) -> str:
+        """The address the client used (its Host header), for URLs it must be able to reach back."""
+        host = self.request.headers.get("host", "")
+        return f"http://{host}" if _HOST.fullmatch(host) else self.hub.url
+
+    async def json(self) -> dict[str, Any]:
+        """The JSON object body: read here within the limits, parsed in a worker thread."""
+        limits = self.hub.limits
+        data = await read_body(self.request, limits.json_body, limits.body_idle_timeout)
+        return await run_in_threadpool(parse_json_object, data)
+
+    def readable(self, repo_id: str) -> RepoMeta:
+        """The repo's metadata, if the caller may read it; a private repo is 'not found' to others."""
+        meta = self.storage.repo_meta(repo_id)
+        if meta.private and not self.hub.may_write(self.caller, repo_id.split("/")[0]):
+            raise RepoNotFound(f"repo {repo_id} not found")
+        return meta
+
+    def writer(self, namespace: str) -> TokenInfo:
+        """The caller, if they may write to ``namespace``; 401 without a token, 403 with someone else's."""
+        if self.hub.may_write(self.caller, namespace):
+            return self.caller or ANONYMOUS
+        if self.caller is None:
+            raise HttpError(401, "authentication required to write: set HF_TOKEN to a token of this server")
+        raise HttpError(403, f"user {self.caller.user} may not write to namespace {namespace}")
+
+    def writable(self, repo_id: str) -> TokenInfo:
+        self.readable(repo_id)
+        return self.writer(repo_id.split("/")[0])
+
+
+Handler = Callable[..., Any]
+
+
+def _endpoint(hub: HubServer, handler: Handler) -> Callable[[Request], Any]:
+    """The Starlette endpoint for a handler: bound the head, authenticate, then run it (a plain function
+    in a worker thread); an unexpected exception is reported with its traceback and answered 500."""
+    is_async = inspect.iscoroutinefunction(handler)
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            check_head(request, hub.limits.header_bytes)
+            call = Call(hub, request, hub.authenticate(request.headers.get("authorization")))
+            if is_async:
+                return await handler(call, **request.path_params)
+            return await run_in_threadpool(handler, call, **request.path_params)
+        except (HttpError, StorageError, HTTPException):
+            raise
+        except ClientDisconnect:
+            raise HttpError(400, "request body ended early") from None
+        except Exception:
+            hub.report(traceback.format_exc().rstrip())
+            raise HttpError(500, "internal server error") from None
+
+    return endpoint
+
+
+# ---------------------------------------------------------------------------------------------- api
+class HubApi:
+    """The Hub API's handlers over one server's storage; :meth:`routes` lists them in matching order."""
+
+    def __init__(self, hub: HubServer):
+        self.hub, self.storage = hub, hub.storage
+        # a README's metadata, by blob: blobs never change, and model_info asks for it on every call
+        self._card_of_blob = functools.lru_cache(maxsize=256)(self._parse_card)
+
+    def routes(self) -> list[BaseRoute]:
+        repo, api = "{ns}/{name}", "/api/models/{ns}/{name}"
+        table: list[tuple[str, list[str], Handler]] = [
+            ("/api/whoami-v2", ["GET"], self.whoami),
+            ("/api/repos/create", ["POST"], self.create_repo),
+            ("/api/validate-yaml", ["POST"], self.validate_yaml),
+            *[(f"{prefix}/{kind}/{{rest:path}}", _ANY, self.unsupported_type)
+              for prefix in ("/api", "") for kind in ("datasets", "spaces", "kernels", "buckets")],
+            *[(f"{api}/xet-{mode}-token{tail}", _ANY, self.no_xet)
+              for mode in ("read", "write") for tail in ("", "/{rest:path}")],
+            (api, ["GET"], self.model_info),
+            (f"{api}/revision/{{rev}}", ["GET"], self.model_info),
+            (f"{api}/tree/{{rev}}", ["GET"], self.tree),
+            (f"{api}/tree/{{rev}}/{{path:path}}", ["GET"], self.tree),
+            (f"{api}/refs", ["GET"], self.refs),
+            (f"{api}/preupload/{{rev}}", ["POST"], self.preupload),
+            (f"{api}/commit/{{rev}}", ["POST"], self.commit),
+            (f"/{repo}.git/info/lfs/objects/batch", ["POST"], self.lfs_batch),
+            (f"/{repo}.git/info/lfs/objects/verify", ["POST"], self.lfs_verify),
+            (f"/{repo}.git/info/lfs/objects/{{oid}}", ["PUT"], self.lfs_upload),
+            (f"/{repo}/resolve/{{rev}}/{{path:path}}", ["GET", "HEAD"], self.resolve),
+        ]  # fmt: skip
+        return [RawPathRoute(path, _endpoint(self.hub, handler), methods=methods)
+                for path, methods, handler in table]  # fmt: skip
+
+    # ------------------------------------------------------------------------------------------ api
+    def whoami(self, call: Call) -> Response:
+        if call.caller is None:
+            raise HttpError(401, INVALID_CREDENTIALS)
+        user, orgs = call.caller.user, call.caller.orgs
+        return _Json({
+            "type": "user", "id": user, "name": user, "fullname": user, "isPro": False,
+            "orgs": [{"type": "org", "name": org, "fullname": org} for org in orgs],
+            "auth": {"type": "access_token", "accessToken": {"displayName": "zoo-hub", "role": "write"}},
+        })  # fmt: skip
+
+    async def create_repo(self, call: Call) -> Response:
+        return await run_in_threadpool(self._create_repo, call, await call.json())
+
+    def _create_repo(self, call: Call, body: dict[str, Any]) -> Response:
+        if (body.get("type") or "model") != "model":
+            raise HttpError(400, f"zoo hub serve hosts model repos only, not {body.get('type')}s")
+        namespace = body.get("organization") or (call.caller.user if call.caller else None)
+        if namespace is None:
+            raise HttpError(401, "authentication required to create a repo: set HF_TOKEN")
+        name = body.get("name")
+        if not isinstance(name, str) or not isinstance(namespace, str):
+            raise HttpError(400, "'name' (and 'organization', if given) must be strings")
+        check_name(name, "repo name")
+        if check_name(namespace, "namespace") in RESERVED_NAMESPACES:
+            raise HttpError(400, f"namespace {namespace} is reserved")
+        owner = call.writer(namespace)
+        repo_id = f"{namespace}/{name}"
+        private = body.get("visibility") == "private" or body.get("private") is True
+        url = f"{call.base_url()}/{repo_id}"
+        try:
+            self.storage.create_repo(repo_id, owner.user, private)
+        except RepoExists:  # with the url, so that create_repo(exist_ok=True) can answer it
+            raise HttpError(409, f"model repo {repo_id} already exists", extra={"url": url}) from None
+        return _Json({"url": url, "name": repo_id, "id": repo_id})
+
+    async def validate_yaml(self, call: Call) -> Response:
+        content = (await call.json()).get("content")
+        if not isinstance(content, str):
+            raise HttpError(400, "'content' must be the README text")
+        try:
+            await run_in_threadpool(card_metadata, content)
+        except ValueError as exc:  # the client reads "errors" to explain the refusal
+            raise HttpError(400, str(exc), extra={"errors": [{"message": str(exc)}]}) from None
+        return _Json({"errors": [], "warnings": []})
+
+    def unsupported_type(self, call: Call, rest: str) -> Response:
+        raise HttpError(400, "zoo hub serve hosts model repos only (no datasets, spaces, kernels or buckets)")
+
+    def no_xet(self, call: Call, ns: str, name: str, rest: str = "") -> Response:
+        raise HttpError(400, "this server does not speak Xet: set HF_HUB_DISABLE_XET=1 in the client")
+
+    def model_info(self, call: Call, ns: str, name: str, rev: str = DEFAULT_BRANCH) -> Response:
+        repo_id = f"{ns}/{name}"
+        meta = call.readable(repo_id)
+        commit = self.storage.resolve(repo_id, rev)
+        card = self._card(commit.files.get("README.md"))
+        blobs = call.flag("blobs")
+        info = {
+            "_id": repo_id, "id": repo_id, "modelId": repo_id, "author": ns,
+            "sha": commit.id, "lastModified": commit.date, "createdAt": meta.created_at,
+            "private": meta.private, "gated": False, "disabled": False, "downloads": 0, "likes": 0,
+            "library_name": card.get("library_name"), "pipeline_tag": card.get("pipeline_tag"),
+            "tags": card_tags(card),
+            "siblings": [_sibling(path, entry, blobs) for path, entry in sorted(commit.files.items())],
+        }  # fmt: skip
+        if card:
+            info["cardData"] = card
+        return _Json(info)
+
+    def _card(self, readme: FileEntry | None) -> dict[str, Any]:
+        """The README's metadata for ``cardData``; a README that does not parse simply has none."""
+        if readme is None or readme.size > self.hub.limits.json_body:
+            return {}
+        return self._card_of_blob(readme)
+
+    def _parse_card(self, readme: FileEntry) -> dict[str, Any]:
+        try:
+            return card_metadata(self.storage.read_blob(readme).decode("utf-8", "replace"))
+        except ValueError:
+            return {}
+
+    def tree(self, call: Call, ns: str, name: str, rev: str, path: str = "") -> Response:
+        repo_id = f"{ns}/{name}"
+        call.readable(repo_id)
+        commit = self.storage.resolve(repo_id, rev)
+        folder = path.strip("/")
+        paths = tree_paths(commit.files, folder, call.flag("recursive"))
+        if folder and not paths:
+            raise HttpError(
+                404, f"folder {folder} not found at {rev}", "EntryNotFound", {"X-Repo-Commit": commit.id}
+            )
+        last = self.storage.last_commits(repo_id, commit, paths) if call.flag("expand") else {}
+        items = []
+        for item_path in paths:
+            item = _tree_item(item_path, commit.files)
+            if item_path in last:
+                change = last[item_path]
+                item["lastCommit"] = {"id": change.id, "title": change.title, "date": change.date}
+            items.append(item)
+        return _Json(items)
+
+    def refs(self, call: Call, ns: str, name: str) -> Response:
+        repo_id = f"{ns}/{name}"
+        call.readable(repo_id)
+        refs = self.storage.refs(repo_id)
+        prs = sorted(refs["pr"].items(), key=lambda item: int(item[0]))
+        data: dict[str, Any] = {
+            "branches": [_ref(b, f"refs/heads/{b}", t) for b, t in sorted(refs["heads"].items())],
+            "converts": [],
+            "tags": [],
+        }
+        if call.flag("include_prs"):
+            data["pullRequests"] = [_ref(f"refs/pr/{n}", f"refs/pr/{n}", t) for n, t in prs]
+        return _Json(data)
+
+    # ------------------------------------------------------------------------------------------ uploads
+    async def preupload(self, call: Call, ns: str, name: str, rev: str) -> Response:
+        repo_id = f"{ns}/{name}"
+        await run_in_threadpool(call.writable, repo_id)
+        return await run_in_threadpool(self._preupload, repo_id, rev, await call.json())
+
+    def _preupload(self, repo_id: str, rev: str, body: dict[str, Any]) -> Response:
+        commit = self.storage.resolve(repo_id, rev)
+        files = body.get("files")
+        if not isinstance(files, list):
+            raise HttpError(400, "'files' must be a list of {path, size, sample}")
+        answer = []
+        for item in files:
+            try:
+                path, size, sample = item["path"], int(item["size"]), base64.b64decode(item.get("sample", ""))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                raise HttpError(400, "each file needs a path, a size and a base64 sample") from None
+            existing = commit.files.get(path)
+            answer.append({
+                "path": path, "uploadMode": upload_mode(path, size, sample), "shouldIgnore": False,
+                "oid": existing.etag if existing else None,
+            })  # fmt: skip
+        return _Json({"files": answer, "commitOid": commit.id})
+
+    async def lfs_batch(self, call: Call, ns: str, name: str) -> Response:
+        repo_id = f"{ns}/{name}"
+        await run_in_threadpool(call.writable, repo_id)
+        body = await call.json()
+        if body.get("operation") != "upload":
+            raise HttpError(400, "only the LFS 'upload' operation is supported; download with /resolve")
+        objects = body.get("objects")
+        if not isinstance(objects, list):
+            raise HttpError(400, "'objects' must be a list of {oid, size}")
+        answer = await run_in_threadpool(lambda: [self._lfs_object(call, repo_id, obj) for obj in objects])
+        return _Json({"transfer": "basic", "objects": answer, "hash_algo": "sha256"}, media_type=_LFS_JSON)
+
+    def _lfs_object(self, call: Call, repo_id: str, obj: Any) -> dict[str, Any]:
+        """Upload instructions for one object: none if the blob is stored, else PUT and verify URLs."""
+        oid, size = (obj.get("oid"), obj.get("size")) if isinstance(obj, dict) else (None, None)
+        if not (isinstance(oid, str) and _SHA256.fullmatch(oid) and isinstance(size, int) and size >= 0):
+            message = "oid must be a lowercase sha256 and size a non-negative integer"
+            return {"oid": str(oid), "size": size if isinstance(size, int) else 0,
+                    "error": {"code": 422, "message": message}}  # fmt: skip
+        if self.storage.has_blob(oid, size):
+            return {"oid": oid, "size": size}
+        expires = int(time.time()) + UPLOAD_URL_TTL
+        signature = self.hub.upload_signature(repo_id, oid, size, expires)
+        base = f"{call.base_url()}/{quote(repo_id)}.git/info/lfs/objects"
+        upload = f"{base}/{oid}?size={size}&expires={expires}&signature={signature}"
+        return {
+            "oid": oid, "size": size, "authenticated": True,
+            "actions": {"upload": {"href": upload, "expires_in": UPLOAD_URL_TTL},
+                        "verify": {"href": f"{base}/verify"}},
+        }  # fmt: skip
+
+    async def lfs_upload(self, call: Call, ns: str, name: str, oid: str) -> Response:
+        """The PUT of an LFS object, streamed to storage: the client sends no token here, the signed URL is
+        the authorization, and the size it announces bounds the body."""
+        if not _SHA256.fullmatch(oid):
+            raise HttpError(404, f"no route {_raw_path(call.request.scope)}")
+        size = self._signed_size(call, f"{ns}/{name}", oid)
+        declared = call.request.headers.get("content-length")
+        if declared is not None and declared != str(size):
+            raise HttpError(400, f"Content-Length {declared} does not match the announced size {size}",
+                            headers={"Connection": "close"})  # fmt: skip
+        upload = await run_in_threadpool(self.storage.open_upload, oid, size)
+        try:
+            async for block in body_blocks(call.request, size, self.hub.limits.body_idle_timeout):
+                await run_in_threadpool(upload.write, block)
+            await run_in_threadpool(upload.finish)
+        finally:
+            upload.close()  # two syscalls, here: a cancelled request must not keep its temp file
+        return _Json({})
+
+    def _signed_size(self, call: Call, repo_id: str, oid: str) -> int:
+        """The size a valid, unexpired upload URL announces; 403 for anything else."""
+        query = call.request.query_params
+        try:
+            size, expires = int(query["size"]), int(query["expires"])
+            expected = self.hub.upload_signature(repo_id, oid, size, expires)
+            if hmac.compare_digest(query["signature"], expected) and expires >= time.time():
+                return size
+        except (KeyError, ValueError):
+            pass
+        raise HttpError(403, "upload URL is invalid or expired; ask the LFS batch endpoint for a new one")
+
+    async def lfs_verify(self, call: Call, ns: str, name: str) -> Response:
+        await run_in_threadpool(call.writable, f"{ns}/{name}")
+        body = await call.json()
+        oid, size = body.get("oid"), body.get("size")
+        if not (isinstance(oid, str) and isinstance(size, int)
+                and await run_in_threadpool(self.storage.has_blob, oid, size)):  # fmt: skip
+            raise HttpError(404, f"LFS object {oid} of {size} bytes is not stored")
+        return _Json({})
+
+    async def commit(self, call: Call, ns: str, name: str, rev: str) -> Response:
+        """An ndjson commit, read line by line: each inline file is stored as its line arrives."""
+        repo_id = f"{ns}/{name}"
+        author = await run_in_threadpool(call.writable, repo_id)
+        header: dict[str, Any] = {}
+        ops: list[Operation] = []
+        number = 0
+        async for line in body_lines(call.request, self.hub.limits):
+            number += 1
+            if line.strip():
+                item = await run_in_threadpool(self._commit_line, number, line)
+                if isinstance(item, dict):
+                    header = item
+                else:
+                    ops.append(item)
+        return await run_in_threadpool(self._apply_commit, call, repo_id, rev, author, header, ops)
+
+    def _commit_line(self, number: int, line: bytes) -> dict[str, Any] | Operation:
+        """One ndjson line: the header (a dict) or one file added or deleted."""
+        try:
+            item = json.loads(line)
+            key, value = item["key"], item["value"]
+            return dict(value) if key == "header" else self._operation(key, value)
+        except RecursionError:
+            raise HttpError(400, f"commit line {number} is nested too deeply") from None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise HttpError(400, f"commit line {number} is malformed ({type(exc).__name__})") from None
+
+    def _operation(self, key: str, value: dict[str, Any]) -> Operation:
+        if key == "file":
+            if value.get("encoding", "base64") != "base64":
+                raise HttpError(400, "inline files must be base64-encoded")
+            path, data = check_path(value["path"]), base64.b64decode(value["content"], validate=True)
+            if path == "README.md":
+                try:
+                    card_metadata(data.decode("utf-8", "replace"))
+                except ValueError as exc:
+                    raise HttpError(400, str(exc)) from None
+            return Put(path, self.storage.regular_file(data))
+        if key == "lfsFile":
+            if value.get("algo", "sha256") != "sha256":
+                raise HttpError(400, "LFS objects are addressed by sha256")
+            return Put(check_path(value["path"]), self.storage.lfs_file(value["oid"], value.get("size")))
+        if key in ("deletedFile", "deletedFolder"):
+            return Delete(check_path(value["path"].rstrip("/")), folder=key == "deletedFolder")
+        raise HttpError(400, f"unsupported commit operation {key!r}")
+
+    def _apply_commit(self, call: Call, repo_id: str, rev: str, author: TokenInfo, header: dict[str, Any],
+                      ops: list[Operation]) -> Response:  # fmt: skip
+        summary, description = str(header.get("summary") or "").strip(), str(header.get("description") or "")
+        parent = header.get("parentCommit")
+        if not summary:
+            raise HttpError(400, "the commit message (summary) is empty")
+        if parent is not None and not (isinstance(parent, str) and _COMMIT_PREFIX.fullmatch(parent)):
+            raise HttpError(400, "parentCommit must be a commit id (5 to 40 hex digits)")
+        commit, pr_number = self.storage.commit(
+            repo_id, rev, ops,
+            message=summary + (f"\n\n{description}" if description.strip() else ""),
+            author=author.user, parent_commit=parent, create_pr=call.flag("create_pr"),
+        )  # fmt: skip
+        base = f"{call.base_url()}/{repo_id}"
+        return _Json({
+            "success": True, "commitOid": commit.id, "commitUrl": f"{base}/commit/{commit.id}",
+            "pullRequestUrl": f"{base}/discussions/{pr_number}" if pr_number else None,
+        })  # fmt: skip
+
+    # ------------------------------------------------------------------------------------------ files
+    def resolve(self, call: Call, ns: str, name: str, rev: str, path: str) -> Response:
+        """A file's bytes (Starlette's FileResponse: Range, 206, 416, HEAD), with the headers
+        hf_hub_download reads from the HEAD before it GETs."""
+        repo_id = f"{ns}/{name}"
+        call.readable(repo_id)
+        commit = self.storage.resolve(repo_id, rev)
+        entry = commit.files.get(path)
+        if entry is None:
+            raise HttpError(404, f"{path} not found at {rev}", "EntryNotFound", {"X-Repo-Commit": commit.id})
+        headers = {"ETag": f'"{entry.etag}"', "X-Repo-Commit": commit.id}
+        if entry.lfs:
+            headers.update({"X-Linked-Etag": f'"{entry.sha256}"', "X-Linked-Size": str(entry.size)})
+        blob = self.storage.blob_path(entry.sha256)
+        stat = blob.stat()
+        if stat.st_size != entry.size:  # never send a length the commit does not promise
+            raise RuntimeError(f"blob {entry.sha256} has {stat.st_size} bytes, its commit says {entry.size}")
+        return FileResponse(blob, headers=headers, media_type="application/octet-stream", stat_result=stat)
+
+
+def _ref(name: str, ref: str, target: str) -> dict[str, str]:
+    return {"name": name, "ref": ref, "targetCommit": target}
+
+
+def _sibling(path: str, entry: FileEntry, blobs: bool) -> dict[str, Any]:
+    """A ``siblings`` item of model_info; sizes and LFS details only when asked (``files_metadata``)."""
+    if not blobs:
+        return {"rfilename": path}
+    item: dict[str, Any] = {"rfilename": path, "size": entry.size, "blobId": entry.git_sha1}
+    if entry.lfs:
+        item["lfs"] = {"size": entry.size, "sha256": entry.sha256, "pointerSize": entry.pointer_size}
+    return item
+
+
+def _tree_item(path: str, files: dict[str, FileEntry]) -> dict[str, Any]:
+    """A tree listing item: a file with its git oid (and LFS details), or a folder with a content hash."""
+    entry = files.get(path)
+    if entry is None:
+        listing = "".join(f"{p} {e.git_sha1}\n" for p, e in path_view(files, path))
+        oid = hashlib.sha1(listing.encode()).hexdigest()
+        return {"type": "directory", "oid": oid, "size": 0, "path": path}
+    item: dict[str, Any] = {"type": "file", "oid": entry.git_sha1, "size": entry.size, "path": path}
+    if entry.lfs:
+        item["lfs"] = {"oid": entry.sha256, "size": entry.size, "pointerSize": entry.pointer_size}
+    return item
