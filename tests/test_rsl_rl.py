@@ -18,7 +18,15 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from helpers import Canary, assert_exports_act_like_checkpoint, make_run, write_malicious, zoo
+from helpers import (
+    Canary,
+    GymVecEnv,
+    assert_exports_act_like_checkpoint,
+    make_run,
+    rsl_rl_train_cfg,
+    write_malicious,
+    zoo,
+)
 
 from zoo.envs import EnvSpec, make_vector_env
 from zoo.evaluate import rollout
@@ -26,58 +34,6 @@ from zoo.export.modules import GruOnly
 
 ENV_ID = "Pendulum-v1"
 EPISODES, NUM_ENVS = 6, 4  # quotas [2, 2, 1, 1]: envs 0 and 1 play a second episode after a reset
-
-
-class GymVecEnv:
-    """rsl_rl's ``VecEnv`` contract over a gymnasium vector env: TensorDict observations, same-step resets."""
-
-    def __init__(self, env_id: str, num_envs: int, seed: int):
-        import gymnasium as gym
-
-        self.envs = gym.vector.SyncVectorEnv(
-            [lambda: gym.make(env_id)] * num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
-        )
-        self.num_envs = num_envs
-        self.num_actions = self.envs.single_action_space.shape[0]
-        self.max_episode_length = self.envs.envs[0].spec.max_episode_steps
-        self.episode_length_buf = torch.zeros(num_envs, dtype=torch.long)
-        self.device = "cpu"
-        self.cfg = {"env_id": env_id, "num_envs": num_envs, "seed": seed}
-        self._obs = self._tensordict(self.envs.reset(seed=seed)[0])
-
-    def _tensordict(self, obs):
-        from tensordict import TensorDict
-
-        return TensorDict({"policy": torch.as_tensor(obs, dtype=torch.float32)}, batch_size=[self.num_envs])
-
-    def get_observations(self):
-        return self._obs
-
-    def step(self, actions):
-        obs, rew, terminated, truncated, _ = self.envs.step(actions.cpu().numpy())
-        self._obs = self._tensordict(obs)
-        dones = torch.as_tensor(np.logical_or(terminated, truncated))
-        self.episode_length_buf = torch.where(dones, 0, self.episode_length_buf + 1)
-        rewards = torch.as_tensor(rew, dtype=torch.float32)
-        return self._obs, rewards, dones.long(), {"time_outs": torch.as_tensor(truncated)}
-
-
-def train_cfg(rnn_type: str | None) -> dict:
-    """An rsl-rl-lib 5.x runner config (the dict Isaac Lab's ``RslRlOnPolicyRunnerCfg`` turns into)."""
-    gaussian = {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}
-    actor = {"class_name": "RNNModel" if rnn_type else "MLPModel", "hidden_dims": [32, 32],
-             "activation": "elu", "obs_normalization": True, "distribution_cfg": gaussian}  # fmt: skip
-    if rnn_type:
-        actor.update(rnn_type=rnn_type, rnn_hidden_dim=16, rnn_num_layers=1 if rnn_type == "lstm" else 2)
-    return {
-        "seed": 7, "num_steps_per_env": 32, "save_interval": 50, "clip_actions": None,
-        "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
-        "algorithm": {"class_name": "PPO", "num_learning_epochs": 2, "num_mini_batches": 2,
-                      "learning_rate": 1e-3},
-        "actor": actor,
-        "critic": {"class_name": "MLPModel", "hidden_dims": [32, 32], "activation": "elu",
-                   "obs_normalization": True},
-    }  # fmt: skip
 
 
 class Trained:
@@ -91,7 +47,7 @@ class Trained:
 def _train(root: Path, rnn_type: str | None) -> Trained:
     from rsl_rl.runners import OnPolicyRunner
 
-    cfg = train_cfg(rnn_type)
+    cfg = rsl_rl_train_cfg(rnn_type)
     env = GymVecEnv(ENV_ID, 8, seed=cfg["seed"])
     run_dir = root / "logs" / "rsl_rl" / f"pendulum_{rnn_type or 'mlp'}" / "2026-11-30_10-00-00"
     (run_dir / "params").mkdir(parents=True)

@@ -27,3 +27,10 @@ class RefusedError(ZooError):
 
     def __init__(self, message: str, hint: str | None = None):
         super().__init__(message, hint, exit_code=EXIT_REFUSED)
+
+
+class BrokenFile(ZooError):
+    """A file that is not what it claims to be: cut short, corrupt, malformed, or over a bound."""
+
+    def __init__(self, message: str, hint: str | None = "re-save or re-download the file"):
+        super().__init__(message, hint)

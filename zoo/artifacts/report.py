@@ -49,7 +49,7 @@ def flag_torch_file(report: RunReport, info, label: str | None = None,
     the static check could not decide (numpy values, torch's legacy format), torch's own weights-only
     loader is asked; only then is torch imported.
     """
-    from zoo.artifacts.torchfile import confirm_loads
+    from zoo.artifacts.torchfile import confirm_with_torch
 
     where, prefix = (f" in {label}", f"{label}: ") if label else ("", "")
     report.details["weights_only"] = False
@@ -70,7 +70,7 @@ def flag_torch_file(report: RunReport, info, label: str | None = None,
         report.flag(ERROR, f"{prefix}{info.kind}: {info.problem or info.kind}", hint)
         return False
     if info.confirm:
-        failed = confirm_loads(info)
+        failed = confirm_with_torch(info)
         if failed:
             report.flag(ERROR, f"{prefix}{failed}", "re-save or re-download the file")
             return False

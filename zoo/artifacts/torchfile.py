@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 import re
 import stat
+import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -31,7 +32,8 @@ from typing import IO, Any
 
 from zoo.artifacts import limits, weights_only
 from zoo.artifacts.pickles import classify, scan_pickles
-from zoo.errors import RefusedError, ZooError
+from zoo.artifacts.zipcheck import end_records_problem
+from zoo.errors import BrokenFile, RefusedError, ZooError
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _PICKLE_START = (b"\x80", b"(", b"}", b"]", b"c", b"K", b"J", b"\x8a")
@@ -162,16 +164,19 @@ def _metadata_problem(zf: zipfile.ZipFile, records: dict[str, zipfile.ZipInfo]) 
     return None
 
 
-def _inspect_zip(info: TorchFileInfo, source: str | Path | IO[bytes]) -> None:
-    try:
-        zf = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
-        info.kind = "truncated"
-        info.problem = "zip archive is cut short or corrupt (no central directory)"
-        if isinstance(exc, OSError) and not isinstance(exc, EOFError) and exc.strerror:
-            info.problem = f"cannot read: {exc.strerror}"
-        return
+def _inspect_zip(info: TorchFileInfo, source: IO[bytes]) -> None:
+    """Verify a torch zip read from ``source`` (a seekable binary file of ``info.size`` bytes)."""
     info.kind = "torch-zip"
+    try:
+        problem = end_records_problem(source, info.size)
+        if problem:
+            info.kind = "truncated" if problem.startswith("zip archive is cut short") else info.kind
+            info.problem = problem
+            return
+        zf = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, struct.error) as exc:
+        info.problem = f"zip archive is corrupt ({str(exc)[:80] or type(exc).__name__})"
+        return
     with zf:
         try:
             _verify_zip(info, zf)
@@ -260,8 +265,14 @@ def inspect_torch_file(path: str | Path) -> TorchFileInfo:
     info = TorchFileInfo(path, st.st_size, "not-torch")
     if not head:
         info.kind, info.problem = "empty", "file is empty"
+    elif head[:4] == b"PK\x03\x04" and len(head) == st.st_size:
+        _inspect_zip(info, io.BytesIO(head))
     elif head[:4] == b"PK\x03\x04":
-        _inspect_zip(info, io.BytesIO(head) if len(head) == st.st_size else path)
+        try:
+            with path.open("rb") as fh:
+                _inspect_zip(info, fh)
+        except OSError as exc:
+            info.problem = f"cannot read: {exc.strerror or exc}"
     elif head[:1] in _PICKLE_START:
         if len(head) < st.st_size:
             with path.open("rb") as fh:
@@ -293,7 +304,7 @@ def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
     sees a file it refused.
     """
     if info.kind in ("missing", "empty", "not-torch", "truncated") or (info.problem and info.is_safe):
-        raise ZooError(f"{info.path}: {info.problem or info.kind}")
+        raise BrokenFile(f"{info.path}: {info.problem or info.kind}")
     if trust_pickle:
         return
     if info.dangerous:
@@ -330,10 +341,13 @@ def torch_load(source: str | Path | IO[bytes], *, weights_only: bool = True) -> 
         raise ZooError(f"torch.load failed: {first[:300]}", hint="re-save or re-download the file") from None
 
 
-def confirm_loads(info: TorchFileInfo, source: str | Path | IO[bytes] | None = None) -> str | None:
-    """For a file the static check could not decide: torch's loader's verdict (None when it loads)."""
+def confirm_with_torch(info: TorchFileInfo) -> str | None:
+    """For a file the static check could not decide: torch's loader's verdict (None when it loads).
+
+    What torch loaded becomes ``info.content``, so that layouts and shapes are checked on it as usual.
+    """
     try:
-        torch_load(source if source is not None else info.path)
+        info.content = torch_load(info.path)
     except ZooError as exc:
         return exc.message
     return None

@@ -17,7 +17,7 @@ from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import inspect_torch_file, load_checkpoint
 from zoo.envs import env_spec_for as env_spec
 from zoo.envs import extras_for_env, missing_modules_for_extras
-from zoo.errors import ZooError
+from zoo.errors import BrokenFile, ZooError
 from zoo.frameworks.rsl_rl.checkpoint import Architecture, LayoutMismatch, actor_state, architecture
 from zoo.frameworks.rsl_rl.config import RunConfig, read_run_config
 from zoo.frameworks.rsl_rl.discover import discover, iteration
@@ -154,7 +154,7 @@ def load_policy(model_file: Path, entry: Entry, env_id: str, *, device: str, see
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0]
-        raise ZooError(f"{model_file}: weights do not fit the rebuilt actor: {first}") from None
+        raise BrokenFile(f"{model_file}: weights do not fit the rebuilt actor: {first}") from None
     obs_space, action_space = probe_spaces(env_spec(entry, env_id))
     return RslRlPolicy(
         model, obs_space, action_space, clip_actions=config.clip_actions, device=device, seed=seed

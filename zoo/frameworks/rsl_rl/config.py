@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from zoo import safeyaml
+from zoo.artifacts import limits
+from zoo.artifacts.pickles import classify, scan_pickles
 from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
-from zoo.errors import RefusedError, ZooError
+from zoo.errors import BrokenFile, RefusedError
 
 AGENT_YAML = Path("params") / "agent.yaml"
 ENV_YAML = Path("params") / "env.yaml"
@@ -93,24 +95,37 @@ def read_yaml(path: Path) -> dict[str, Any]:
     """A config dump (``!!python/tuple`` read as a list, other Python tags never built): a mapping."""
     data = safeyaml.read(path, tags="config")
     if not isinstance(data, dict):
-        raise ZooError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+        raise BrokenFile(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     return data
 
 
 def read_cfgs_pkl(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(train_cfg, env_cfg)`` from Genesis' pickled config list; refuses any non-plain global."""
     try:
-        data = restricted_loads(path.read_bytes())
+        size = path.stat().st_size
+        if size > limits.MAX_PICKLE_BYTES:
+            raise BrokenFile(f"{path}: {limits.mib(size)}, over zoo's bound for a pickled config")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BrokenFile(f"{path}: cannot read: {exc.strerror or exc}") from None
+    dangerous = classify(scan_pickles(raw).globals, frozenset()).dangerous
+    if dangerous:
+        raise RefusedError(f"{path}: unsafe pickle, loading it would call {', '.join(dangerous)}",
+                           hint="do not load it: it runs code when it is loaded")  # fmt: skip
+    try:
+        data = restricted_loads(raw)
     except RefusedGlobal as exc:
         raise RefusedError(
-            f"{path}: unsafe pickle, loading it would call {exc.qualname}",
+            f"{path}: holds {exc.qualname}, which zoo cannot check without running it",
             hint="zoo decodes cfgs.pkl only when it holds plain dicts, lists and numbers",
         ) from None
+    except RecursionError:
+        raise BrokenFile(f"{path}: nested too deeply to be a config") from None
     except Exception as exc:  # noqa: BLE001 - any decoding failure is one error line
-        raise ZooError(f"{path}: cannot decode: {type(exc).__name__}: {exc}") from None
+        raise BrokenFile(f"{path}: cannot decode: {type(exc).__name__}: {str(exc)[:100]}") from None
     dicts = [d for d in (data if isinstance(data, list | tuple) else [data]) if isinstance(d, dict)]
     if not dicts:
-        raise ZooError(f"{path}: expected a list of config dicts, got {type(data).__name__}")
+        raise BrokenFile(f"{path}: expected a list of config dicts, got {type(data).__name__}")
     train = next((d for d in reversed(dicts) if "algorithm" in d), {})
     return train, dicts[0]
 

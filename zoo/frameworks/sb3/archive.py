@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.artifacts import limits
-from zoo.errors import RefusedError, ZooError
+from zoo.errors import BrokenFile, RefusedError, ZooError
 
 REQUIRED = ("data", "policy.pth")
 #: rl_zoo3's CheckpointCallback names: the model, and its statistics beside it.
@@ -110,13 +110,13 @@ def read_archive(path: Path) -> SB3Archive:
             f"{path}: zip archive is cut short or corrupt", hint="re-save or re-download it"
         ) from None
     except (OSError, ValueError, EOFError, zipfile.LargeZipFile) as exc:
-        raise ZooError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        raise BrokenFile(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         data = json.loads(texts["data"])
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise ZooError(f"{path}: the zip's data file is not JSON ({str(exc)[:100]})") from None
+        raise BrokenFile(f"{path}: the zip's data file is not JSON ({str(exc)[:100]})") from None
     if not isinstance(data, dict):
-        raise ZooError(f"{path}: the zip's data file is not a JSON object")
+        raise BrokenFile(f"{path}: the zip's data file is not a JSON object")
     version, system_info = (texts[n].decode("utf-8", "replace").strip() if n in texts else None
                             for n in ("_stable_baselines3_version", "system_info.txt"))  # fmt: skip
     archive = SB3Archive(path, data, version, system_info)
@@ -180,7 +180,7 @@ def decode(archive: SB3Archive, key: str) -> Any:
     try:
         raw = base64.b64decode(str(value[":serialized:"]), validate=False)
     except ValueError:
-        raise ZooError(f"{archive.path}: data[{key!r}] is not base64") from None
+        raise BrokenFile(f"{archive.path}: data[{key!r}] is not base64") from None
     dangerous = classify(scan_pickles(raw).globals, ALLOWED_NAMES).dangerous
     if dangerous:
         raise RefusedError(f"{archive.path}: unsafe pickle in data[{key!r}]: loading would call {', '.join(dangerous)}",
@@ -195,9 +195,9 @@ def decode(archive: SB3Archive, key: str) -> Any:
             hint=REFUSED_HINT,
         ) from None
     except RecursionError:
-        raise ZooError(f"{archive.path}: data[{key!r}] is nested too deeply") from None
+        raise BrokenFile(f"{archive.path}: data[{key!r}] is nested too deeply") from None
     except Exception as exc:  # noqa: BLE001 - a broken pickle is a finding, not a crash
-        raise ZooError(
+        raise BrokenFile(
             f"{archive.path}: data[{key!r}] does not decode: {type(exc).__name__}: {str(exc)[:100]}"
         ) from None
 
@@ -217,7 +217,10 @@ def _gym_space(archive: SB3Archive, key: str, value: dict) -> Any:
 
 def policy_kwargs(archive: SB3Archive) -> dict[str, Any]:
     """The policy kwargs as SB3 2.x wants them (the same conversions as ``BaseAlgorithm.load``)."""
-    kwargs = dict(decode(archive, "policy_kwargs") or {}) if "policy_kwargs" in archive.data else {}
+    decoded = decode(archive, "policy_kwargs") if "policy_kwargs" in archive.data else None
+    if decoded is not None and not isinstance(decoded, dict):
+        raise BrokenFile(f"{archive.path}: data['policy_kwargs'] is a {type(decoded).__name__}, not a dict")
+    kwargs = dict(decoded or {})
     for key in _POLICY_KWARGS_DROPPED:
         kwargs.pop(key, None)
     net_arch = kwargs.get("net_arch")
@@ -253,5 +256,5 @@ def load_weights(archive: SB3Archive) -> dict[str, Any]:
     except ZooError as exc:
         raise ZooError(f"{archive.path}: policy.pth does not load: {exc.message}", exc.hint) from None
     if not isinstance(state, dict):
-        raise ZooError(f"{archive.path}: policy.pth holds {type(state).__name__}, not a state dict")
+        raise BrokenFile(f"{archive.path}: policy.pth holds {type(state).__name__}, not a state dict")
     return state

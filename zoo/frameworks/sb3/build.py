@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from zoo.errors import RefusedError, ZooError
+from zoo.errors import BrokenFile, RefusedError, ZooError
 from zoo.frameworks.sb3.archive import SB3Archive, decode, load_weights, policy_kwargs
 
 #: SB3 < 1.7 A2C/PPO policies had no separate actor/critic extractors; with a shared extractor
@@ -41,26 +41,33 @@ def _check_state(policy, state: dict) -> None:
         # torch's first line only says "Error(s) in loading state_dict"; the second names the tensor.
         lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
         detail = lines[1] if len(lines) > 1 else lines[0]
-        raise ZooError(f"policy.pth does not fit the policy rebuilt from data: {detail}") from None
+        raise BrokenFile(f"policy.pth does not fit the policy rebuilt from data: {detail}") from None
     missing = [k for k in result.missing_keys if not k.startswith(_SHARED_EXTRACTOR_PREFIXES)]
     if missing or result.unexpected_keys:
         what = f"missing {missing[0]}" if missing else f"unexpected {result.unexpected_keys[0]}"
-        raise ZooError(f"policy.pth does not fit the policy rebuilt from data: {what}")
+        raise BrokenFile(f"policy.pth does not fit the policy rebuilt from data: {what}")
 
 
 def rebuild(archive: SB3Archive, device: str = "cpu") -> Rebuilt:
     """The policy from ``data`` and ``policy.pth`` through the restricted unpickler only."""
+    from gymnasium import spaces
+    from stable_baselines3.common.policies import BasePolicy
+
     policy_class = decode(archive, "policy_class")
-    if not isinstance(policy_class, type):
-        raise ZooError(f"{archive.path}: data['policy_class'] is not a class")
+    if not (isinstance(policy_class, type) and issubclass(policy_class, BasePolicy)):
+        raise BrokenFile(f"{archive.path}: data['policy_class'] is not an SB3 policy class")
     observation_space, action_space = decode(archive, "observation_space"), decode(archive, "action_space")
+    acting = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)  # make_proba_distribution's
+    if not isinstance(observation_space, spaces.Space) or not isinstance(action_space, acting):
+        raise BrokenFile(f"{archive.path}: data's observation_space or action_space is not a space SB3 acts in")
     kwargs = policy_kwargs(archive)
     if archive.algorithm in ("PPO", "A2C"):
         kwargs.setdefault("use_sde", bool(archive.data.get("use_sde", False)))
     try:
         policy = policy_class(observation_space, action_space, _constant, **kwargs)
-    except (TypeError, ValueError, AssertionError, KeyError) as exc:
-        raise ZooError(f"{archive.path}: cannot rebuild {policy_class.__name__} from data: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - SB3's constructors meet values from a file: any failure is one line
+        raise BrokenFile(f"{archive.path}: cannot rebuild {policy_class.__name__} from data: "
+                         f"{type(exc).__name__}: {str(exc)[:120]}") from None  # fmt: skip
     _check_state(policy, load_weights(archive))
     policy = policy.to(device)
     policy.set_training_mode(False)

@@ -7,11 +7,9 @@ Every step is the safe one ``zoo eval`` takes (restricted unpickler, ``weights_o
 from __future__ import annotations
 
 from zoo.artifacts.report import ERROR, WARNING, RunReport
-from zoo.errors import RefusedError, ZooError
+from zoo.errors import ZooError
 from zoo.frameworks.sb3.archive import SB3Archive
 from zoo.registry import Entry
-
-_REFUSED_HINT = "do not load it; zoo eval refuses it unless --trust-pickle"
 
 
 def _stats(report: RunReport, archive: SB3Archive, env_id: str | None) -> bool:
@@ -25,14 +23,10 @@ def _stats(report: RunReport, archive: SB3Archive, env_id: str | None) -> bool:
     try:
         dangerous = scan_stats(path)
         if dangerous:
-            report.flag(
-                ERROR, f"unsafe pickle {path.name}: loading would call {', '.join(dangerous)}", _REFUSED_HINT
-            )
+            report.flag(ERROR, f"unsafe pickle {path.name}: loading would call {', '.join(dangerous)}",
+                        "do not load it: it runs code when it is loaded")  # fmt: skip
             return False
         normalizer = load_stats(path)
-    except RefusedError as exc:
-        report.flag(ERROR, f"refused {path.name}: {exc.message.split(': ', 1)[-1]}", _REFUSED_HINT)
-        return False
     except ZooError as exc:
         report.flag(ERROR, exc.message, exc.hint)
         return False
@@ -59,9 +53,6 @@ def inspect_model(report: RunReport, archive: SB3Archive, entry: Entry, env_id: 
         return
     try:
         rebuilt = rebuild(archive)
-    except RefusedError as exc:
-        report.flag(ERROR, f"refused: {exc.message.split(': ', 1)[-1]}", _REFUSED_HINT)
-        return
     except ZooError as exc:
         report.flag(ERROR, exc.message, exc.hint)
         return

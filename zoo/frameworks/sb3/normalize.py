@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from zoo.artifacts import limits
-from zoo.errors import RefusedError, ZooError
+from zoo.errors import BrokenFile, RefusedError, ZooError
 from zoo.frameworks.sb3.archive import CHECKPOINT, REFUSED_HINT
 
 STATS_NAMES = ("vecnormalize.pkl", "vec_normalize.pkl")
@@ -68,7 +68,7 @@ def read_stats_bytes(path: Path) -> bytes:
                            "for VecNormalize statistics", hint="this is not a file VecNormalize.save wrote")  # fmt: skip
         return path.read_bytes()
     except OSError as exc:
-        raise ZooError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise BrokenFile(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def scan_stats(path: Path) -> list[str]:
@@ -91,9 +91,9 @@ def _restricted(path: Path) -> Any:
     except ZooError:
         raise
     except RecursionError:
-        raise ZooError(f"{path}: nested too deeply to be VecNormalize statistics") from None
+        raise BrokenFile(f"{path}: nested too deeply to be VecNormalize statistics") from None
     except Exception as exc:  # noqa: BLE001 - a broken pickle is a finding, not a crash
-        raise ZooError(
+        raise BrokenFile(
             f"{path}: does not decode as VecNormalize statistics: {type(exc).__name__}: {str(exc)[:100]}"
         ) from None
 
@@ -112,7 +112,7 @@ def load_stats(path: Path, *, trust_pickle: bool = False) -> ObsNormalizer | Non
         with path.open("rb") as fh:
             stats = pickle.load(fh)  # noqa: S301 - the user passed --trust-pickle
     if not isinstance(stats, VecNormalize):
-        raise ZooError(f"{path}: holds a {type(stats).__name__}, not VecNormalize statistics")
+        raise BrokenFile(f"{path}: holds a {type(stats).__name__}, not VecNormalize statistics")
     try:
         return _normalizer(vars(stats))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

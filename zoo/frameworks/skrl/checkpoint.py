@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zoo.errors import ZooError
+from zoo.errors import BrokenFile, ZooError
 from zoo.frameworks.skrl.config import PolicySpec
 from zoo.frameworks.skrl.discover import companion, parse_checkpoint
 
@@ -52,7 +52,7 @@ def split_agent(obj: Any, path: Path) -> dict[str, Any]:
     module = parsed[0] if parsed else "agent"
     if module != "agent":
         if not is_state_dict(obj):
-            raise ZooError(f"{path.name}: expected the {module} state dict, found {type(obj).__name__}")
+            raise BrokenFile(f"{path.name}: expected the {module} state dict, found {type(obj).__name__}")
         return {module: obj}
     if not isinstance(obj, Mapping) or not all(isinstance(k, str) for k in obj):
         raise ZooError(f"{path.name}: not an skrl agent checkpoint (expected a dict of module state dicts)",
@@ -127,12 +127,12 @@ def normalizer(modules: Mapping, in_features: int) -> tuple[Normalizer | None, s
         if state is None:
             continue
         if not is_state_dict(state) or any(k not in state for k in SCALER_KEYS):
-            raise ZooError(f"{key} is not a RunningStandardScaler state ({', '.join(SCALER_KEYS)})")
+            raise BrokenFile(f"{key} is not a RunningStandardScaler state ({', '.join(SCALER_KEYS)})")
         size = tuple(state["running_mean"].shape)
         if size != (in_features,):
             if key == "state_preprocessor":
                 return None, f"state_preprocessor of size {size} is the skrl 2.x state scaler, not applied"
-            raise ZooError(f"{key} has size {size}, the policy takes {in_features} inputs")
+            raise BrokenFile(f"{key} has size {size}, the policy takes {in_features} inputs")
         return Normalizer(key, generation, state), None
     return None, None
 
