@@ -57,9 +57,11 @@ def rebuild(archive: SB3Archive, device: str = "cpu") -> Rebuilt:
     if not (isinstance(policy_class, type) and issubclass(policy_class, BasePolicy)):
         raise BrokenFile(f"{archive.path}: data['policy_class'] is not an SB3 policy class")
     observation_space, action_space = decode(archive, "observation_space"), decode(archive, "action_space")
-    acting = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)  # make_proba_distribution's
+    acting = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)  # SB3's distributions
     if not isinstance(observation_space, spaces.Space) or not isinstance(action_space, acting):
-        raise BrokenFile(f"{archive.path}: data's observation_space or action_space is not a space SB3 acts in")
+        raise BrokenFile(
+            f"{archive.path}: data's observation_space or action_space is not a space SB3 acts in"
+        )
     kwargs = policy_kwargs(archive)
     if archive.algorithm in ("PPO", "A2C"):
         kwargs.setdefault("use_sde", bool(archive.data.get("use_sde", False)))
