@@ -107,8 +107,8 @@ def _records(zf: zipfile.ZipFile) -> tuple[str, dict[str, zipfile.ZipInfo]]:
         if info.filename.casefold() in seen:
             raise _Broken(f"entry {info.filename!r} appears twice (which copy torch reads is undefined)")
         seen.add(info.filename.casefold())
-        if info.flag_bits & 0x41:
-            raise _Broken(f"entry {info.filename!r} is encrypted")
+        if info.flag_bits & 0x61:  # encrypted, patched data, strong encryption: miniz reads none of them
+            raise _Broken(f"entry {info.filename!r} is encrypted or patched data, which torch cannot read")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             raise _Broken(
                 f"entry {info.filename!r} uses compression method {info.compress_type}, which torch cannot read"
@@ -133,7 +133,7 @@ def _read(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> Iterator[byte
     except zipfile.BadZipFile as exc:
         what = "is corrupted (CRC-32 mismatch)" if "CRC" in str(exc) else f"cannot be read ({exc})"
         raise _Broken(f"entry {info.filename} {what}") from None
-    except (zlib.error, EOFError, OSError, ValueError) as exc:
+    except (zlib.error, EOFError, OSError, ValueError, NotImplementedError) as exc:
         raise _Broken(f"entry {info.filename} cannot be read: {type(exc).__name__}: {exc}") from None
 
 

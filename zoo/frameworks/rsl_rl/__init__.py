@@ -18,7 +18,13 @@ from zoo.artifacts.torchfile import inspect_torch_file, load_checkpoint
 from zoo.envs import env_spec_for as env_spec
 from zoo.envs import extras_for_env, missing_modules_for_extras
 from zoo.errors import BrokenFile, ZooError
-from zoo.frameworks.rsl_rl.checkpoint import Architecture, LayoutMismatch, actor_state, architecture
+from zoo.frameworks.rsl_rl.checkpoint import (
+    Architecture,
+    LayoutMismatch,
+    actor_state,
+    architecture,
+    state_problems,
+)
 from zoo.frameworks.rsl_rl.config import RunConfig, read_run_config
 from zoo.frameworks.rsl_rl.discover import discover, iteration
 from zoo.registry import Entry, Registry
@@ -95,22 +101,32 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
         report.flag(ERROR, exc.message, exc.hint)
         return report
     report.details.update(checkpoint=layout, model=arch.summary(), recurrent=arch.rnn_type is not None)
-    _compare_env(report, entry, arch)
+    _compare_env(report, entry, arch, state)
     return report
 
 
-def _compare_env(report: RunReport, entry: Entry, arch: Architecture) -> None:
-    """Flag an env whose spaces do not fit the actor; warn when the env id is unknown."""
+def _compare_env(report: RunReport, entry: Entry, arch: Architecture, state: dict) -> None:
+    """Flag weights the rebuilt actor would not take, and an env whose spaces do not fit it."""
     env_id = report.run.env_id
-    if env_id is None:
-        report.flag(WARNING, "env id unknown (the env config names no gymnasium id)",
-                    "pass --env-id to zoo eval")  # fmt: skip
-        return
-    extras = sorted(set(entry.extras) | set(extras_for_env(env_id)))
+    extras = sorted(set(entry.extras) | set(extras_for_env(env_id or "")))
     missing = missing_modules_for_extras(extras)
     if missing:
         report.flag(WARNING, f"missing optional extra {missing[0]!r} to evaluate it",
                     f"pip install 'rl-zoo-hub[{missing[0]}]'")  # fmt: skip
+        return
+    try:
+        problems = state_problems(state, arch)
+    except LayoutMismatch as exc:
+        report.flag(ERROR, exc.message, exc.hint)
+        return
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        report.flag(ERROR, f"the weights do not fit the rebuilt actor: {problems[0]}{more}",
+                    "is this checkpoint from the run its config describes?")  # fmt: skip
+        return
+    if env_id is None:
+        report.flag(WARNING, "env id unknown (the env config names no gymnasium id)",
+                    "pass --env-id to zoo eval")  # fmt: skip
         return
     try:
         problem = _space_problem(entry, env_id, arch)

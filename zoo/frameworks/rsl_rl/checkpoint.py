@@ -34,6 +34,10 @@ DISTRIBUTIONS = ("GaussianDistribution", "HeteroscedasticGaussianDistribution", 
 class LayoutMismatch(ZooError):
     """The file is not an rsl_rl runner checkpoint zoo can read."""
 
+    def __init__(self, message: str, hint: str | None = "is this a model_{iter}.pt of rsl_rl's OnPolicyRunner, "
+                 "next to its own config?"):  # fmt: skip
+        super().__init__(message, hint)
+
 
 def _describe(obj: Any) -> str:
     if isinstance(obj, Mapping):
@@ -114,7 +118,8 @@ def architecture(state: Mapping[str, Any], activation: str, rnn_type: str | None
                  cfg_distribution: dict | None) -> Architecture:  # fmt: skip
     """Read the model back from the weight shapes; activation and distribution come from the config."""
     if activation.lower() not in ACTIVATIONS:
-        raise LayoutMismatch(f"activation {activation!r} is not one of rsl_rl's ({', '.join(ACTIVATIONS)})")
+        raise LayoutMismatch(f"activation {activation!r} is not one of rsl_rl's ({', '.join(ACTIVATIONS)})",
+                             hint="check the actor's activation in the run's config")  # fmt: skip
     if any(k.startswith("cnns.") for k in state):
         raise LayoutMismatch("a CNNModel actor (image observations): zoo rebuilds MLPModel and RNNModel only")
     layers = sorted((int(m[1]), key) for key in state if (m := _MLP_KEY.match(key)))
@@ -140,6 +145,23 @@ def architecture(state: Mapping[str, Any], activation: str, rnn_type: str | None
     return Architecture(
         obs_dim=obs_dim, rnn_type=found, rnn_hidden_dim=hidden, rnn_num_layers=layers_n, **common
     )
+
+
+_EXPECTED: dict[str, dict[str, tuple]] = {}
+
+
+def state_problems(state: Mapping[str, Any], arch: Architecture) -> list[str]:
+    """What ``load_state_dict(strict=True)`` of the rebuilt actor would refuse: keys missing, unexpected or
+    of another shape (the actor is built on the meta device: no memory, no weights)."""
+    key = repr(arch)  # Architecture holds a dict: hashable only as its repr
+    if key not in _EXPECTED:
+        _EXPECTED[key] = {k: tuple(v.shape) for k, v in build_model(arch, device="meta").state_dict().items()}
+    expected = _EXPECTED[key]
+    problems = [f"missing {k}" for k in expected if k not in state]
+    problems += [f"unexpected {k}" for k in state if k not in expected]
+    problems += [f"{k} is {tuple(state[k].shape)}, the actor needs {shape}" for k, shape in expected.items()
+                 if k in state and tuple(state[k].shape) != shape]  # fmt: skip
+    return problems
 
 
 def build_model(arch: Architecture, device: str = "cpu"):

@@ -136,7 +136,7 @@ def read_entry(zf: zipfile.ZipFile, path: Path, name: str, cap: int, keep: bool 
             while chunk := fh.read(1 << 20):
                 if keep:
                     chunks.append(chunk)
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, ValueError) as exc:
         what = "is corrupted (CRC-32 mismatch)" if "CRC" in str(exc) else f"cannot be read ({exc})"
         raise ZooError(f"{path}: entry {name} {what}", hint="re-save or re-download it") from None
     except (zlib.error, EOFError, NotImplementedError) as exc:
@@ -240,10 +240,8 @@ def load_weights(archive: SB3Archive) -> dict[str, Any]:
     try:
         with zipfile.ZipFile(archive.path) as zf:
             raw = read_entry(zf, archive.path, "policy.pth", limits.MAX_ENTRY_BYTES)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ZooError(
-            f"{archive.path}: cannot read policy.pth: {exc}", hint="re-save or re-download it"
-        ) from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        raise BrokenFile(f"{archive.path}: cannot read policy.pth: {str(exc)[:100]}") from None
     info = inspect_torch_bytes(raw, label)
     try:
         refuse_unsafe(info, trust_pickle=False)
