@@ -174,9 +174,9 @@ def test_help_and_check_without_model_files_import_no_heavy_library(tmp_path):
     assert _imported_after(["registry", "list"]) == set()
 
 
-def test_events_results_are_cached_until_the_file_changes(tmp_path):
-    import json
+def test_verdicts_are_remembered_until_a_file_of_the_run_changes(tmp_path):
     import os
+    import sqlite3
 
     from torch.utils.tensorboard import SummaryWriter
 
@@ -184,17 +184,31 @@ def test_events_results_are_cached_until_the_file_changes(tmp_path):
     writer = SummaryWriter(str(run))
     writer.add_scalar("charts/episodic_return", 42.0, 100)
     writer.close()
-    first = zoo("check", run, "--json").json()[0]["details"]["train_return"]
-    assert first == {"step": 100, "value": 42.0}
-    memo = json.loads((Path(os.environ["ZOO_CACHE_DIR"]) / "events.json").read_text())
-    (entry,) = memo["entries"].values()
-    entry["value"] = [100, 7.0]  # a planted value proves the second call reads the memo
-    (Path(os.environ["ZOO_CACHE_DIR"]) / "events.json").write_text(json.dumps(memo))
-    assert zoo("check", run, "--json").json()[0]["details"]["train_return"]["value"] == 7.0
-    assert zoo("check", run, "--json", "--no-cache").json()[0]["details"]["train_return"]["value"] == 42.0
+    first = zoo("check", run, "--json").json()[0]
+    assert first["status"] == "ok" and first["details"]["train_return"] == {"step": 100, "value": 42.0}
+
+    def plant() -> None:  # a planted verdict proves that the next call reads the memo, not the run
+        with sqlite3.connect(Path(os.environ["ZOO_CACHE_DIR"]) / "check.sqlite") as db:
+            db.execute("UPDATE verdicts SET report = replace(report, '42.0', '7.0')")
+
+    def train_return(*args: str) -> float:
+        return zoo("check", run, "--json", *args).json()[0]["details"]["train_return"]["value"]
+
+    plant()
+    assert train_return() == 7.0
+    assert train_return("--no-cache") == 42.0
     events = next(run.glob("events.out.tfevents.*"))
     os.utime(events, ns=(events.stat().st_atime_ns, events.stat().st_mtime_ns + 10**9))
-    assert zoo("check", run, "--json").json()[0]["details"]["train_return"]["value"] == 42.0
+    assert train_return() == 42.0  # the events file changed: read again
+
+    plant()
+    model = run / "dqn.cleanrl_model"
+    before = model.stat()
+    raw = bytearray(model.read_bytes())
+    raw[-40] ^= 0xFF  # same size, and the old mtime put back below: only ctime and content differ
+    model.write_bytes(bytes(raw))
+    os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert zoo("check", run, "--json").json()[0]["status"] == "error"
 
 
 def test_a_stray_model_file_at_the_top_of_runs_hides_no_run(tmp_path):

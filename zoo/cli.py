@@ -152,7 +152,9 @@ _STYLE = {"ok": "green", "warning": "yellow", "error": "red"}
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="Only print runs that are not ok.")
 @click.option(
-    "--no-cache", is_flag=True, help="Re-read every events file (results are cached by size and mtime)."
+    "--no-cache",
+    is_flag=True,
+    help="Read every run again (verdicts are remembered while a run's files are unchanged).",
 )
 @click.pass_context
 def check_cmd(ctx, paths, exp_name, env_id, seed, as_json, quiet, no_cache) -> None:
@@ -164,11 +166,11 @@ def check_cmd(ctx, paths, exp_name, env_id, seed, as_json, quiet, no_cache) -> N
     from zoo.artifacts.runs import RunFilter
     from zoo.check import check_paths
 
-    reports = check_paths(
-        list(paths), _registry(ctx), RunFilter(exp_name, env_id, seed), use_cache=not no_cache
-    )
-    if as_json:
-        _print_json([r.to_json() for r in reports])
+    with _progress("reading runs") as update:
+        reports = check_paths(list(paths), _registry(ctx), RunFilter(exp_name, env_id, seed),
+                              use_cache=not no_cache, on_progress=update)  # fmt: skip
+    if as_json:  # one report per line: still one JSON array, written by json's C encoder
+        click.echo("[\n" + ",\n".join(json.dumps(r.to_json()) for r in reports) + "\n]")
     else:
         _render_check(reports, quiet)
     sys.exit(EXIT_PROBLEM if any(r.status == "error" for r in reports) else 0)
@@ -485,17 +487,32 @@ def hub_serve_cmd(root, host, port, token_file) -> None:
     err().print("stopped")
 
 
-def _run_with_progress(quiet: bool, total: int, work):
-    """A rich progress bar on a terminal; nothing at all when piped or quiet."""
+@contextlib.contextmanager
+def _progress(label: str, quiet: bool = False):
+    """``update(done, total)`` drawing a rich progress bar on a terminal; None when piped or quiet."""
     console = err()
     if quiet or not console.is_terminal:
-        return work(None)
+        yield None
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:  # fmt: skip
-        task = progress.add_task("eval", total=total)
-        return work(lambda done: progress.update(task, completed=done))
+        task = None
+
+        def update(done: int, total: int) -> None:
+            nonlocal task
+            if task is None:
+                task = progress.add_task(label, total=total)
+            progress.update(task, completed=done)
+
+        yield update
+
+
+def _run_with_progress(quiet: bool, total: int, work):
+    """``work(on_episode)`` with a progress bar of ``total`` episodes on a terminal."""
+    with _progress("episodes", quiet) as update:
+        return work(None if update is None else lambda done: update(done, total))
 
 
 def main() -> None:

@@ -35,6 +35,11 @@ class RunReport:
             "run": self.run.to_json(), "details": self.details, "notes": self.notes,
         }  # fmt: skip
 
+    @classmethod
+    def from_json(cls, data: dict) -> RunReport:
+        return cls(Run.from_json(data["run"]), data["status"], data["reason"], data["hint"], data["details"],
+                   data["notes"])  # fmt: skip
+
 
 _BROKEN = ("empty", "not-torch", "truncated", "missing")
 _UNKNOWN_HINT = "zoo loads weights only: re-save them with torch.save(model.state_dict()); see docs/check.md"

@@ -25,7 +25,6 @@ import stat
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -121,30 +120,61 @@ def _records(zf: zipfile.ZipFile) -> tuple[str, dict[str, zipfile.ZipInfo]]:
     return prefix, records
 
 
-def _read(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> Iterator[bytes]:
-    """An entry's bytes in chunks, CRC-checked by zipfile; bounded before anything is inflated."""
+def _entry(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, raw: bytes | None, keep: bool = True
+) -> bytes:
+    """An entry's bytes, CRC-checked; bounded before anything is inflated (``b""`` unless ``keep``).
+
+    With the archive in memory (``raw``), a stored entry (what torch writes) is sliced out and checked
+    with ``zlib.crc32`` directly: the same check ``zipfile`` makes, without its per-entry file objects,
+    which dominate ``zoo check`` on many small checkpoints. Anything unusual takes ``zipfile``'s path.
+    """
     problem = limits.entry_problem(info.filename, info.file_size, info.compress_size, cap)
     if problem:
         raise _Broken(problem)
+    fast = _stored_slice(raw, info) if raw is not None else None
+    if fast is not None:
+        if info.CRC is not None and zlib.crc32(fast) != info.CRC:
+            raise _Broken(f"entry {info.filename} is corrupted (CRC-32 mismatch)")
+        return fast if keep else b""
+    chunks = []
     try:
         with zf.open(info) as fh:
             while chunk := fh.read(1 << 20):
-                yield chunk
+                if keep:
+                    chunks.append(chunk)
     except zipfile.BadZipFile as exc:
         what = "is corrupted (CRC-32 mismatch)" if "CRC" in str(exc) else f"cannot be read ({exc})"
         raise _Broken(f"entry {info.filename} {what}") from None
     except (zlib.error, EOFError, OSError, ValueError, NotImplementedError) as exc:
         raise _Broken(f"entry {info.filename} cannot be read: {type(exc).__name__}: {exc}") from None
+    return b"".join(chunks)
 
 
-def _metadata_problem(zf: zipfile.ZipFile, records: dict[str, zipfile.ZipInfo]) -> str | None:
+def _stored_slice(raw: bytes, info: zipfile.ZipInfo) -> bytes | None:
+    """A stored entry's bytes read off its local header, or None when the header is not the plain case."""
+    at = info.header_offset
+    if info.compress_type != zipfile.ZIP_STORED or raw[at : at + 4] != b"PK\x03\x04":
+        return None
+    name_len, extra_len = struct.unpack_from("<HH", raw, at + 26)
+    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+    if raw[at + 30 : at + 30 + name_len] != info.orig_filename.encode(encoding, "replace"):
+        return None
+    start = at + 30 + name_len + extra_len
+    data = raw[start : start + info.compress_size]
+    return data if len(data) == info.compress_size == info.file_size else None
+
+
+def _metadata_problem(
+    zf: zipfile.ZipFile, records: dict[str, zipfile.ZipInfo], raw: bytes | None
+) -> str | None:
     """The version, byteorder, alignment and serialization-id records, as torch's reader parses them."""
     version = records.get(".data/version") or records.get("version")
     if version is None:
         return "no version record (torch's reader needs one)"
 
     def text(info: zipfile.ZipInfo) -> bytes:
-        return b"".join(_read(zf, info, 4096))
+        return _entry(zf, info, 4096, raw)
 
     match = _VERSION.match(text(version))
     if not match or not 1 <= int(match[1]) <= 10:
@@ -164,8 +194,9 @@ def _metadata_problem(zf: zipfile.ZipFile, records: dict[str, zipfile.ZipInfo]) 
     return None
 
 
-def _inspect_zip(info: TorchFileInfo, source: IO[bytes]) -> None:
-    """Verify a torch zip read from ``source`` (a seekable binary file of ``info.size`` bytes)."""
+def _inspect_zip(info: TorchFileInfo, source: IO[bytes], raw: bytes | None = None) -> None:
+    """Verify a torch zip read from ``source`` (a seekable binary file of ``info.size`` bytes; ``raw``, its
+    bytes, when the whole file is in memory)."""
     info.kind = "torch-zip"
     try:
         problem = end_records_problem(source, info.size)
@@ -179,22 +210,22 @@ def _inspect_zip(info: TorchFileInfo, source: IO[bytes]) -> None:
         return
     with zf:
         try:
-            _verify_zip(info, zf)
+            _verify_zip(info, zf, raw)
         except _Broken as exc:
             info.problem = str(exc)
 
 
-def _verify_zip(info: TorchFileInfo, zf: zipfile.ZipFile) -> None:
+def _verify_zip(info: TorchFileInfo, zf: zipfile.ZipFile, raw: bytes | None) -> None:
     _prefix, records = _records(zf)
     if all(i.CRC == 0 for i in records.values() if i.file_size):
         info.notes.append("the archive records no CRC-32 checksums (saved with set_crc32_options(False)): "
                           "corruption cannot be detected")  # fmt: skip
         for record in records.values():
             record.CRC = None  # zipfile then skips the check
-    problem = _metadata_problem(zf, records)
+    problem = _metadata_problem(zf, records, raw)
     if problem:
         raise _Broken(problem)
-    data = b"".join(_read(zf, records["data.pkl"], limits.MAX_PICKLE_BYTES))
+    data = _entry(zf, records["data.pkl"], limits.MAX_PICKLE_BYTES, raw)
 
     def storage(dtype: str, key: str, numel: int):
         record = records.get(f"data/{key}")
@@ -215,8 +246,7 @@ def _verify_zip(info: TorchFileInfo, zf: zipfile.ZipFile) -> None:
             return
     for name, record in records.items():
         if name != "data.pkl":
-            for _ in _read(zf, record, limits.MAX_ENTRY_BYTES):
-                pass
+            _entry(zf, record, limits.MAX_ENTRY_BYTES, raw, keep=False)
 
 
 def _judge_pickles(info: TorchFileInfo, data: bytes, count: int, twin: Exception | None) -> None:
@@ -266,7 +296,7 @@ def inspect_torch_file(path: str | Path) -> TorchFileInfo:
     if not head:
         info.kind, info.problem = "empty", "file is empty"
     elif head[:4] == b"PK\x03\x04" and len(head) == st.st_size:
-        _inspect_zip(info, io.BytesIO(head))
+        _inspect_zip(info, io.BytesIO(head), head)
     elif head[:4] == b"PK\x03\x04":
         try:
             with path.open("rb") as fh:
@@ -289,7 +319,7 @@ def inspect_torch_bytes(data: bytes, label: Path) -> TorchFileInfo:
     if not data:
         info.kind, info.problem = "empty", "file is empty"
     elif data[:4] == b"PK\x03\x04":
-        _inspect_zip(info, io.BytesIO(data))
+        _inspect_zip(info, io.BytesIO(data), data)
     elif data[:1] in _PICKLE_START:
         _inspect_pickle_stream(info, data[: limits.MAX_PICKLE_BYTES])
     else:

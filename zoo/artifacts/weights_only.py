@@ -17,7 +17,6 @@ values under ``torch.serialization.safe_globals``) raises :class:`NotModelled`: 
 
 from __future__ import annotations
 
-import io
 import struct
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -222,38 +221,20 @@ def _device(args: tuple) -> str:
 
 
 class _Twin:
-    """The interpreter loop; ``storage(dtype, key, numel)`` resolves a persistent id against the archive."""
+    """The interpreter loop; ``storage(dtype, key, numel)`` resolves a persistent id against the archive.
+
+    It walks the bytes with an index and keeps the stack in a local variable (both refreshed around
+    MARK): ``zoo check`` runs this once per checkpoint, so each opcode costs about a microsecond. A
+    stack or memo read that fails (IndexError, KeyError) or an argument cut short (struct.error) is
+    what torch's loop would fail on too, and becomes :class:`NotLoadable`.
+    """
 
     def __init__(self, data: bytes, storage: Callable[[str, str, int], _Storage]):
-        self.stream = io.BytesIO(data)
+        self.data = data
         self.storage = storage
         self.storages: dict[str, _Storage] = {}  # the first reference to a key fixes its dtype and size
         self.globals: list[str] = []
         self.memo: dict[int, object] = {}
-        self.stack: list[object] = []
-        self.marks: list[list[object]] = []
-
-    def read(self, n: int) -> bytes:
-        chunk = self.stream.read(n)
-        if len(chunk) != n:
-            raise NotLoadable("data.pkl ends in the middle of an opcode (EOFError)")
-        return chunk
-
-    def pop(self) -> object:
-        if not self.stack:
-            raise NotLoadable("data.pkl pops from an empty stack (IndexError)")
-        return self.stack.pop()
-
-    def top(self) -> object:
-        if not self.stack:
-            raise NotLoadable("data.pkl reads from an empty stack (IndexError)")
-        return self.stack[-1]
-
-    def pop_mark(self) -> list[object]:
-        if not self.marks:
-            raise NotLoadable("data.pkl closes a MARK it never opened (IndexError)")
-        items, self.stack = self.stack, self.marks.pop()
-        return items
 
     def text(self, raw: bytes, errors: str = "strict") -> str:
         try:
@@ -261,14 +242,21 @@ class _Twin:
         except UnicodeDecodeError:
             raise NotLoadable("data.pkl holds a string that is not UTF-8 (UnicodeDecodeError)") from None
 
-    def glob(self) -> _Global | _Dtype:
-        module, name = (self.text(self.stream.readline()[:-1]) for _ in range(2))
+    def glob(self, pos: int) -> tuple[_Global | _Dtype, int]:
+        """GLOBAL's two lines (torch cuts the last byte of each, newline or not), and where the next opcode is."""
+        lines = []
+        for _ in range(2):
+            end = self.data.find(b"\n", pos)
+            end = len(self.data) if end < 0 else end + 1
+            lines.append(self.text(self.data[pos : end - 1]))
+            pos = end
+        module, name = lines
         module = "builtins" if module == "__builtin__" else module
         path = f"{module}.{name}"
         self.globals.append(path)
         if module in _BLOCKED or path not in MODELLED:
             raise NotModelled(path)  # the caller's global scan gives the verdict on it
-        return _Dtype(name) if module == "torch" and name in ITEMSIZE else _Global(path)
+        return (_Dtype(name) if module == "torch" and name in ITEMSIZE else _Global(path)), pos
 
     def persistent(self, pid: object) -> _Storage:
         if type(pid) is not tuple:
@@ -293,44 +281,69 @@ class _Twin:
             self.storages[key] = self.storage(dtype, key, int(numel))
         return self.storages[key]
 
-    def run(self) -> object:  # noqa: C901 - one branch per opcode, as in torch's loop
-        read = self.read
+    def run(self) -> object:
+        try:
+            return self._loop()
+        except (IndexError, struct.error):
+            raise NotLoadable(
+                "data.pkl is cut short, or pops from an empty stack or MARK (torch fails too)"
+            ) from None
+        except KeyError as exc:
+            raise NotLoadable(f"data.pkl reads memo slot {exc}, which was never set (KeyError)") from None
+
+    def _loop(self) -> object:  # noqa: C901 - one branch per opcode, the frequent ones first
+        data, memo, marks = self.data, self.memo, []
+        stack: list[object] = []
+        pos = 0
         while True:
-            op = self.stream.read(1)
-            if not op:
-                raise NotLoadable("data.pkl ends without STOP (EOFError)")
-            code = op[0]
-            if code == 0x63:  # GLOBAL
-                self.stack.append(self.glob())
+            code = data[pos]
+            pos += 1
+            if code == 0x71:  # BINPUT
+                memo[data[pos]] = stack[-1]
+                pos += 1
+            elif code == 0x58:  # BINUNICODE
+                (size,) = struct.unpack_from("<I", data, pos)
+                raw = data[pos + 4 : pos + 4 + size]
+                if len(raw) != size:
+                    raise IndexError
+                stack.append(self.text(raw, "surrogatepass"))
+                pos += 4 + size
+            elif code == 0x4B:  # BININT1
+                stack.append(data[pos])
+                pos += 1
+            elif code == 0x68:  # BINGET
+                stack.append(memo[data[pos]])
+                pos += 1
+            elif code in (0x85, 0x86, 0x87):  # TUPLE1..3
+                n = code - 0x84
+                if len(stack) < n:
+                    raise IndexError
+                stack[-n:] = [tuple(stack[-n:])]
+            elif code == 0x28:  # MARK
+                marks.append(stack)
+                stack = []
+            elif code == 0x74:  # TUPLE
+                items, stack = stack, marks.pop()
+                stack.append(tuple(items))
+            elif code == 0x63:  # GLOBAL
+                value, pos = self.glob(pos)
+                stack.append(value)
+            elif code == 0x51:  # BINPERSID
+                stack.append(self.persistent(stack.pop()))
             elif code == 0x52:  # REDUCE
-                args, func = self.pop(), self.top()
+                args, func = stack.pop(), stack[-1]
                 if not isinstance(func, _Global) or not isinstance(args, tuple | list):
                     raise NotLoadable(f"REDUCE of {type(func).__name__}: not an allowed function")
-                self.stack[-1] = _call(func, tuple(args))
-            elif code == 0x81:  # NEWOBJ
-                args, cls = self.pop(), self.pop()
-                if cls == _Global("collections.OrderedDict") and args == ():
-                    self.stack.append(OrderedDict())
-                elif isinstance(cls, _Global):
-                    raise NotModelled(f"NEWOBJ of {cls.path}")
-                else:
-                    raise NotLoadable(f"NEWOBJ of {type(cls).__name__}: not an allowed class")
-            elif code == 0x62:  # BUILD
-                state, inst = self.pop(), self.top()
-                if type(inst) is not OrderedDict:
-                    raise (NotModelled if isinstance(inst, TensorInfo) else NotLoadable)(
-                        f"BUILD on {type(inst).__name__}: torch builds only tensors, parameters and OrderedDicts"
-                    )
-                if not isinstance(state, dict):
-                    raise NotLoadable(f"OrderedDict state is a {type(state).__name__}, not a dict")
-            elif code in (0x61, 0x65):  # APPEND, APPENDS
-                items = [self.pop()] if code == 0x61 else self.pop_mark()
-                if type(self.top()) is not list:
-                    raise NotLoadable(f"APPEND to a {type(self.top()).__name__}: torch appends only to lists")
-                self.top().extend(items)
+                stack[-1] = _call(func, tuple(args))
+            elif code in _CONSTANTS:
+                stack.append(_CONSTANTS[code]())
             elif code in (0x73, 0x75):  # SETITEM, SETITEMS
-                items = [self.pop(), self.pop()][::-1] if code == 0x73 else self.pop_mark()
-                target = self.top()
+                if code == 0x73:
+                    value, key = stack.pop(), stack.pop()
+                    items = [key, value]
+                else:
+                    items, stack = stack, marks.pop()
+                target = stack[-1]
                 if type(target) not in (dict, OrderedDict):
                     raise NotLoadable(f"SETITEM on a {type(target).__name__}: torch sets items only on dicts")
                 if len(items) % 2:
@@ -340,50 +353,66 @@ class _Twin:
                         target[items[i]] = items[i + 1]
                 except TypeError:
                     raise NotLoadable("a dict key is unhashable (TypeError)") from None
-            elif code == 0x28:  # MARK
-                self.marks.append(self.stack)
-                self.stack = []
-            elif code == 0x74:  # TUPLE
-                items = self.pop_mark()  # first: pop_mark rebinds self.stack
-                self.stack.append(tuple(items))
-            elif code in (0x85, 0x86, 0x87):  # TUPLE1..3
-                n = code - 0x84
-                if len(self.stack) < n:
-                    raise NotLoadable("TUPLE of items the stack does not hold (IndexError)")
-                self.stack[-n:] = [tuple(self.stack[-n:])]
-            elif code in _CONSTANTS:
-                self.stack.append(_CONSTANTS[code]())
+            elif code in (0x61, 0x65):  # APPEND, APPENDS
+                if code == 0x61:
+                    items = [stack.pop()]
+                else:
+                    items, stack = stack, marks.pop()
+                if type(stack[-1]) is not list:
+                    raise NotLoadable(f"APPEND to a {type(stack[-1]).__name__}: torch appends only to lists")
+                stack[-1].extend(items)
+            elif code == 0x62:  # BUILD
+                state, inst = stack.pop(), stack[-1]
+                if type(inst) is not OrderedDict:
+                    raise (NotModelled if isinstance(inst, TensorInfo) else NotLoadable)(
+                        f"BUILD on {type(inst).__name__}: torch builds only tensors, parameters and OrderedDicts"
+                    )
+                if not isinstance(state, dict):
+                    raise NotLoadable(f"OrderedDict state is a {type(state).__name__}, not a dict")
+            elif code == 0x81:  # NEWOBJ
+                args, cls = stack.pop(), stack.pop()
+                if cls == _Global("collections.OrderedDict") and args == ():
+                    stack.append(OrderedDict())
+                elif isinstance(cls, _Global):
+                    raise NotModelled(f"NEWOBJ of {cls.path}")
+                else:
+                    raise NotLoadable(f"NEWOBJ of {type(cls).__name__}: not an allowed class")
             elif code == 0x4A:  # BININT
-                self.stack.append(struct.unpack("<i", read(4))[0])
-            elif code == 0x4B:  # BININT1
-                self.stack.append(read(1)[0])
+                stack.append(struct.unpack_from("<i", data, pos)[0])
+                pos += 4
             elif code == 0x4D:  # BININT2
-                self.stack.append(struct.unpack("<H", read(2))[0])
+                stack.append(struct.unpack_from("<H", data, pos)[0])
+                pos += 2
             elif code == 0x47:  # BINFLOAT
-                self.stack.append(struct.unpack(">d", read(8))[0])
+                stack.append(struct.unpack_from(">d", data, pos)[0])
+                pos += 8
             elif code == 0x8A:  # LONG1
-                self.stack.append(int.from_bytes(read(read(1)[0]), "little", signed=True))
-            elif code == 0x58:  # BINUNICODE
-                self.stack.append(self.text(read(struct.unpack("<I", read(4))[0]), "surrogatepass"))
+                size = data[pos]
+                raw = data[pos + 1 : pos + 1 + size]
+                if len(raw) != size:
+                    raise IndexError
+                stack.append(int.from_bytes(raw, "little", signed=True))
+                pos += 1 + size
             elif code == 0x55:  # SHORT_BINSTRING
-                self.stack.append(self.text(read(read(1)[0])))
-            elif code == 0x51:  # BINPERSID
-                self.stack.append(self.persistent(self.pop()))
-            elif code in (0x68, 0x6A):  # BINGET, LONG_BINGET
-                index = read(1)[0] if code == 0x68 else struct.unpack("<I", read(4))[0]
-                if index not in self.memo:
-                    raise NotLoadable(f"data.pkl reads memo slot {index}, which was never set (KeyError)")
-                self.stack.append(self.memo[index])
-            elif code in (0x71, 0x72):  # BINPUT, LONG_BINPUT
-                index = read(1)[0] if code == 0x71 else struct.unpack("<I", read(4))[0]
-                self.memo[index] = self.top()
+                size = data[pos]
+                raw = data[pos + 1 : pos + 1 + size]
+                if len(raw) != size:
+                    raise IndexError
+                stack.append(self.text(raw))
+                pos += 1 + size
+            elif code == 0x6A:  # LONG_BINGET
+                stack.append(memo[struct.unpack_from("<I", data, pos)[0]])
+                pos += 4
+            elif code == 0x72:  # LONG_BINPUT
+                memo[struct.unpack_from("<I", data, pos)[0]] = stack[-1]
+                pos += 4
             elif code == 0x80:  # PROTO
-                read(1)
+                pos += 1
             elif code == 0x2E:  # STOP
-                return self.pop()
+                return stack.pop()
             else:
-                raise NotLoadable(f"pickle opcode {op!r} (protocol {_protocol_of(code)}) is not one torch's "
-                                  "weights-only loader supports")  # fmt: skip
+                raise NotLoadable(f"pickle opcode {bytes([code])!r} (protocol {_protocol_of(code)}) is not one "
+                                  "torch's weights-only loader supports")  # fmt: skip
 
 
 _CONSTANTS: dict[int, Callable[[], object]] = {

@@ -26,7 +26,18 @@ from zoo.frameworks.cleanrl.checkpoint import (
 from zoo.frameworks.cleanrl.discover import discover
 from zoo.registry import Entry, Registry
 
-__all__ = ["discover", "inspect_run", "load_policy", "env_spec", "entry_problem"]
+__all__ = [
+    "discover",
+    "inspect_run",
+    "inputs",
+    "load_policy",
+    "env_spec",
+    "entry_problem",
+    "TRAIN_RETURN_TAG",
+]
+
+#: What CleanRL's scripts log as the return of each finished training episode.
+TRAIN_RETURN_TAG = "charts/episodic_return"
 
 LAYOUTS = ("state_dict", "dict", "tuple")
 HEADS = ("q_values", "c51", "gaussian", "deterministic_actor")
@@ -64,6 +75,11 @@ def entry_problem(raw: dict) -> tuple[str, str] | None:
     if policy.get("head") not in HEADS:
         return "policy.head", f"{policy.get('head', '<missing>')!r} is not one of {', '.join(HEADS)}"
     return None
+
+
+def inputs(run: Run) -> list[Path | None]:
+    """The files ``inspect_run``'s verdict is read from: ``zoo check`` remembers it while they are unchanged."""
+    return [run.model_file, *run.other_model_files, run.events_file]
 
 
 def needed_extras(entry: Entry, env_id: str) -> list[str]:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, scan_tree
+from zoo.artifacts.runs import Run, listdir, scan_tree
 
 MODEL_SUFFIX = ".cleanrl_model"
 RUN_NAME = re.compile(r"^(?P<env_id>.+?)__(?P<exp_name>[^_].*?)__(?P<seed>\d+)__(?P<time>\d+)$")
@@ -27,7 +27,7 @@ def parse_run_name(name: str) -> dict | None:
 
 def _count_videos(folder: Path) -> int:
     try:
-        return sum(1 for e in os.scandir(folder) if e.name.endswith(".mp4"))
+        return sum(1 for e in listdir(folder) if e.name.endswith(".mp4"))
     except OSError:
         return 0
 
@@ -35,7 +35,7 @@ def _count_videos(folder: Path) -> int:
 def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None) -> Run:
     """Describe one run dir from its listing (and the sibling ``videos/`` folder)."""
     if entries is None:
-        entries = list(os.scandir(run_dir))
+        entries = listdir(run_dir)
     run = Run(framework="cleanrl", path=run_dir, run_name=run_dir.name)
     parsed = parse_run_name(run_dir.name)
     if parsed:
@@ -44,22 +44,26 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None) -> Run
         )  # fmt: skip
     else:
         run.name_problem = f"run name {run_dir.name!r} is not env_id__exp_name__seed__time"
-    models = sorted(Path(e.path) for e in entries if e.name.endswith(MODEL_SUFFIX) and e.is_file())
+    models = sorted(e.name for e in entries if e.name.endswith(MODEL_SUFFIX) and e.is_file())
     expected = f"{run.exp_name}{MODEL_SUFFIX}" if run.exp_name else None
-    for model in models:
-        if model.name == expected:
-            run.model_file = model
+    for name in models:
+        if name == expected:
+            run.model_file = run_dir / name
         else:
-            run.other_model_files.append(model)
-    events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file())
-    run.events_file = Path(events[-1]) if events else None
-    eval_json = run_dir / "eval.json"
-    run.eval_json = eval_json if any(e.name == "eval.json" for e in entries) else None
+            run.other_model_files.append(run_dir / name)
+    events = sorted(e.name for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file())
+    run.events_file = run_dir / events[-1] if events else None
+    run.eval_json = run_dir / "eval.json" if any(e.name == "eval.json" for e in entries) else None
     videos_root = run_dir.parent.parent / "videos"
+    try:
+        recorded = {e.name for e in listdir(videos_root)}
+    except OSError:
+        recorded = set()
     for kind, suffix in (("train", ""), ("eval", "-eval")):
-        count = _count_videos(videos_root / f"{run_dir.name}{suffix}")
-        if count:
-            run.videos[kind] = count
+        if f"{run_dir.name}{suffix}" in recorded:
+            count = _count_videos(videos_root / f"{run_dir.name}{suffix}")
+            if count:
+                run.videos[kind] = count
     return run
 
 

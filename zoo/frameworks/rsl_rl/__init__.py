@@ -25,11 +25,15 @@ from zoo.frameworks.rsl_rl.checkpoint import (
     architecture,
     state_problems,
 )
-from zoo.frameworks.rsl_rl.config import RunConfig, read_run_config
+from zoo.frameworks.rsl_rl.config import AGENT_YAML, CFGS_PKL, ENV_YAML, RunConfig, read_run_config
 from zoo.frameworks.rsl_rl.discover import discover, iteration
 from zoo.registry import Entry, Registry
 
-__all__ = ["discover", "inspect_run", "load_policy", "env_spec", "entry_problem", "run_env_id"]
+__all__ = ["discover", "inspect_run", "inputs", "load_policy", "env_spec", "entry_problem", "run_env_id",
+           "TRAIN_RETURN_TAG"]  # fmt: skip
+
+#: What rsl_rl's runner logs to TensorBoard as the mean training episode return.
+TRAIN_RETURN_TAG = "Train/mean_reward"
 
 
 def entry_problem(raw: dict) -> tuple[str, str] | None:
@@ -46,6 +50,13 @@ def entry_problem(raw: dict) -> tuple[str, str] | None:
         if raw.get(key):
             return key, "not used by rsl_rl entries (the checkpoint and its config say everything)"
     return None
+
+
+def inputs(run: Run) -> list[Path | None]:
+    """The files ``inspect_run``'s verdict is read from: the checkpoint and the run's config files."""
+    run_dir = run.path if run.path.is_dir() else run.path.parent
+    configs = [run_dir / AGENT_YAML, run_dir / ENV_YAML, run_dir / CFGS_PKL]
+    return [run.model_file, *configs, run.events_file]
 
 
 def run_env_id(run: Run) -> str | None:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, scan_tree
+from zoo.artifacts.runs import Run, listdir, scan_tree
 
 MODEL_NAME = re.compile(r"^model_(\d+)\.pt$")
 #: The registry entry a discovered run belongs to: rsl_rl's runners write one checkpoint layout for PPO.
@@ -39,7 +39,7 @@ def _started_at(name: str) -> int | None:
 def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None, chosen: Path | None = None) -> Run:
     """One run: the latest checkpoint (or ``chosen``) is the model, the others are counted."""
     if entries is None:
-        entries = list(os.scandir(run_dir))
+        entries = listdir(run_dir)
     models = sorted(
         (Path(e.path) for e in entries if MODEL_NAME.match(e.name) and e.is_file()), key=iteration
     )

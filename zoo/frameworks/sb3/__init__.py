@@ -18,7 +18,18 @@ from zoo.frameworks.sb3.discover import discover
 from zoo.frameworks.sb3.fit import env_spaces, env_spec, missing_extra, space_problem, unsupported_env
 from zoo.registry import Entry, Registry
 
-__all__ = ["discover", "inspect_run", "load_policy", "env_spec", "entry_problem"]
+__all__ = [
+    "discover",
+    "inspect_run",
+    "inputs",
+    "load_policy",
+    "env_spec",
+    "entry_problem",
+    "TRAIN_RETURN_TAG",
+]
+
+#: What SB3's logger writes to TensorBoard as the mean training episode return.
+TRAIN_RETURN_TAG = "rollout/ep_rew_mean"
 
 
 def entry_problem(raw: dict) -> tuple[str, str] | None:
@@ -41,6 +52,14 @@ def _installed_sb3() -> str | None:
         return version("stable-baselines3")
     except PackageNotFoundError:
         return None
+
+
+def inputs(run: Run) -> list[Path | None]:
+    """The files ``inspect_run``'s verdict is read from: the zip and every place its statistics may be."""
+    from zoo.frameworks.sb3.normalize import stats_candidates
+
+    model = run.model_file
+    return [model, *(stats_candidates(model, run.env_id) if model else []), run.events_file]
 
 
 def inspect_run(run: Run, registry: Registry) -> RunReport:

@@ -22,14 +22,18 @@ from zoo.frameworks.sb3.archive import CHECKPOINT, REFUSED_HINT
 STATS_NAMES = ("vecnormalize.pkl", "vec_normalize.pkl")
 
 
-def find_stats(model_file: Path, env_id: str | None) -> Path | None:
-    """rl_zoo3: ``{env_id}/vecnormalize.pkl`` (a checkpoint's own beside it); hub repos: beside the model."""
+def stats_candidates(model_file: Path, env_id: str | None) -> list[Path]:
+    """Where a model's statistics may be, in the order they are looked for."""
     folder = model_file.parent
     checkpoint = CHECKPOINT.match(model_file.name)
     subdirs = dict.fromkeys(d for d in (env_id, model_file.stem) if d)
     candidates = [folder / f"rl_model_vecnormalize_{checkpoint[1]}_steps.pkl"] if checkpoint else []
-    candidates += [folder / d / "vecnormalize.pkl" for d in subdirs] + [folder / n for n in STATS_NAMES]
-    return next((p for p in candidates if p.is_file()), None)
+    return candidates + [folder / d / "vecnormalize.pkl" for d in subdirs] + [folder / n for n in STATS_NAMES]
+
+
+def find_stats(model_file: Path, env_id: str | None) -> Path | None:
+    """rl_zoo3: ``{env_id}/vecnormalize.pkl`` (a checkpoint's own beside it); hub repos: beside the model."""
+    return next((p for p in stats_candidates(model_file, env_id) if p.is_file()), None)
 
 
 @dataclass

@@ -30,8 +30,17 @@ from zoo.frameworks.skrl.config import RunConfig, run_config, scaler_spec
 from zoo.frameworks.skrl.discover import discover, parse_checkpoint, step_of
 from zoo.registry import Entry, Registry
 
-__all__ = ["discover", "inspect_run", "load_policy", "env_spec", "entry_problem"]
+__all__ = [
+    "discover",
+    "inspect_run",
+    "inputs",
+    "load_policy",
+    "env_spec",
+    "entry_problem",
+    "TRAIN_RETURN_TAG",
+]
 
+#: What skrl's trainers write to TensorBoard as the mean training episode return.
 TRAIN_RETURN_TAG = "Reward / Total reward (mean)"
 
 
@@ -64,6 +73,15 @@ def env_id_from_params(folder: Path | None) -> str | None:
         return None
     value = doc.get("id") if isinstance(doc, dict) else None
     return value if isinstance(value, str) else None
+
+
+def inputs(run: Run) -> list[Path | None]:
+    """The files ``inspect_run``'s verdict is read from: checkpoints, scaler files and the YAML configs."""
+    folder = experiment_dir(run)
+    configs = [folder / "params" / name for name in ("agent.yaml", "env.yaml")] if folder else []
+    model = run.model_file
+    companions = list(companion_modules(model).values()) if model else []
+    return [model, *run.other_model_files, *companions, *configs, run.events_file]
 
 
 def _static_modules(report: RunReport, model_file: Path) -> dict | None:

@@ -12,12 +12,11 @@ large trees. The checkpoint reported is the one of the highest step (what Isaac 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run
+from zoo.artifacts.runs import Run, listdir
 
 #: Module names skrl's torch agents put in ``checkpoint_modules`` (per-module files carry them).
 MODULES = (
@@ -109,7 +108,7 @@ def run_from_dir(experiment_dir: Path, checkpoint_names: list[str], model_file: 
     run.model_file = model_file or (acting[-1] if acting else None)
     run.other_model_files = [p for p in files if p != run.model_file]
     try:
-        entries = list(os.scandir(experiment_dir))
+        entries = listdir(experiment_dir)
     except OSError:
         entries = []
     events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file())
@@ -120,7 +119,7 @@ def run_from_dir(experiment_dir: Path, checkpoint_names: list[str], model_file: 
 
 def _checkpoint_names(folder: Path) -> list[str]:
     try:
-        return [e.name for e in os.scandir(folder) if e.is_file() and parse_checkpoint(e.name)]
+        return [e.name for e in listdir(folder) if e.is_file() and parse_checkpoint(e.name)]
     except OSError:
         return []
 
@@ -145,7 +144,7 @@ def discover(root: Path) -> Iterator[Run]:
     while stack:
         folder = stack.pop()
         try:
-            entries = [e for e in os.scandir(folder) if e.is_dir() and not e.name.startswith(".")]
+            entries = [e for e in listdir(folder) if e.is_dir() and not e.name.startswith(".")]
         except OSError:
             continue
         if any(e.name == "checkpoints" for e in entries):
