@@ -71,6 +71,9 @@ def build_tree(root: Path, runs: int) -> None:
 
 
 def timed(cmd: list[str], env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    """One command's wall time. Each starts after a pause: the machine settles (clock, caches) after the
+    last one, and ``zoo check``'s detached memo writer has finished before the warm call reads the memo."""
+    time.sleep(2)
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     return time.perf_counter() - start, proc

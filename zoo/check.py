@@ -16,8 +16,8 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from zoo.artifacts.cache import VerdictMemo, context, stamp
-from zoo.artifacts.report import RunReport
+from zoo.artifacts.cache import CheckMemo, context, stamp
+from zoo.artifacts.report import RememberedReport, RunReport
 from zoo.artifacts.runs import Run, RunFilter, shared_listings
 from zoo.errors import ZooError
 from zoo.registry import Registry
@@ -54,13 +54,23 @@ def discover_runs(paths: list[Path], registry: Registry, run_filter: RunFilter) 
 
 
 def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, use_cache: bool = True,
-                on_progress: Callable[[int, int], None] | None = None) -> list[RunReport]:  # fmt: skip
+                on_progress: Callable[[int, int], None] | None = None,
+                detached_save: bool = False) -> list[RunReport | RememberedReport]:  # fmt: skip
     """One report per run found; an error when nothing (or nothing matching) is there.
 
-    ``on_progress(done, total)`` is called as runs are read (not for remembered ones).
+    ``on_progress(done, total)`` is called as runs are read (not for remembered ones). A remembered
+    verdict comes back as a :class:`~zoo.artifacts.report.RememberedReport`, which reads like a report.
+    ``detached_save`` writes the memo from a forked process afterwards (the ``zoo`` command's choice,
+    never a library caller's: it forks the calling process).
     """
-    runs = list(discover_runs(paths, registry, run_filter))
-    if not runs:
+    memo = CheckMemo(context(registry.sources), enabled=use_cache, detached=detached_save)
+    found, returns = _found(paths, registry, memo)
+    keep = [
+        i
+        for i, (key, _) in enumerate(found)
+        if not run_filter.active() or run_filter.matches(json.loads(key))
+    ]
+    if not keep:
         where = ", ".join(map(str, paths))
         if run_filter.active():
             raise ZooError(f"no run matches {run_filter.describe()} under {where}",
@@ -68,51 +78,137 @@ def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, us
         raise ZooError(
             f"no runs found under {where}", hint="expected runs/{env_id}__{exp_name}__{seed}__{time}/"
         )
-    memo = VerdictMemo(context(registry.sources), enabled=use_cache)
-    keys = [json.dumps(run.to_json(), sort_keys=True) for run in runs]
-    stamps = [stamp(adapter(run.framework).inputs(run)) for run in runs]
-    reports: list[RunReport | None] = []
-    for key, file_stamp in zip(keys, stamps, strict=True):
-        cached = memo.get(key, file_stamp)
-        reports.append(RunReport.from_json(json.loads(cached)) if cached is not None else None)
-    todo = [i for i, report in enumerate(reports) if report is None]
-    for i, data in zip(todo, _inspect_all([runs[i] for i in todo], registry, on_progress), strict=True):
-        reports[i] = RunReport.from_json(data)
-        memo.put(keys[i], stamps[i], data)
+    stamps = {i: stamp(found[i][1]) for i in keep}
+    reports: dict[int, RunReport | RememberedReport] = {}
+    for i in keep:
+        remembered = memo.verdict(found[i][0], stamps[i])
+        if remembered:
+            reports[i] = RememberedReport(*remembered)
+    todo = [i for i in keep if i not in reports]
+    tasks = [(found[i][0], returns.get(i, UNREAD)) for i in todo]
+    for i, (status, text) in zip(todo, _inspect_all(tasks, registry, on_progress), strict=True):
+        reports[i] = RememberedReport(status, text)
+        memo.put_verdict(found[i][0], stamps[i], status, text)
     memo.save()
-    return reports  # type: ignore[return-value]
+    return [reports[i] for i in keep]
 
 
-def inspect(run: Run, registry: Registry) -> dict:
-    """One run's report, as JSON: the adapter's verdict plus the last training return it logged."""
-    framework = adapter(run.framework)
-    report = framework.inspect_run(run, registry)
-    events = report.run.events_file
-    if events is not None and "train_return" not in report.details:
-        from zoo.artifacts.tensorboard import last_scalar
+#: A training return not read yet (None means read, and never logged).
+UNREAD = "unread"
+Found = list[tuple[str, list[str]]]
 
-        last = last_scalar(events, tag=framework.TRAIN_RETURN_TAG)
+
+def _found(paths: list[Path], registry: Registry, memo: CheckMemo) -> tuple[Found, dict[int, tuple | None]]:
+    """``(run key, input paths)`` of every run under ``paths`` (remembered while nothing discovery read
+    changed, else discovered and remembered), and the training returns read on the way.
+
+    Discovery runs in a forked process. If it is still going after a moment (a big tree), this process
+    meanwhile imports the libraries reading the runs will need, so that the workers forked later share
+    them; the discovering process, once done, reads training returns until this one is ready.
+    """
+    roots = "\n".join(os.path.abspath(p) for p in paths)
+    remembered = memo.discovery(roots)
+    if remembered is not None:
+        return remembered, {}
+    if any(p.is_file() for p in paths) or (os.cpu_count() or 1) < 2:
+        found, read, _runs = _discover(paths, registry)
+        returns: dict[int, tuple | None] = {}
+    else:
+        found, read, returns = _discover_beside_imports(paths, registry)
+    memo.put_discovery(roots, [*(os.path.abspath(p) for p in paths), *read], found)
+    return found, returns
+
+
+def _discover(paths: list[Path], registry: Registry) -> tuple[Found, list[str], list[Run]]:
+    """The runs under ``paths`` as memo keys with their input paths, what discovery read, and the runs."""
+    with shared_listings() as listed:
+        runs = list(discover_runs(paths, registry, RunFilter()))
+        found = [(json.dumps(run.to_json(), sort_keys=True),
+                  [os.fspath(p) for p in adapter(run.framework).inputs(run) if p is not None]) for run in runs]  # fmt: skip
+    return found, listed.inputs(), runs
+
+
+_WORKER_REGISTRY: Registry | None = None  # what forked workers use (inherited at fork, never pickled)
+_WORKER_STOP = None  # set by this process when the discovering one should stop reading training returns
+
+
+def _discover_in_worker(paths: list[Path]) -> tuple[Found, list[str], dict[int, tuple | None]]:
+    assert _WORKER_REGISTRY is not None and _WORKER_STOP is not None
+    found, read, runs = _discover(paths, _WORKER_REGISTRY)
+    returns: dict[int, tuple | None] = {}
+    for i, run in enumerate(runs):
+        if _WORKER_STOP.is_set():
+            break
+        returns[i] = train_return(run)
+    return found, read, returns
+
+
+def _discover_beside_imports(
+    paths: list[Path], registry: Registry
+) -> tuple[Found, list[str], dict[int, tuple | None]]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, TimeoutError
+
+    global _WORKER_REGISTRY, _WORKER_STOP
+    forking = multiprocessing.get_context("fork")
+    _WORKER_REGISTRY, _WORKER_STOP = registry, forking.Event()
+    try:
+        with ProcessPoolExecutor(1, mp_context=forking) as one:
+            future = one.submit(_discover_in_worker, paths)
+            try:
+                future.result(timeout=0.05)
+            except TimeoutError:
+                import gymnasium  # noqa: F401 - loaded now, shared by the workers forked after the walk
+                import torch  # noqa: F401
+            _WORKER_STOP.set()
+            return future.result()
+    finally:
+        _WORKER_REGISTRY = _WORKER_STOP = None
+
+
+def train_return(run: Run) -> tuple[int, float] | None:
+    """The last training return the run logged, under its framework's tag."""
+    if run.events_file is None:
+        return None
+    from zoo.artifacts.tensorboard import last_scalar
+
+    return last_scalar(run.events_file, tag=adapter(run.framework).TRAIN_RETURN_TAG)
+
+
+def inspect(run: Run, registry: Registry, logged: tuple | None | str = UNREAD) -> dict:
+    """One run's report, as JSON: the adapter's verdict plus the last training return it logged
+    (``logged``, when it was read already)."""
+    report = adapter(run.framework).inspect_run(run, registry)
+    if "train_return" not in report.details:
+        last = train_return(report.run) if logged == UNREAD else logged
         if last is not None:
             report.details["train_return"] = {"step": int(last[0]), "value": float(last[1])}
     return report.to_json()
 
 
-_WORKER_REGISTRY: Registry | None = None  # what a forked worker inspects with (inherited, not pickled)
+def _inspect_key(task: tuple[str, tuple | None | str], registry: Registry) -> tuple[str, str]:
+    """``(status, report JSON)`` of the run a memo key describes (a key is the run's JSON)."""
+    key, logged = task
+    report = inspect(Run.from_json(json.loads(key)), registry, logged)
+    return report["status"], json.dumps(report)
 
 
-def _inspect_in_worker(run: Run) -> dict:
+def _inspect_in_worker(task: tuple[str, tuple | None | str]) -> tuple[str, str]:
     assert _WORKER_REGISTRY is not None
-    return inspect(run, _WORKER_REGISTRY)
+    return _inspect_key(task, _WORKER_REGISTRY)
 
 
-def _inspect_all(runs: list[Run], registry: Registry, on_progress) -> Iterator[dict]:
-    """Reports in order; with many runs and several cores, worker processes read all but the first of
-    each kind (framework, experiment, env), which this process reads to warm its imports and caches."""
-    total, done = len(runs), 0
+def _inspect_all(
+    tasks: list[tuple[str, tuple | None | str]], registry: Registry, on_progress
+) -> Iterator[tuple[str, str]]:
+    """``(status, report JSON)`` in order; with many runs and several cores, worker processes read all
+    but the first of each kind (framework, experiment, env), which this process reads to warm its imports
+    and caches first. Workers get and return text, which pickles fastest."""
+    total, done = len(tasks), 0
     workers = min(os.cpu_count() or 1, 8)
     if total < PARALLEL_FROM or workers < 2:
-        for run in runs:
-            yield inspect(run, registry)
+        for task in tasks:
+            yield _inspect_key(task, registry)
             done += 1
             if on_progress:
                 on_progress(done, total)
@@ -121,12 +217,13 @@ def _inspect_all(runs: list[Run], registry: Registry, on_progress) -> Iterator[d
     from concurrent.futures import ProcessPoolExecutor
 
     global _WORKER_REGISTRY
-    first = {}
-    for i, run in enumerate(runs):
-        first.setdefault((run.framework, run.exp_name, run.env_id), i)
-    warm = {i: inspect(runs[i], registry) for i in first.values()}
+    first: dict[tuple, int] = {}
+    for i, (key, _) in enumerate(tasks):
+        run = json.loads(key)
+        first.setdefault((run["framework"], run["exp_name"], run["env_id"]), i)
+    warm = {i: _inspect_key(tasks[i], registry) for i in first.values()}
     _WORKER_REGISTRY = registry
-    rest = [run for i, run in enumerate(runs) if i not in warm]
+    rest = [task for i, task in enumerate(tasks) if i not in warm]
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             results = pool.map(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +41,30 @@ class RunReport:
     def from_json(cls, data: dict) -> RunReport:
         return cls(Run.from_json(data["run"]), data["status"], data["reason"], data["hint"], data["details"],
                    data["notes"])  # fmt: skip
+
+    def json_text(self) -> str:
+        return json.dumps(self.to_json())
+
+
+class RememberedReport:
+    """A verdict read back from ``zoo check``'s memo: its JSON is kept for output and parsed only when a
+    field is asked for, so that re-checking 10,000 unchanged runs builds no objects at all."""
+
+    def __init__(self, status: str, text: str):
+        self.status, self._text = status, text
+
+    @functools.cached_property
+    def _report(self) -> RunReport:
+        return RunReport.from_json(json.loads(self._text))
+
+    def __getattr__(self, name: str) -> Any:  # run, reason, hint, details, notes
+        return getattr(self._report, name)
+
+    def to_json(self) -> dict:
+        return json.loads(self._text)
+
+    def json_text(self) -> str:
+        return self._text
 
 
 _BROKEN = ("empty", "not-torch", "truncated", "missing")

@@ -59,11 +59,13 @@ class RunFilter:
     def active(self) -> bool:
         return any(v is not None for v in (self.exp_name, self.env_id, self.seed))
 
-    def matches(self, run: Run) -> bool:
+    def matches(self, run: Run | dict) -> bool:
+        """Does the run (or its :meth:`Run.to_json`) match every filter given?"""
+        fields = run if isinstance(run, dict) else vars(run)
         return (
-            (self.exp_name is None or run.exp_name == self.exp_name)
-            and (self.env_id is None or run.env_id == self.env_id)
-            and (self.seed is None or run.seed == self.seed)
+            (self.exp_name is None or fields["exp_name"] == self.exp_name)
+            and (self.env_id is None or fields["env_id"] == self.env_id)
+            and (self.seed is None or fields["seed"] == self.seed)
         )
 
     def describe(self) -> str:
@@ -71,16 +73,31 @@ class RunFilter:
         return " ".join(parts)
 
 
-_LISTINGS: dict[str, list[os.DirEntry] | OSError] | None = None
+class Listings:
+    """The folders discovery listed (each listed once) and the files whose content it read."""
+
+    def __init__(self) -> None:
+        self.folders: dict[str, list[os.DirEntry] | OSError] = {}
+        self.names: dict[str, frozenset[str]] = {}
+        self.files: set[str] = set()
+
+    def inputs(self) -> list[str]:
+        """What a discovery result depends on: a folder's listing changes its mtime, a file's content its stamp."""
+        return sorted(self.folders) + sorted(self.files)
+
+
+_LISTINGS: Listings | None = None
 
 
 @contextlib.contextmanager
-def shared_listings() -> Iterator[None]:
-    """Within the block, :func:`listdir` lists each folder once, however many adapters walk the tree."""
+def shared_listings() -> Iterator[Listings]:
+    """Within the block, :func:`listdir` lists each folder once, however many adapters walk the tree,
+    and what discovery read is recorded (for ``zoo check``'s memo of discoveries)."""
     global _LISTINGS
-    outer, _LISTINGS = _LISTINGS, _LISTINGS if _LISTINGS is not None else {}
+    outer = _LISTINGS
+    _LISTINGS = outer or Listings()
     try:
-        yield
+        yield _LISTINGS
     finally:
         _LISTINGS = outer
 
@@ -90,15 +107,36 @@ def listdir(folder: str | os.PathLike) -> list[os.DirEntry]:
     if _LISTINGS is None:
         return list(os.scandir(folder))
     key = os.fspath(folder)
-    if key not in _LISTINGS:
+    if key not in _LISTINGS.folders:
         try:
-            _LISTINGS[key] = list(os.scandir(key))
+            _LISTINGS.folders[key] = list(os.scandir(key))
         except OSError as exc:
-            _LISTINGS[key] = exc
-    found = _LISTINGS[key]
+            _LISTINGS.folders[key] = exc
+    found = _LISTINGS.folders[key]
     if isinstance(found, OSError):
         raise found
     return found
+
+
+def listed_names(folder: str | os.PathLike) -> frozenset[str]:
+    """The names in ``folder`` (none when it cannot be listed), built once per folder inside
+    :func:`shared_listings`."""
+    key = os.fspath(folder)
+    if _LISTINGS is not None and key in _LISTINGS.names:
+        return _LISTINGS.names[key]
+    try:
+        names = frozenset(e.name for e in listdir(key))
+    except OSError:
+        names = frozenset()
+    if _LISTINGS is not None:
+        _LISTINGS.names[key] = names
+    return names
+
+
+def note_read(path: str | os.PathLike) -> None:
+    """Discovery looked inside ``path`` (a zip's directory, an ``args.yml``): its result depends on it."""
+    if _LISTINGS is not None:
+        _LISTINGS.files.add(os.fspath(path))
 
 
 def scan_tree(root: Path) -> Iterator[tuple[Path, list[os.DirEntry], list[Path]]]:

@@ -11,6 +11,7 @@ record and keeps what came before: a damaged file is "logged so far", never an e
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,10 @@ _FOOTER = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
 #: A record longer than this is skipped unread (a histogram or image summary, never a scalar).
 MAX_RECORD = 64 << 20
+#: Logs up to this size are read whole (a CleanRL run's log is a few hundred KiB).
+READ_WHOLE = 16 << 20
+#: Payloads mentioning a tag kept while reading: the last scalar is almost always in the last one.
+_RECENT = 16
 
 
 def _masked(crc: Callable[[bytes], int], data: bytes) -> int:
@@ -28,12 +33,19 @@ def _masked(crc: Callable[[bytes], int], data: bytes) -> int:
 
 
 def _payloads(path: str | Path, needle: bytes) -> Iterator[bytes]:
-    """The verified payloads that contain ``needle``, in file order, until the first damaged record."""
+    """The verified payloads that contain ``needle``, in file order, until the first damaged record.
+
+    A log up to :data:`READ_WHOLE` bytes is read at once and framed in memory (one read instead of three
+    per record); a larger one is read record by record, so memory never holds more than one record.
+    """
     import google_crc32c
 
     crc = google_crc32c.value
     try:
         with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size <= READ_WHOLE:
+                yield from _framed(fh.read(), crc, needle)
+                return
             while len(header := fh.read(12)) == 12:
                 length, header_crc = _HEADER.unpack(header)
                 if _masked(crc, header[:8]) != header_crc:
@@ -50,15 +62,28 @@ def _payloads(path: str | Path, needle: bytes) -> Iterator[bytes]:
         return
 
 
-def _events(path: str | Path, needle: bytes):
-    from google.protobuf.message import DecodeError
-    from tensorboard.compat.proto.event_pb2 import Event
-
-    for payload in _payloads(path, needle):
-        try:
-            yield Event.FromString(payload)
-        except DecodeError:
+def _framed(data: bytes, crc: Callable[[bytes], int], needle: bytes) -> Iterator[bytes]:
+    """:func:`_payloads` over a file's bytes; the CRC masking is inlined (this loop runs per record)."""
+    at, end, delta = 0, len(data), _MASK_DELTA
+    unpack_header, unpack_footer = _HEADER.unpack_from, _FOOTER.unpack_from
+    while at + 12 <= end:
+        length, header_crc = unpack_header(data, at)
+        value = crc(data[at : at + 8])
+        if ((((value >> 15) | (value << 17)) + delta) & 0xFFFFFFFF) != header_crc or at + 16 + length > end:
             return
+        payload = data[at + 12 : at + 12 + length]
+        value = crc(payload)
+        if ((((value >> 15) | (value << 17)) + delta) & 0xFFFFFFFF) != unpack_footer(data, at + 12 + length)[
+            0
+        ]:
+            return
+        if needle in payload:
+            yield payload
+        at += 16 + length
+
+
+def _events(path: str | Path, needle: bytes):
+    yield from _decoded(_payloads(path, needle))
 
 
 def _scalar(value) -> float | None:
@@ -70,15 +95,38 @@ def _scalar(value) -> float | None:
 
 
 def last_scalar(events_file: str | Path, tag: str = "charts/episodic_return") -> tuple[int, float] | None:
-    """``(step, value)`` of the last ``tag`` point, or None when never logged or unreadable."""
-    last = None
-    for event in _events(events_file, tag.encode()):
-        for value in event.summary.value:
-            if value.tag == tag:
-                scalar = _scalar(value)
-                if scalar is not None:
-                    last = (int(event.step), scalar)
-    return last
+    """``(step, value)`` of the last ``tag`` point, or None when never logged or unreadable.
+
+    Every record is framed and CRC-checked, but only the last few that mention the tag are parsed (a
+    run's log holds thousands of points; the answer is in the last one). Only when none of those holds
+    the scalar (its name was text, say) is every mention parsed.
+    """
+    from collections import deque
+
+    recent = deque(_payloads(events_file, tag.encode()), maxlen=_RECENT)
+    found = _last_in(_decoded(reversed(recent)), tag)
+    if found is None and len(recent) == _RECENT:
+        found = _last_in(reversed(list(_events(events_file, tag.encode()))), tag)
+    return found
+
+
+def _decoded(payloads):
+    from google.protobuf.message import DecodeError
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    for payload in payloads:
+        try:
+            yield Event.FromString(payload)
+        except DecodeError:
+            return
+
+
+def _last_in(events_newest_first, tag: str) -> tuple[int, float] | None:
+    for event in events_newest_first:
+        for value in reversed(event.summary.value):
+            if value.tag == tag and (scalar := _scalar(value)) is not None:
+                return int(event.step), scalar
+    return None
 
 
 def text_summary(events_file: str | Path, tag: str = "hyperparameters") -> str | None:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, listdir, scan_tree
+from zoo.artifacts.runs import Run, listdir, listed_names, scan_tree
 
 MODEL_SUFFIX = ".cleanrl_model"
 RUN_NAME = re.compile(r"^(?P<env_id>.+?)__(?P<exp_name>[^_].*?)__(?P<seed>\d+)__(?P<time>\d+)$")
@@ -44,24 +44,21 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None) -> Run
         )  # fmt: skip
     else:
         run.name_problem = f"run name {run_dir.name!r} is not env_id__exp_name__seed__time"
-    models = sorted(e.name for e in entries if e.name.endswith(MODEL_SUFFIX) and e.is_file())
+    models = [e.name for e in entries if e.name.endswith(MODEL_SUFFIX) and e.is_file()]
     expected = f"{run.exp_name}{MODEL_SUFFIX}" if run.exp_name else None
-    for name in models:
+    for name in sorted(models) if len(models) > 1 else models:
         if name == expected:
             run.model_file = run_dir / name
         else:
             run.other_model_files.append(run_dir / name)
-    events = sorted(e.name for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file())
-    run.events_file = run_dir / events[-1] if events else None
+    events = [e.name for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file()]
+    run.events_file = run_dir / max(events) if events else None
     run.eval_json = run_dir / "eval.json" if any(e.name == "eval.json" for e in entries) else None
-    videos_root = run_dir.parent.parent / "videos"
-    try:
-        recorded = {e.name for e in listdir(videos_root)}
-    except OSError:
-        recorded = set()
+    videos_root = os.path.join(os.path.dirname(run_dir.parent), "videos")  # CleanRL's, beside runs/
+    recorded = listed_names(videos_root)
     for kind, suffix in (("train", ""), ("eval", "-eval")):
         if f"{run_dir.name}{suffix}" in recorded:
-            count = _count_videos(videos_root / f"{run_dir.name}{suffix}")
+            count = _count_videos(Path(videos_root) / f"{run_dir.name}{suffix}")
             if count:
                 run.videos[kind] = count
     return run

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, scan_tree
+from zoo.artifacts.runs import Run, note_read, scan_tree
 from zoo.errors import ZooError
 from zoo.frameworks.sb3.archive import ALGORITHMS, CHECKPOINT, is_sb3_zip, read_archive
 
@@ -43,6 +43,7 @@ def _args_env_id(folder: Path) -> str | None:
     from zoo.frameworks.sb3.zooyaml import read_zoo_yaml
 
     path = folder / "args.yml"
+    note_read(path)
     env = read_zoo_yaml(path).get("env") if path.is_file() else None
     return env if isinstance(env, str) else None
 
@@ -50,6 +51,7 @@ def _args_env_id(folder: Path) -> str | None:
 def _describe(run: Run, model: Path) -> Run:
     """Fill the entry (unless the rl_zoo3 folder or hub file name said it) and the seed from ``data``."""
     run.model_file = model
+    note_read(model)
     try:
         archive = read_archive(model)
     except ZooError:
@@ -79,9 +81,14 @@ def _zoo_run(folder: Path, zips: list[Path]) -> Run | None:
     run = Run(framework=FRAMEWORK, path=folder, run_name=folder.name, env_id=env_id)
     if folder.parent.name.upper() in ALGORITHMS:
         run.exp_name = exp_name_for(folder.parent.name.upper())
-    eval_json = folder / "eval.json"
-    run.eval_json = eval_json if eval_json.is_file() else None
+    run.eval_json = _eval_json(folder)
     return _describe(run, model)
+
+
+def _eval_json(folder: Path) -> Path | None:
+    path = folder / "eval.json"
+    note_read(path)
+    return path if path.is_file() else None
 
 
 def run_for_file(model: Path) -> Run:
@@ -94,20 +101,22 @@ def run_for_file(model: Path) -> Run:
         run.env_id = model.stem
     else:
         run.env_id = _args_env_id(model.parent / model.stem) or _args_env_id(model.parent)
-    eval_json = model.parent / "eval.json"
-    run.eval_json = eval_json if eval_json.is_file() else None
+    run.eval_json = _eval_json(model.parent)
     return _describe(run, model)
 
 
 def _sb3_zips(entries: list[os.DirEntry]) -> list[Path]:
-    return sorted(Path(e.path) for e in entries
-                  if e.name.endswith(".zip") and e.is_file() and is_sb3_zip(Path(e.path)))  # fmt: skip
+    zips = sorted(Path(e.path) for e in entries if e.name.endswith(".zip") and e.is_file())
+    for path in zips:
+        note_read(path)
+    return [path for path in zips if is_sb3_zip(path)]
 
 
 def discover(root: Path) -> Iterator[Run]:
     """Every SB3 model under ``root``; a zip given by name that is not SB3's is reported, not skipped."""
     if root.is_file():
         if root.name.endswith(".zip"):
+            note_read(root)
             if is_sb3_zip(root):
                 run = _zoo_run(root.parent, [root]) if _ZOO_RUN_DIR.match(root.parent.name) else None
                 yield run if run is not None and run.model_file == root else run_for_file(root)
