@@ -222,3 +222,52 @@ def test_a_stray_model_file_at_the_top_of_runs_hides_no_run(tmp_path):
     stray = rows[str(runs / "dqn.cleanrl_model")]
     assert stray["status"] == "warning" and "its folder 'runs' is not a run dir" in stray["reason"]
     assert all(r["status"] == "ok" for name, r in rows.items() if name != str(runs / "dqn.cleanrl_model"))
+
+
+def test_a_zip_bomb_data_pkl_and_a_symlink_loop_are_one_line_each_and_fast(tmp_path):
+    import time
+    import zipfile
+
+    run = make_run(tmp_path, "CartPole-v1", "dqn")
+    model = run / "dqn.cleanrl_model"
+    with zipfile.ZipFile(model) as zin:
+        entries = [(item, zin.read(item)) for item in zin.infolist()]
+    with zipfile.ZipFile(model, "w") as zout:
+        for item, data in entries:
+            if item.filename.endswith("/data.pkl"):
+                bomb = zipfile.ZipInfo(item.filename)
+                bomb.compress_type = zipfile.ZIP_DEFLATED
+                with zout.open(bomb, "w", force_zip64=True) as fh:  # about 0.5 MiB, inflates to 512 MiB
+                    for _ in range(512):
+                        fh.write(b"\0" * (1 << 20))
+            else:
+                zout.writestr(item, data)
+    start = time.perf_counter()
+    report = zoo("check", run, "--json", "--no-cache").json()[0]
+    assert time.perf_counter() - start < 1.5
+    assert report["status"] == "error" and "inflates" in report["reason"] and report["hint"]
+
+    loop = tmp_path / "runs" / "CartPole-v1__dqn__2__1700000000"
+    loop.mkdir(parents=True)
+    (loop / "dqn.cleanrl_model").symlink_to(loop / "dqn.cleanrl_model")
+    looped = zoo("check", loop, "--json")
+    (report,) = looped.json()
+    assert report["status"] == "error" and "cannot read" in report["reason"]
+    evaluated = zoo("eval", loop, "-q", "-n", "1")
+    assert evaluated.exit_code == 1 and evaluated.stderr.count("error:") == 1
+    assert "internal error" not in evaluated.stderr and "Traceback" not in evaluated.stderr
+
+
+def test_symlinked_folders_are_followed_out_of_the_tree_once_and_never_round_a_loop(tmp_path):
+    run = make_run(tmp_path, "CartPole-v1", "dqn")
+    runs = run.parent
+    (runs / "again").symlink_to(runs)  # a loop back to the top
+    (run / "inner").symlink_to(run)  # a loop inside a run dir
+    elsewhere = make_run(tmp_path / "store", "Acrobot-v1", "dqn")
+    (runs / "linked").symlink_to(elsewhere.parent)
+    (runs / "linked-twice").symlink_to(elsewhere.parent)
+
+    reports = zoo("check", runs, "--json", "--no-cache").json()
+    paths = sorted(r["run"]["path"] for r in reports)  # the first link in name order is the one followed
+    assert paths == [str(run), str(runs / "linked" / elsewhere.name)]
+    assert all(r["status"] == "ok" for r in reports)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import pickle
+import shutil
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
@@ -721,3 +722,37 @@ def test_exports_score_like_the_checkpoint_episode_for_episode(models, relpath, 
         # into an opset-17 file, which the ONNX checker rejects: auto falls back to legacy and says why.
         assert meta["exporter"]["name"] == "legacy"
         assert "ReduceLogSumExp" in meta["exporter"]["passed_over"]["dynamo"]
+
+
+def test_a_zip_bomb_and_a_sparse_8_gib_statistics_file_are_refused_in_well_under_a_second(models, tmp_path):
+    """Bounds are checked before anything is inflated or read whole: one line, fast, little memory."""
+    import time
+
+    source = models / "logs" / "ppo" / "Pendulum-v1_1"
+    run = tmp_path / "logs" / "ppo" / "Pendulum-v1_1"
+    shutil.copytree(source, run)
+    with zipfile.ZipFile(source / "Pendulum-v1.zip") as zin, zipfile.ZipFile(
+        run / "Pendulum-v1.zip", "w", zipfile.ZIP_DEFLATED
+    ) as zout:
+        for item in zin.infolist():
+            if item.filename != "data":
+                zout.writestr(item, zin.read(item))
+        with zout.open("data", "w", force_zip64=True) as fh:  # 512 MiB of zeros, 0.5 MiB on disk
+            for _ in range(512):
+                fh.write(b"\0" * (1 << 20))
+    start = time.perf_counter()
+    report = _check(run)
+    assert time.perf_counter() - start < 1.0
+    assert report["status"] == "error" and "data inflates to 512 MiB" in report["reason"] and report["hint"]
+
+    shutil.rmtree(run)
+    shutil.copytree(source, run)
+    stats = run / "Pendulum-v1" / "vecnormalize.pkl"
+    with stats.open("r+b") as fh:
+        fh.truncate(8 << 30)  # sparse: 8 GiB long, no disk used
+    start = time.perf_counter()
+    report = _check(run)
+    assert time.perf_counter() - start < 1.0
+    assert report["status"] == "error" and "8 GiB, over zoo's 256 MiB bound" in report["reason"]
+    result = zoo("eval", run, "--quiet", "-n", "1")
+    assert result.exit_code == 1 and result.stderr.count("error:") == 1 and "Traceback" not in result.stderr

@@ -139,13 +139,28 @@ def note_read(path: str | os.PathLike) -> None:
         _LISTINGS.files.add(os.fspath(path))
 
 
+def is_folder(entry: os.DirEntry) -> bool:
+    """``entry.is_dir()``, False for a symlink that loops (``DirEntry`` raises there).
+
+    Discovery takes every non-folder with a model's name as the model: a dangling or looping link
+    then fails inspection with its real reason instead of reading as "no model in the run dir".
+    """
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def scan_tree(root: Path) -> Iterator[tuple[Path, list[os.DirEntry], list[Path]]]:
     """Depth-first ``(folder, entries, subdirs)`` in name order, from directory listings only.
 
     Like ``os.walk(topdown=True)``: a caller that recognises a run in ``folder`` clears ``subdirs``
     so that its insides are not searched again. Hidden folders and ``videos/`` are skipped. Sorted by
     name strings (comparing ``Path`` objects costs ten times more on a tree of 10,000 runs).
+    A symlinked folder is followed once when it leads out of ``root``; one leading back inside (a
+    loop, or a second name for a run the walk finds anyway) is skipped.
     """
+    followed: set[str] = set()
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -153,8 +168,20 @@ def scan_tree(root: Path) -> Iterator[tuple[Path, list[os.DirEntry], list[Path]]
             entries = listdir(folder)
         except OSError:
             continue
-        names = sorted((e.name for e in entries if e.is_dir() and not e.name.startswith(".") and e.name != "videos"),
-                       reverse=True)  # fmt: skip
-        subdirs = [folder / name for name in names]
+        names = sorted(e.name for e in entries if not e.name.startswith(".") and e.name != "videos")
+        by_name = {e.name: e for e in entries}
+        subdirs = [folder / name for name in names if _descend(by_name[name], root, followed)]
         yield folder, entries, subdirs
-        stack.extend(subdirs)
+        stack.extend(reversed(subdirs))
+
+
+def _descend(entry: os.DirEntry, root: Path, followed: set[str]) -> bool:
+    """Is ``entry`` a folder to walk into? Plain folders are; symlinks only to a new place outside ``root``."""
+    if not entry.is_symlink():
+        return entry.is_dir(follow_symlinks=False)
+    target = os.path.realpath(entry.path)
+    inside = os.path.realpath(root)
+    if not os.path.isdir(target) or target in followed or os.path.commonpath([target, inside]) == inside:
+        return False
+    followed.add(target)
+    return True

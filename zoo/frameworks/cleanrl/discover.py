@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, listdir, listed_names, scan_tree
+from zoo.artifacts.runs import Run, is_folder, listdir, listed_names, scan_tree
 
 MODEL_SUFFIX = ".cleanrl_model"
 RUN_NAME = re.compile(r"^(?P<env_id>.+?)__(?P<exp_name>[^_].*?)__(?P<seed>\d+)__(?P<time>\d+)$")
@@ -44,14 +44,14 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None) -> Run
         )  # fmt: skip
     else:
         run.name_problem = f"run name {run_dir.name!r} is not env_id__exp_name__seed__time"
-    models = [e.name for e in entries if e.name.endswith(MODEL_SUFFIX) and e.is_file()]
+    models = [e.name for e in entries if e.name.endswith(MODEL_SUFFIX) and not is_folder(e)]
     expected = f"{run.exp_name}{MODEL_SUFFIX}" if run.exp_name else None
     for name in sorted(models) if len(models) > 1 else models:
         if name == expected:
             run.model_file = run_dir / name
         else:
             run.other_model_files.append(run_dir / name)
-    events = [e.name for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file()]
+    events = [e.name for e in entries if e.name.startswith("events.out.tfevents.") and not is_folder(e)]
     run.events_file = run_dir / max(events) if events else None
     run.eval_json = run_dir / "eval.json" if any(e.name == "eval.json" for e in entries) else None
     videos_root = os.path.join(os.path.dirname(run_dir.parent), "videos")  # CleanRL's, beside runs/
@@ -96,5 +96,5 @@ def discover(root: Path) -> Iterator[Run]:
             subdirs.clear()
             continue
         for entry in sorted(entries, key=lambda e: e.name):
-            if entry.name.endswith(MODEL_SUFFIX) and entry.is_file():
+            if entry.name.endswith(MODEL_SUFFIX) and not is_folder(entry):
                 yield run_from_model_file(Path(entry.path))

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, listdir, scan_tree
+from zoo.artifacts.runs import Run, is_folder, listdir, scan_tree
 
 MODEL_NAME = re.compile(r"^model_(\d+)\.pt$")
 #: The registry entry a discovered run belongs to: rsl_rl's runners write one checkpoint layout for PPO.
@@ -40,9 +40,7 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None, chosen
     """One run: the latest checkpoint (or ``chosen``) is the model, the others are counted."""
     if entries is None:
         entries = listdir(run_dir)
-    models = sorted(
-        (Path(e.path) for e in entries if MODEL_NAME.match(e.name) and e.is_file()), key=iteration
-    )
+    models = sorted((Path(e.path) for e in entries if MODEL_NAME.match(e.name) and not is_folder(e)), key=iteration)
     started_at = _started_at(run_dir.name)
     # Isaac Lab run dirs are only a date: the experiment folder above them makes the name telling
     run_name = f"{run_dir.parent.name}/{run_dir.name}" if started_at is not None else run_dir.name
@@ -50,7 +48,7 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None, chosen
               started_at=started_at)  # fmt: skip
     run.model_file = chosen or (models[-1] if models else None)
     run.other_model_files = [p for p in models if p != run.model_file]
-    events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file())
+    events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and not is_folder(e))
     run.events_file = Path(events[-1]) if events else None
     run.eval_json = run_dir / "eval.json" if any(e.name == "eval.json" for e in entries) else None
     return run

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, note_read, scan_tree
+from zoo.artifacts.runs import Run, is_folder, note_read, scan_tree
 from zoo.errors import ZooError
 from zoo.frameworks.sb3.archive import ALGORITHMS, CHECKPOINT, is_sb3_zip, read_archive
 
@@ -106,7 +106,7 @@ def run_for_file(model: Path) -> Run:
 
 
 def _sb3_zips(entries: list[os.DirEntry]) -> list[Path]:
-    zips = sorted(Path(e.path) for e in entries if e.name.endswith(".zip") and e.is_file())
+    zips = sorted(Path(e.path) for e in entries if e.name.endswith(".zip") and not is_folder(e))
     for path in zips:
         note_read(path)
     return [path for path in zips if is_sb3_zip(path)]

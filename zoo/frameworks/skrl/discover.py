@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, listdir
+from zoo.artifacts.runs import Run, is_folder, listdir, scan_tree
 
 #: Module names skrl's torch agents put in ``checkpoint_modules`` (per-module files carry them).
 MODULES = (
@@ -111,7 +111,7 @@ def run_from_dir(experiment_dir: Path, checkpoint_names: list[str], model_file: 
         entries = listdir(experiment_dir)
     except OSError:
         entries = []
-    events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and e.is_file())
+    events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and not is_folder(e))
     run.events_file = Path(events[-1]) if events else None
     run.eval_json = experiment_dir / "eval.json" if any(e.name == "eval.json" for e in entries) else None
     return run
@@ -119,7 +119,7 @@ def run_from_dir(experiment_dir: Path, checkpoint_names: list[str], model_file: 
 
 def _checkpoint_names(folder: Path) -> list[str]:
     try:
-        return [e.name for e in listdir(folder) if e.is_file() and parse_checkpoint(e.name)]
+        return [e.name for e in listdir(folder) if not is_folder(e) and parse_checkpoint(e.name)]
     except OSError:
         return []
 
@@ -140,16 +140,11 @@ def discover(root: Path) -> Iterator[Run]:
         return
     if root.name == "checkpoints" and acting_files(_checkpoint_names(root)):
         root = root.parent
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = [e for e in listdir(folder) if e.is_dir() and not e.name.startswith(".")]
-        except OSError:
-            continue
+    for folder, entries, subdirs in scan_tree(root):
         if any(e.name == "checkpoints" for e in entries):
             names = _checkpoint_names(folder / "checkpoints")
             if acting_files(names):
                 yield run_from_dir(folder, names)
+                subdirs.clear()
                 continue
-        stack.extend(sorted((Path(e.path) for e in entries if e.name not in _SKIP), reverse=True))
+        subdirs[:] = [d for d in subdirs if d.name not in _SKIP]
