@@ -731,9 +731,10 @@ def test_a_zip_bomb_and_a_sparse_8_gib_statistics_file_are_refused_in_well_under
     source = models / "logs" / "ppo" / "Pendulum-v1_1"
     run = tmp_path / "logs" / "ppo" / "Pendulum-v1_1"
     shutil.copytree(source, run)
-    with zipfile.ZipFile(source / "Pendulum-v1.zip") as zin, zipfile.ZipFile(
-        run / "Pendulum-v1.zip", "w", zipfile.ZIP_DEFLATED
-    ) as zout:
+    with (
+        zipfile.ZipFile(source / "Pendulum-v1.zip") as zin,
+        zipfile.ZipFile(run / "Pendulum-v1.zip", "w", zipfile.ZIP_DEFLATED) as zout,
+    ):
         for item in zin.infolist():
             if item.filename != "data":
                 zout.writestr(item, zin.read(item))

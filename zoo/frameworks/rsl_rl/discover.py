@@ -40,7 +40,9 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None, chosen
     """One run: the latest checkpoint (or ``chosen``) is the model, the others are counted."""
     if entries is None:
         entries = listdir(run_dir)
-    models = sorted((Path(e.path) for e in entries if MODEL_NAME.match(e.name) and not is_folder(e)), key=iteration)
+    models = sorted(
+        (Path(e.path) for e in entries if MODEL_NAME.match(e.name) and not is_folder(e)), key=iteration
+    )
     started_at = _started_at(run_dir.name)
     # Isaac Lab run dirs are only a date: the experiment folder above them makes the name telling
     run_name = f"{run_dir.parent.name}/{run_dir.name}" if started_at is not None else run_dir.name
