@@ -67,7 +67,9 @@ def test_truncated_empty_and_foreign_files(tmp_path):
     assert inspect_torch_file(tmp_path / "absent.pt").kind == "missing"
     loop = tmp_path / "loop.pt"
     loop.symlink_to(loop)
-    assert inspect_torch_file(loop).kind == "missing" and "cannot read" in inspect_torch_file(loop).problem
+    assert (
+        inspect_torch_file(loop).kind == "unreadable" and "symbolic links" in inspect_torch_file(loop).problem
+    )
     assert inspect_torch_file(tmp_path).problem == "not a regular file"
 
 

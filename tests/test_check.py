@@ -252,7 +252,8 @@ def test_a_zip_bomb_data_pkl_and_a_symlink_loop_are_one_line_each_and_fast(tmp_p
     (loop / "dqn.cleanrl_model").symlink_to(loop / "dqn.cleanrl_model")
     looped = zoo("check", loop, "--json")
     (report,) = looped.json()
-    assert report["status"] == "error" and "cannot read" in report["reason"]
+    assert report["status"] == "error" and report["reason"].startswith("cannot read dqn.cleanrl_model: ")
+    assert "symlink" in report["hint"] and "size" not in report["details"]
     evaluated = zoo("eval", loop, "-q", "-n", "1")
     assert evaluated.exit_code == 1 and evaluated.stderr.count("error:") == 1
     assert "internal error" not in evaluated.stderr and "Traceback" not in evaluated.stderr

@@ -67,8 +67,7 @@ class RememberedReport:
         return self._text
 
 
-_BROKEN = ("empty", "not-torch", "truncated", "missing")
-_UNKNOWN_HINT = "zoo loads weights only: re-save them with torch.save(model.state_dict()); see docs/check.md"
+_BROKEN = ("empty", "not-torch", "truncated", "missing", "unreadable")
 
 
 def flag_torch_file(report: RunReport, info, label: str | None = None,
@@ -80,7 +79,7 @@ def flag_torch_file(report: RunReport, info, label: str | None = None,
     the static check could not decide (numpy values, torch's legacy format), torch's own weights-only
     loader is asked; only then is torch imported.
     """
-    from zoo.artifacts.torchfile import confirm_with_torch
+    from zoo.artifacts.torchfile import UNKNOWN_HINT, confirm_with_torch
 
     where, prefix = (f" in {label}", f"{label}: ") if label else ("", "")
     report.details["weights_only"] = False
@@ -94,11 +93,16 @@ def flag_torch_file(report: RunReport, info, label: str | None = None,
     if info.unknown:
         report.details["unknown_globals"] = info.unknown
         report.flag(ERROR, f"{prefix}holds {', '.join(info.unknown)}, which zoo cannot check without running it",
-                    _UNKNOWN_HINT)  # fmt: skip
+                    UNKNOWN_HINT)  # fmt: skip
+        return False
+    if info.kind == "unreadable":
+        report.flag(ERROR, f"{prefix}cannot read {info.path.name}: {info.problem}",
+                    "check the file's permissions, or where its symlink points")  # fmt: skip
         return False
     if info.kind in _BROKEN or info.problem:
         hint = not_torch_hint if info.kind in ("not-torch", "pickle") else "re-save or re-download the file"
-        report.flag(ERROR, f"{prefix}{info.kind}: {info.problem or info.kind}", hint)
+        kind = info.kind if info.kind in _BROKEN else "broken file"
+        report.flag(ERROR, f"{prefix}{kind}: {info.problem or info.kind}", hint)
         return False
     if info.confirm:
         failed = confirm_with_torch(info)

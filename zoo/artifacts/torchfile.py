@@ -53,6 +53,8 @@ TORCH_UNMODELLED = frozenset(
                               "per_channel_affine_float_qparams", "QInt8Storage", "QUInt8Storage", "QInt32Storage",
                               "QUInt4x2Storage", "QUInt2x4Storage", "qint8", "quint8", "qint32", "quint4x2", "quint2x4")}
 )  # fmt: skip
+#: What zoo says about a file naming a global outside :data:`ALLOWED` (never "pass --trust-pickle").
+UNKNOWN_HINT = "zoo loads weights only: re-save them with torch.save(model.state_dict()); see docs/check.md"
 #: Everything a torch checkpoint may name and still be loaded by zoo: see docs/check.md.
 ALLOWED = weights_only.MODELLED | NUMPY_GLOBALS | TORCH_UNMODELLED
 
@@ -313,13 +315,13 @@ def inspect_torch_file(path: str | Path) -> TorchFileInfo:
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):
-            return TorchFileInfo(path, 0, "missing", problem="not a regular file")
+            return TorchFileInfo(path, 0, "unreadable", problem="not a regular file")
         with path.open("rb") as fh:
             head = fh.read(limits.MAX_PICKLE_BYTES) if st.st_size <= limits.MAX_PICKLE_BYTES else fh.read(4)
     except FileNotFoundError:
         return TorchFileInfo(path, 0, "missing", problem="file not found")
     except OSError as exc:
-        return TorchFileInfo(path, 0, "missing", problem=f"cannot read: {exc.strerror or exc}")
+        return TorchFileInfo(path, 0, "unreadable", problem=exc.strerror or str(exc))
     info = TorchFileInfo(path, st.st_size, "not-torch")
     if not head:
         info.kind, info.problem = "empty", "file is empty"
@@ -361,8 +363,11 @@ def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
     Every adapter calls this before ``torch.load``: the static verification decides, and the loader never
     sees a file it refused.
     """
-    if info.kind in ("missing", "empty", "not-torch", "truncated") or (info.problem and info.is_safe):
-        raise BrokenFile(f"{info.path}: {info.problem or info.kind}")
+    if info.kind in ("missing", "unreadable", "empty", "not-torch", "truncated") or (
+        info.problem and info.is_safe
+    ):
+        verb = "cannot read " if info.kind == "unreadable" else ""
+        raise BrokenFile(f"{verb}{info.path}: {info.problem or info.kind}")
     if trust_pickle:
         return
     if info.dangerous:
@@ -370,7 +375,7 @@ def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
                            hint="do not load it: it runs code when it is loaded")  # fmt: skip
     if info.unknown:
         raise RefusedError(f"{info.path}: holds {', '.join(info.unknown)}, which zoo cannot check without running it",
-                           hint="zoo loads weights only; see docs/check.md for what it accepts")  # fmt: skip
+                           hint=UNKNOWN_HINT)  # fmt: skip
 
 
 def _numpy_safe_globals() -> list:

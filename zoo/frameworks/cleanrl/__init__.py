@@ -109,7 +109,8 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
             report.flag(ERROR, "missing model: no .cleanrl_model in the run dir", "train with --save-model")
         return report
     info = inspect_torch_file(run.model_file)
-    report.details.update(size=info.size, format=info.kind)
+    if info.kind not in ("missing", "unreadable"):
+        report.details.update(size=info.size, format=info.kind)
     if not flag_torch_file(report, info, not_torch_hint="is this a CleanRL model file?"):
         return report
     try:
