@@ -450,3 +450,25 @@ def test_storage_serializes_concurrent_commits(tmp_path):
     while commit_id:
         depth, commit_id = depth + 1, storage.load_commit("alice/busy", commit_id).parent
     assert depth == 25  # 24 commits on top of the initial one: none lost, none forked
+
+
+def test_a_repo_creation_killed_half_way_leaves_nothing_that_survives_the_next_creation(tmp_path):
+    import fcntl
+
+    from zoo.hub.storage import HubStorage
+
+    storage = HubStorage(tmp_path / "root")
+    parent = tmp_path / "root" / "repos" / "alice"
+    left = parent / ".ops.dead1234"  # what a server killed inside create_repo leaves: its lock is free
+    (left / "repo").mkdir(parents=True)
+    (left / ".lock").touch()
+    live = parent / ".ops.live5678"  # another process creating the same repo right now
+    live.mkdir()
+    fd = os.open(live / ".lock", os.O_CREAT | os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        storage.create_repo("alice/ops", "alice", private=False)
+    finally:
+        os.close(fd)
+    assert sorted(p.name for p in parent.iterdir()) == [".ops.live5678", "ops"]
+    assert (parent / "ops" / "refs.json").is_file() and not (parent / "ops" / ".lock").exists()

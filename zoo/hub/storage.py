@@ -15,7 +15,8 @@ place, so a reader sees the old content or the new, never half of one. A commit 
 commit's canonical JSON, so commit files never change once written; the only mutable file of a repo is
 ``refs.json``, rewritten under a per-repo lock (a ``threading.Lock`` for this process's threads plus
 ``fcntl.flock`` for other processes serving the same ROOT). A repo is built in a temp folder and renamed
-into place, so it appears complete or not at all.
+into place, so it appears complete or not at all (its locked work folder ``repos/NS/.NAME.*``, when a
+crash leaves one, is removed by the next creation of that repo).
 
 What a crash leaves is an upload's temp file in ``tmp/``. Several processes may serve one ROOT, so a
 new :class:`HubStorage` must not take another process's upload in flight for a leftover: each upload
@@ -36,7 +37,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import tempfile
 import threading
@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from zoo.atomic import write_text_atomic
+from zoo.atomic import private_workdir, write_text_atomic
 
 DEFAULT_BRANCH = "main"
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
@@ -426,8 +426,9 @@ class HubStorage:
         final.parent.mkdir(parents=True, exist_ok=True)
         if final.exists():
             raise RepoExists(f"repo {repo_id} already exists")
-        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-        try:
+        with private_workdir(final.parent, f".{final.name}.") as work:  # a killed server's is removed
+            staging = work / "repo"
+            staging.mkdir()
             created = now_iso()
             _write_json_atomic(staging / "repo.json", asdict(RepoMeta(owner, private, created)))
             initial = self._write_commit(staging, None, "initial commit", owner, {})
@@ -437,8 +438,6 @@ class HubStorage:
             except OSError as exc:
                 raise RepoExists(f"repo {repo_id} already exists") from exc
             _fsync_dir(final.parent)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
         return initial
 
     def repo_meta(self, repo_id: str) -> RepoMeta:
