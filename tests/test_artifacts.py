@@ -196,3 +196,24 @@ def test_in_memory_and_on_disk_give_the_same_verdict(tmp_path):
     buf = io.BytesIO()
     torch.save({"a": torch.ones(1)}, buf)
     assert inspect_torch_bytes(buf.getvalue(), path).verified
+
+
+def test_trusting_a_file_for_its_globals_never_loads_corrupted_bytes(tmp_path):
+    import argparse
+    import random
+
+    from fuzzing import in_place_entry_flip
+
+    from zoo.artifacts.torchfile import refuse_unsafe
+    from zoo.errors import BrokenFile, RefusedError
+
+    path = tmp_path / "dqn.cleanrl_model"
+    torch.save({"model": {"w": torch.arange(64.0)}, "args": argparse.Namespace(seed=1)}, path)
+    refuse_unsafe(inspect_torch_file(path), trust_pickle=True)  # intact: trusting it is the user's call
+    path.write_bytes(in_place_entry_flip(path.read_bytes(), random.Random(0), suffix="/data/0"))
+    info = inspect_torch_file(path)
+    assert info.unknown == ["argparse.Namespace"] and "CRC-32" in info.problem
+    with pytest.raises(RefusedError, match="argparse.Namespace"):  # untrusted: the refusal comes first
+        refuse_unsafe(info, trust_pickle=False)
+    with pytest.raises(BrokenFile, match="CRC-32 mismatch"):
+        refuse_unsafe(info, trust_pickle=True)

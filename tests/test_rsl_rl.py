@@ -495,6 +495,14 @@ def test_config_that_contradicts_the_weights_is_one_error_line(trained, tmp_path
         assert report["status"] == "error" and reason in report["reason"]
         result = _zoo_eval(run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
         assert result.exit_code == 1 and reason in result.stderr and "Traceback" not in result.stderr
+    (run_dir / "params" / "agent.yaml").write_text(yaml.dump({"actor": {}}))
+    checkpoint = torch.load(trained["mlp"].model, weights_only=True)
+    checkpoint["actor_state_dict"]["mlp.9.scale"] = torch.ones(3)
+    torch.save(checkpoint, run_dir / "model_2.pt")
+    reason = "the weights do not fit the rebuilt actor: unexpected mlp.9.scale"
+    assert reason in zoo("check", run_dir, "--json").json()[0]["reason"]
+    result = _zoo_eval(run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
+    assert result.exit_code == 1 and reason in result.stderr  # the key named, as zoo check names it
     wrong_env = _zoo_eval(trained["mlp"].run_dir, tmp_path / "eval.json", "--env-id", "CartPole-v1")
     assert (
         wrong_env.exit_code == 1 and "the actor takes 3 observations, CartPole-v1 gives 4" in wrong_env.stderr

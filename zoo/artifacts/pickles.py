@@ -25,6 +25,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+#: What zoo says about a pickle that names a known-dangerous global, wherever it is found.
+UNSAFE_HINT = "do not load it: it runs code when it is loaded"
 #: Modules whose globals can run code, touch files, the network or other processes when a pickle calls them.
 DANGEROUS_MODULES = frozenset({
     "os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "runpy", "importlib", "pty", "webbrowser",

@@ -79,7 +79,8 @@ def flag_torch_file(report: RunReport, info, label: str | None = None,
     the static check could not decide (numpy values, torch's legacy format), torch's own weights-only
     loader is asked; only then is torch imported.
     """
-    from zoo.artifacts.torchfile import UNKNOWN_HINT, confirm_with_torch
+    from zoo.artifacts.pickles import UNSAFE_HINT
+    from zoo.artifacts.torchfile import UNKNOWN_HINT, UNREADABLE_HINT, confirm_with_torch
 
     where, prefix = (f" in {label}", f"{label}: ") if label else ("", "")
     report.details["weights_only"] = False
@@ -88,7 +89,7 @@ def flag_torch_file(report: RunReport, info, label: str | None = None,
     if info.dangerous:
         report.details["dangerous_globals"] = info.dangerous
         report.flag(ERROR, f"unsafe pickle{where}: loading would call {', '.join(info.dangerous)}",
-                    "do not load it: it runs code when it is loaded")  # fmt: skip
+                    UNSAFE_HINT)  # fmt: skip
         return False
     if info.unknown:
         report.details["unknown_globals"] = info.unknown
@@ -96,8 +97,7 @@ def flag_torch_file(report: RunReport, info, label: str | None = None,
                     UNKNOWN_HINT)  # fmt: skip
         return False
     if info.kind == "unreadable":
-        report.flag(ERROR, f"{prefix}cannot read {info.path.name}: {info.problem}",
-                    "check the file's permissions, or where its symlink points")  # fmt: skip
+        report.flag(ERROR, f"{prefix}cannot read {info.path.name}: {info.problem}", UNREADABLE_HINT)
         return False
     if info.kind in _BROKEN or info.problem:
         hint = not_torch_hint if info.kind in ("not-torch", "pickle") else "re-save or re-download the file"

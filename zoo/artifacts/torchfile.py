@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from zoo.artifacts import limits, weights_only
-from zoo.artifacts.pickles import classify, scan_pickles
+from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
 from zoo.artifacts.zipcheck import end_records_problem
 from zoo.errors import BrokenFile, RefusedError, ZooError
 
@@ -53,6 +53,8 @@ TORCH_UNMODELLED = frozenset(
                               "per_channel_affine_float_qparams", "QInt8Storage", "QUInt8Storage", "QInt32Storage",
                               "QUInt4x2Storage", "QUInt2x4Storage", "qint8", "quint8", "qint32", "quint4x2", "quint2x4")}
 )  # fmt: skip
+#: What zoo says about a model file it cannot open (permissions, a symlink that loops or points nowhere).
+UNREADABLE_HINT = "check the file's permissions, or where its symlink points"
 #: What zoo says about a file naming a global outside :data:`ALLOWED` (never "pass --trust-pickle").
 UNKNOWN_HINT = "zoo loads weights only: re-save them with torch.save(model.state_dict()); see docs/check.md"
 #: Everything a torch checkpoint may name and still be loaded by zoo: see docs/check.md.
@@ -245,8 +247,8 @@ def _verify_zip(info: TorchFileInfo, zf: zipfile.ZipFile, raw: memoryview | None
         info.content, info.globals = _twin(data, records, storage)
     except (weights_only.NotLoadable, weights_only.NotModelled) as exc:
         _judge_pickles(info, data, 1, exc)
-        if info.problem or not info.is_safe:
-            return
+        if info.problem:
+            return  # a file refused for its globals still has its CRCs checked: --trust-pickle loads it
     version = ".data/version" if ".data/version" in records else "version"
     checked = {"data.pkl", version, "byteorder", ".storage_alignment", ".data/serialization_id"}  # read above
     for name, record in records.items():
@@ -363,16 +365,16 @@ def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
     Every adapter calls this before ``torch.load``: the static verification decides, and the loader never
     sees a file it refused.
     """
-    if info.kind in ("missing", "unreadable", "empty", "not-torch", "truncated") or (
-        info.problem and info.is_safe
-    ):
-        verb = "cannot read " if info.kind == "unreadable" else ""
-        raise BrokenFile(f"{verb}{info.path}: {info.problem or info.kind}")
+    if info.kind == "unreadable":
+        raise BrokenFile(f"cannot read {info.path}: {info.problem}", hint=UNREADABLE_HINT)
+    broken = info.problem and (info.is_safe or trust_pickle)  # else the refusal below is what matters most
+    if info.kind in ("missing", "empty", "not-torch", "truncated") or broken:
+        raise BrokenFile(f"{info.path}: {info.problem or info.kind}")
     if trust_pickle:
         return
     if info.dangerous:
         raise RefusedError(f"{info.path}: unsafe pickle, loading it would call {', '.join(info.dangerous)}",
-                           hint="do not load it: it runs code when it is loaded")  # fmt: skip
+                           hint=UNSAFE_HINT)  # fmt: skip
     if info.unknown:
         raise RefusedError(f"{info.path}: holds {', '.join(info.unknown)}, which zoo cannot check without running it",
                            hint=UNKNOWN_HINT)  # fmt: skip

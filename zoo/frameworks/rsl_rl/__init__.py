@@ -176,12 +176,18 @@ def load_policy(model_file: Path, entry: Entry, env_id: str, *, device: str, see
     if problem:
         raise ZooError(f"model does not fit {env_id}: {problem}", hint="check --env-id")
     _require_rsl_rl()
+    problems = state_problems(state, arch)  # what load_state_dict would refuse, named as zoo check names it
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise BrokenFile(f"{model_file}: the weights do not fit the rebuilt actor: {problems[0]}{more}",
+                         hint="is this checkpoint from the run its config describes?")  # fmt: skip
     model = build_model(arch, device=device)
     try:
         model.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise BrokenFile(f"{model_file}: weights do not fit the rebuilt actor: {first}") from None
+    except RuntimeError as exc:  # what state_problems does not model (a dtype torch cannot copy)
+        raise BrokenFile(
+            f"{model_file}: the weights do not load: {str(exc).strip().splitlines()[-1]}"
+        ) from None
     obs_space, action_space = probe_spaces(env_spec(entry, env_id))
     return RslRlPolicy(
         model, obs_space, action_space, clip_actions=config.clip_actions, device=device, seed=seed

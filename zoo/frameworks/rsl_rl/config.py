@@ -17,7 +17,7 @@ from typing import Any
 
 from zoo import safeyaml
 from zoo.artifacts import limits
-from zoo.artifacts.pickles import classify, scan_pickles
+from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
 from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
 from zoo.errors import BrokenFile, RefusedError
 
@@ -111,7 +111,7 @@ def read_cfgs_pkl(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     dangerous = classify(scan_pickles(raw).globals, frozenset()).dangerous
     if dangerous:
         raise RefusedError(f"{path}: unsafe pickle, loading it would call {', '.join(dangerous)}",
-                           hint="do not load it: it runs code when it is loaded")  # fmt: skip
+                           hint=UNSAFE_HINT)  # fmt: skip
     try:
         data = restricted_loads(raw)
     except RefusedGlobal as exc:

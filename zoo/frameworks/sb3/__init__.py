@@ -64,7 +64,7 @@ def inputs(run: Run) -> list[Path | None]:
 
 def inspect_run(run: Run, registry: Registry) -> RunReport:
     """Everything ``zoo check`` says about one SB3 model, without unpickling beyond the allowlist."""
-    from zoo.frameworks.sb3.inspect import inspect_model
+    from zoo.frameworks.sb3.inspect import flag_error, inspect_model
 
     report = RunReport(run)
     if run.model_file is None:
@@ -73,7 +73,7 @@ def inspect_run(run: Run, registry: Registry) -> RunReport:
     try:
         archive = read_archive(run.model_file)
     except ZooError as exc:
-        report.flag(ERROR, exc.message, exc.hint)
+        flag_error(report, exc, run.model_file)
         return report
     report.details.update(size=run.model_file.stat().st_size, format="sb3-zip", algorithm=archive.algorithm,
                           policy_class=archive.policy_class_name, sb3_saved=archive.version,

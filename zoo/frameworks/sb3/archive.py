@@ -26,7 +26,8 @@ REQUIRED = ("data", "policy.pth")
 CHECKPOINT = re.compile(r"^rl_model_(\d+)_steps\.zip$")
 ALGORITHMS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
 #: The hint of every refusal: what zoo cannot check, it does not load (docs/frameworks/sb3.md says more).
-REFUSED_HINT = "do not load it unless you trust its source; see docs/frameworks/sb3.md"
+#: What zoo says about a pickled value naming a class outside the allowlist (never "pass --trust-pickle").
+UNKNOWN_HINT = "zoo rebuilds only what SB3 itself saves; see docs/frameworks/sb3.md"
 #: Keys SB3's own load drops from the saved policy kwargs (the device is the evaluator's choice).
 _POLICY_KWARGS_DROPPED = ("device",)
 
@@ -168,7 +169,7 @@ def decode(archive: SB3Archive, key: str) -> Any:
     The pickle is scanned first, so that a value naming a global that runs code is called unsafe, not
     merely "not on the allowlist".
     """
-    from zoo.artifacts.pickles import classify, scan_pickles
+    from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
     from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
     from zoo.frameworks.sb3.allowlist import ALLOWED, ALLOWED_NAMES
 
@@ -184,7 +185,7 @@ def decode(archive: SB3Archive, key: str) -> Any:
     dangerous = classify(scan_pickles(raw).globals, ALLOWED_NAMES).dangerous
     if dangerous:
         raise RefusedError(f"{archive.path}: unsafe pickle in data[{key!r}]: loading would call {', '.join(dangerous)}",
-                           hint=REFUSED_HINT)  # fmt: skip
+                           hint=UNSAFE_HINT)  # fmt: skip
     try:
         return restricted_loads(raw, ALLOWED)
     except RefusedGlobal as exc:
@@ -192,7 +193,7 @@ def decode(archive: SB3Archive, key: str) -> Any:
             return _gym_space(archive, key, value)
         raise RefusedError(
             f"{archive.path}: data[{key!r}] holds {exc.qualname}, which zoo cannot check without running it",
-            hint=REFUSED_HINT,
+            hint=UNKNOWN_HINT,
         ) from None
     except RecursionError:
         raise BrokenFile(f"{archive.path}: data[{key!r}] is nested too deeply") from None
@@ -234,6 +235,7 @@ def load_weights(archive: SB3Archive) -> dict[str, Any]:
     """``policy.pth`` after the same verification as any torch file, then ``torch.load(weights_only=True)``."""
     import io
 
+    from zoo.artifacts.pickles import UNSAFE_HINT
     from zoo.artifacts.torchfile import inspect_torch_bytes, refuse_unsafe, torch_load
 
     label = archive.path / "policy.pth"
@@ -246,7 +248,7 @@ def load_weights(archive: SB3Archive) -> dict[str, Any]:
     try:
         refuse_unsafe(info, trust_pickle=False)
     except RefusedError as exc:
-        raise RefusedError(exc.message, REFUSED_HINT) from None
+        raise RefusedError(exc.message, UNSAFE_HINT if info.dangerous else UNKNOWN_HINT) from None
     if info.problem:
         raise ZooError(f"{label}: {info.problem}", hint="re-save or re-download it")
     try:

@@ -17,7 +17,7 @@ import numpy as np
 
 from zoo.artifacts import limits
 from zoo.errors import BrokenFile, RefusedError, ZooError
-from zoo.frameworks.sb3.archive import CHECKPOINT, REFUSED_HINT
+from zoo.frameworks.sb3.archive import CHECKPOINT, UNKNOWN_HINT
 
 STATS_NAMES = ("vecnormalize.pkl", "vec_normalize.pkl")
 
@@ -75,23 +75,23 @@ def read_stats_bytes(path: Path) -> bytes:
         raise BrokenFile(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def scan_stats(path: Path) -> list[str]:
-    """Dangerous globals the statistics pickle names (the pickle machine, recording: nothing runs)."""
-    from zoo.artifacts.pickles import classify, scan_pickles
-    from zoo.frameworks.sb3.allowlist import ALLOWED_NAMES
-
-    return classify(scan_pickles(read_stats_bytes(path)).globals, ALLOWED_NAMES).dangerous
-
-
 def _restricted(path: Path) -> Any:
+    """The statistics through the restricted unpickler, after the recording scan: a global that runs
+    code is called unsafe, not merely "not on the allowlist"."""
+    from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
     from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
-    from zoo.frameworks.sb3.allowlist import ALLOWED
+    from zoo.frameworks.sb3.allowlist import ALLOWED, ALLOWED_NAMES
 
+    raw = read_stats_bytes(path)
+    dangerous = classify(scan_pickles(raw).globals, ALLOWED_NAMES).dangerous
+    if dangerous:
+        raise RefusedError(f"{path}: unsafe pickle, loading it would call {', '.join(dangerous)}",
+                           hint=UNSAFE_HINT)  # fmt: skip
     try:
-        return restricted_loads(read_stats_bytes(path), ALLOWED)
+        return restricted_loads(raw, ALLOWED)
     except RefusedGlobal as exc:
         raise RefusedError(f"{path}: holds {exc.qualname}, which zoo cannot check without running it",
-                           hint=REFUSED_HINT) from None  # fmt: skip
+                           hint=UNKNOWN_HINT) from None  # fmt: skip
     except ZooError:
         raise
     except RecursionError:
