@@ -79,6 +79,7 @@ class Listings:
     def __init__(self) -> None:
         self.folders: dict[str, list[os.DirEntry] | OSError] = {}
         self.names: dict[str, frozenset[str]] = {}
+        self.subdirs: dict[tuple[str, str], list[Path]] = {}  # (walk root, folder) -> what scan_tree descends
         self.files: set[str] = set()
 
     def inputs(self) -> list[str]:
@@ -168,11 +169,23 @@ def scan_tree(root: Path) -> Iterator[tuple[Path, list[os.DirEntry], list[Path]]
             entries = listdir(folder)
         except OSError:
             continue
-        names = sorted(e.name for e in entries if not e.name.startswith(".") and e.name != "videos")
-        by_name = {e.name: e for e in entries}
-        subdirs = [folder / name for name in names if _descend(by_name[name], root, followed)]
+        subdirs = list(_subdirs(root, folder, entries, followed))
         yield folder, entries, subdirs
         stack.extend(reversed(subdirs))
+
+
+def _subdirs(root: Path, folder: Path, entries: list[os.DirEntry], followed: set[str]) -> list[Path]:
+    """The folders :func:`scan_tree` descends into from ``folder``, in name order; worked out once per
+    walk root inside :func:`shared_listings` (every adapter walks the same tree)."""
+    key = (os.fspath(root), os.fspath(folder))
+    if _LISTINGS is not None and key in _LISTINGS.subdirs:
+        return _LISTINGS.subdirs[key]
+    names = sorted(e.name for e in entries if not e.name.startswith(".") and e.name != "videos")
+    by_name = {e.name: e for e in entries}
+    subdirs = [folder / name for name in names if _descend(by_name[name], root, followed)]
+    if _LISTINGS is not None:
+        _LISTINGS.subdirs[key] = subdirs
+    return subdirs
 
 
 def _descend(entry: os.DirEntry, root: Path, followed: set[str]) -> bool:
