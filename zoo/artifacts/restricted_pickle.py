@@ -19,7 +19,8 @@ import pickle
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from zoo.artifacts.pickles import HardenedUnpickler
+from zoo.artifacts.pickles import UNSAFE_HINT, HardenedUnpickler, classify, scan_pickles
+from zoo.errors import BrokenFile, RefusedError
 
 #: Plain values every allowlist may rebuild: containers and numbers, nothing callable with effects.
 SAFE_BUILTINS: frozenset[tuple[str, str]] = frozenset(
@@ -91,3 +92,34 @@ class _Restricted(HardenedUnpickler):
 def restricted_loads(data: bytes, allowed: Iterable[tuple[str, str]] = ()) -> Any:
     """Unpickle ``data`` building only :data:`SAFE_BUILTINS` and ``allowed`` globals."""
     return _Restricted(data, SAFE_BUILTINS | frozenset(allowed)).load()
+
+
+class UnknownGlobal(RefusedError):
+    """:func:`checked_loads` refused a global outside the allowlist (one that does not run code)."""
+
+    def __init__(self, message: str, hint: str, module: str):
+        super().__init__(message, hint)
+        self.module = module
+
+
+def checked_loads(data: bytes, allowed: Iterable[tuple[str, str]], path: object, *, unknown_hint: str,
+                  part: str | None = None) -> Any:  # fmt: skip
+    """``data`` read the one way zoo reads a pickle it must decode: the recording scan first (a global
+    that runs code is an unsafe pickle, whatever the allowlist), then :func:`restricted_loads`. Every
+    failure is one error naming ``path`` (and ``part`` of it, such as ``data['policy_kwargs']``)."""
+    dangerous = classify(scan_pickles(data).globals, frozenset()).dangerous
+    if dangerous:
+        head = (
+            f"unsafe pickle in {part}: loading would call" if part else "unsafe pickle, loading it would call"
+        )
+        raise RefusedError(f"{path}: {head} {', '.join(dangerous)}", hint=UNSAFE_HINT)
+    what = part or "the pickle"
+    try:
+        return restricted_loads(data, allowed)
+    except RefusedGlobal as exc:
+        raise UnknownGlobal(f"{path}: {f'{part} ' if part else ''}holds {exc.qualname}, which zoo cannot check "
+                            "without running it", unknown_hint, exc.module) from None  # fmt: skip
+    except RecursionError:
+        raise BrokenFile(f"{path}: {what} is nested too deeply") from None
+    except Exception as exc:  # noqa: BLE001 - a broken pickle is a finding, not a crash
+        raise BrokenFile(f"{path}: {what} does not decode: {type(exc).__name__}: {str(exc)[:100]}") from None

@@ -4,7 +4,7 @@ Isaac Lab and mjlab dump the runner config to ``params/agent.yaml`` (and the env
 ``params/env.yaml``) with ``yaml.dump``, so tuples appear as ``!!python/tuple``; they are read by
 :func:`zoo.safeyaml.read` (tuples become lists, every other Python tag stays unbuilt: ``None``).
 Genesis pickles ``[env_cfg, obs_cfg, reward_cfg, command_cfg, train_cfg]`` (plain dicts) to
-``cfgs.pkl``; it is decoded by :func:`~zoo.artifacts.restricted_pickle.restricted_loads` with no
+``cfgs.pkl``; it is decoded by :func:`~zoo.artifacts.restricted_pickle.checked_loads` with no
 extra allowlist, so a pickle asking for any other global is refused, naming it, before it runs.
 """
 
@@ -17,9 +17,8 @@ from typing import Any
 
 from zoo import safeyaml
 from zoo.artifacts import limits
-from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
-from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
-from zoo.errors import BrokenFile, RefusedError
+from zoo.artifacts.restricted_pickle import checked_loads
+from zoo.errors import BrokenFile
 
 AGENT_YAML = Path("params") / "agent.yaml"
 ENV_YAML = Path("params") / "env.yaml"
@@ -108,21 +107,8 @@ def read_cfgs_pkl(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raw = path.read_bytes()
     except OSError as exc:
         raise BrokenFile(f"{path}: cannot read: {exc.strerror or exc}") from None
-    dangerous = classify(scan_pickles(raw).globals, frozenset()).dangerous
-    if dangerous:
-        raise RefusedError(f"{path}: unsafe pickle, loading it would call {', '.join(dangerous)}",
-                           hint=UNSAFE_HINT)  # fmt: skip
-    try:
-        data = restricted_loads(raw)
-    except RefusedGlobal as exc:
-        raise RefusedError(
-            f"{path}: holds {exc.qualname}, which zoo cannot check without running it",
-            hint="zoo decodes cfgs.pkl only when it holds plain dicts, lists and numbers",
-        ) from None
-    except RecursionError:
-        raise BrokenFile(f"{path}: nested too deeply to be a config") from None
-    except Exception as exc:  # noqa: BLE001 - any decoding failure is one error line
-        raise BrokenFile(f"{path}: cannot decode: {type(exc).__name__}: {str(exc)[:100]}") from None
+    data = checked_loads(raw, (), path,
+                         unknown_hint="zoo decodes cfgs.pkl only when it holds plain dicts, lists and numbers")  # fmt: skip
     dicts = [d for d in (data if isinstance(data, list | tuple) else [data]) if isinstance(d, dict)]
     if not dicts:
         raise BrokenFile(f"{path}: expected a list of config dicts, got {type(data).__name__}")

@@ -3,7 +3,7 @@
 SB3 stores values that JSON cannot hold (spaces, ``policy_kwargs`` with classes in them,
 schedules) as base64 cloudpickle inside the zip's ``data`` file, and ``VecNormalize``
 statistics as a plain pickle. Both are decoded with :func:`zoo.artifacts.restricted_pickle.
-restricted_loads` and this allowlist: classes whose construction only stores numbers
+checked_loads` and this allowlist: classes whose construction only stores numbers
 (spaces, numpy arrays and generators, ``RunningMeanStd``), classes referenced but not called
 (activation functions, optimizers, feature extractors, policy classes), and ``VecNormalize``,
 whose ``__setstate__`` only updates ``__dict__``. Functions and lambdas (old ``lr_schedule``
@@ -11,8 +11,6 @@ values are cloudpickled code) are never on it.
 """
 
 from __future__ import annotations
-
-from zoo.artifacts.restricted_pickle import SAFE_BUILTINS
 
 _NUMPY = [
     (core, name)
@@ -65,7 +63,3 @@ _SB3_OTHER = [
 
 #: Everything SB3's spaces, policy kwargs and VecNormalize pickles may reference.
 ALLOWED: frozenset[tuple[str, str]] = frozenset(_NUMPY + _SPACES + _TORCH + _SB3_POLICIES + _SB3_OTHER)
-#: The same as ``"module.name"`` strings, for :func:`zoo.artifacts.pickles.classify`.
-ALLOWED_NAMES: frozenset[str] = frozenset(f"{m}.{n}" for m, n in ALLOWED) | frozenset(
-    f"{m}.{n}" for m, n in SAFE_BUILTINS
-)

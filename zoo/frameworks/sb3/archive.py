@@ -169,9 +169,8 @@ def decode(archive: SB3Archive, key: str) -> Any:
     The pickle is scanned first, so that a value naming a global that runs code is called unsafe, not
     merely "not on the allowlist".
     """
-    from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
-    from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
-    from zoo.frameworks.sb3.allowlist import ALLOWED, ALLOWED_NAMES
+    from zoo.artifacts.restricted_pickle import UnknownGlobal, checked_loads
+    from zoo.frameworks.sb3.allowlist import ALLOWED
 
     if key not in archive.data:
         raise ZooError(f"{archive.path}: the zip's data has no {key!r}", hint="is this an SB3 model?")
@@ -182,25 +181,12 @@ def decode(archive: SB3Archive, key: str) -> Any:
         raw = base64.b64decode(str(value[":serialized:"]), validate=False)
     except ValueError:
         raise BrokenFile(f"{archive.path}: data[{key!r}] is not base64") from None
-    dangerous = classify(scan_pickles(raw).globals, ALLOWED_NAMES).dangerous
-    if dangerous:
-        raise RefusedError(f"{archive.path}: unsafe pickle in data[{key!r}]: loading would call {', '.join(dangerous)}",
-                           hint=UNSAFE_HINT)  # fmt: skip
     try:
-        return restricted_loads(raw, ALLOWED)
-    except RefusedGlobal as exc:
+        return checked_loads(raw, ALLOWED, archive.path, unknown_hint=UNKNOWN_HINT, part=f"data[{key!r}]")
+    except UnknownGlobal as exc:
         if exc.module.split(".")[0] == "gym" and key in ("observation_space", "action_space"):
             return _gym_space(archive, key, value)
-        raise RefusedError(
-            f"{archive.path}: data[{key!r}] holds {exc.qualname}, which zoo cannot check without running it",
-            hint=UNKNOWN_HINT,
-        ) from None
-    except RecursionError:
-        raise BrokenFile(f"{archive.path}: data[{key!r}] is nested too deeply") from None
-    except Exception as exc:  # noqa: BLE001 - a broken pickle is a finding, not a crash
-        raise BrokenFile(
-            f"{archive.path}: data[{key!r}] does not decode: {type(exc).__name__}: {str(exc)[:100]}"
-        ) from None
+        raise
 
 
 def _gym_space(archive: SB3Archive, key: str, value: dict) -> Any:

@@ -76,30 +76,10 @@ def read_stats_bytes(path: Path) -> bytes:
 
 
 def _restricted(path: Path) -> Any:
-    """The statistics through the restricted unpickler, after the recording scan: a global that runs
-    code is called unsafe, not merely "not on the allowlist"."""
-    from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
-    from zoo.artifacts.restricted_pickle import RefusedGlobal, restricted_loads
-    from zoo.frameworks.sb3.allowlist import ALLOWED, ALLOWED_NAMES
+    from zoo.artifacts.restricted_pickle import checked_loads
+    from zoo.frameworks.sb3.allowlist import ALLOWED
 
-    raw = read_stats_bytes(path)
-    dangerous = classify(scan_pickles(raw).globals, ALLOWED_NAMES).dangerous
-    if dangerous:
-        raise RefusedError(f"{path}: unsafe pickle, loading it would call {', '.join(dangerous)}",
-                           hint=UNSAFE_HINT)  # fmt: skip
-    try:
-        return restricted_loads(raw, ALLOWED)
-    except RefusedGlobal as exc:
-        raise RefusedError(f"{path}: holds {exc.qualname}, which zoo cannot check without running it",
-                           hint=UNKNOWN_HINT) from None  # fmt: skip
-    except ZooError:
-        raise
-    except RecursionError:
-        raise BrokenFile(f"{path}: nested too deeply to be VecNormalize statistics") from None
-    except Exception as exc:  # noqa: BLE001 - a broken pickle is a finding, not a crash
-        raise BrokenFile(
-            f"{path}: does not decode as VecNormalize statistics: {type(exc).__name__}: {str(exc)[:100]}"
-        ) from None
+    return checked_loads(read_stats_bytes(path), ALLOWED, path, unknown_hint=UNKNOWN_HINT)
 
 
 def load_stats(path: Path, *, trust_pickle: bool = False) -> ObsNormalizer | None:
