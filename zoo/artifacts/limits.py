@@ -8,6 +8,9 @@ refused in one line that names the bound, before it is decompressed or read whol
 
 from __future__ import annotations
 
+import zipfile
+import zlib
+
 #: A pickle read whole and interpreted: ``data.pkl`` of a torch file, ``vecnormalize.pkl``, ``cfgs.pkl``.
 MAX_PICKLE_BYTES = 256 << 20
 #: JSON and text entries of a model archive (SB3's ``data``, version files).
@@ -33,3 +36,31 @@ def entry_problem(name: str, size: int, compressed: int, cap: int = MAX_ENTRY_BY
     if size > RATIO_FLOOR_BYTES and size > MAX_RATIO * max(compressed, 1):
         return f"{name} inflates {size // max(compressed, 1)}:1 ({mib(size)}), a zip bomb's ratio"
     return None
+
+
+class EntryProblem(Exception):
+    """An archive entry that was not read: ``over_bound`` when :func:`entry_problem` refused it, else damaged."""
+
+    def __init__(self, message: str, over_bound: bool = False):
+        super().__init__(message)
+        self.over_bound = over_bound
+
+
+def read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, keep: bool = True) -> bytes:
+    """One entry, bounded before anything is inflated, inflated in 1 MiB blocks with ``zipfile`` checking
+    its CRC-32 at the end (``b""`` unless ``keep``: the CRC is checked all the same)."""
+    problem = entry_problem(info.filename, info.file_size, info.compress_size, cap)
+    if problem:
+        raise EntryProblem(problem, over_bound=True)
+    chunks = []
+    try:
+        with zf.open(info) as fh:
+            while chunk := fh.read(1 << 20):
+                if keep:
+                    chunks.append(chunk)
+    except zipfile.BadZipFile as exc:
+        what = "is corrupted (CRC-32 mismatch)" if "CRC" in str(exc) else f"cannot be read ({exc})"
+        raise EntryProblem(f"entry {info.filename} {what}") from None
+    except (zlib.error, EOFError, OSError, ValueError, NotImplementedError) as exc:
+        raise EntryProblem(f"entry {info.filename} cannot be read: {type(exc).__name__}: {exc}") from None
+    return b"".join(chunks)

@@ -133,26 +133,18 @@ def _entry(
     with ``zlib.crc32`` directly: the same check ``zipfile`` makes, without its per-entry file objects,
     which dominate ``zoo check`` on many small checkpoints. Anything unusual takes ``zipfile``'s path.
     """
+    fast = _stored_slice(raw, info) if raw is not None else None
+    if fast is None:
+        try:
+            return limits.read_entry(zf, info, cap, keep)
+        except limits.EntryProblem as exc:
+            raise _Broken(str(exc)) from None
     problem = limits.entry_problem(info.filename, info.file_size, info.compress_size, cap)
     if problem:
         raise _Broken(problem)
-    fast = _stored_slice(raw, info) if raw is not None else None
-    if fast is not None:
-        if info.CRC is not None and zlib.crc32(fast) != info.CRC:
-            raise _Broken(f"entry {info.filename} is corrupted (CRC-32 mismatch)")
-        return bytes(fast) if keep else b""
-    chunks = []
-    try:
-        with zf.open(info) as fh:
-            while chunk := fh.read(1 << 20):
-                if keep:
-                    chunks.append(chunk)
-    except zipfile.BadZipFile as exc:
-        what = "is corrupted (CRC-32 mismatch)" if "CRC" in str(exc) else f"cannot be read ({exc})"
-        raise _Broken(f"entry {info.filename} {what}") from None
-    except (zlib.error, EOFError, OSError, ValueError, NotImplementedError) as exc:
-        raise _Broken(f"entry {info.filename} cannot be read: {type(exc).__name__}: {exc}") from None
-    return b"".join(chunks)
+    if info.CRC is not None and zlib.crc32(fast) != info.CRC:
+        raise _Broken(f"entry {info.filename} is corrupted (CRC-32 mismatch)")
+    return bytes(fast) if keep else b""
 
 
 def _stored_slice(raw: memoryview, info: zipfile.ZipInfo) -> memoryview | None:

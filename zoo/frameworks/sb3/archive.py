@@ -13,7 +13,6 @@ import base64
 import json
 import re
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,24 +125,14 @@ def read_archive(path: Path) -> SB3Archive:
 
 
 def read_entry(zf: zipfile.ZipFile, path: Path, name: str, cap: int, keep: bool = True) -> bytes:
-    """One entry, bounded before it is inflated and CRC-checked by zipfile as it is read."""
-    info = zf.getinfo(name)
-    problem = limits.entry_problem(name, info.file_size, info.compress_size, cap)
-    if problem:
-        raise ZooError(f"{path}: {problem}", hint="this is not a model SB3 saved; do not load it")
-    chunks = []
+    """:func:`zoo.artifacts.limits.read_entry`, its problems one error naming the zip."""
     try:
-        with zf.open(info) as fh:
-            while chunk := fh.read(1 << 20):
-                if keep:
-                    chunks.append(chunk)
-    except (zipfile.BadZipFile, ValueError) as exc:
-        what = "is corrupted (CRC-32 mismatch)" if "CRC" in str(exc) else f"cannot be read ({exc})"
-        raise ZooError(f"{path}: entry {name} {what}", hint="re-save or re-download it") from None
-    except (zlib.error, EOFError, NotImplementedError) as exc:
-        raise ZooError(f"{path}: entry {name} cannot be read: {type(exc).__name__}: {exc}",
-                       hint="re-save or re-download it") from None  # fmt: skip
-    return b"".join(chunks)
+        return limits.read_entry(zf, zf.getinfo(name), cap, keep)
+    except limits.EntryProblem as exc:
+        hint = (
+            "this is not a model SB3 saved; do not load it" if exc.over_bound else "re-save or re-download it"
+        )
+        raise ZooError(f"{path}: {exc}", hint=hint) from None
 
 
 def infer_algorithm(archive: SB3Archive) -> str | None:
