@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: Element sizes of the dtypes a storage class or ``torch.<dtype>`` names.
@@ -441,16 +441,3 @@ def load(data: bytes, storage: Callable[[str, str, int], _Storage]) -> tuple[obj
 
 def make_storage(dtype: str, key: str, nbytes: int) -> _Storage:
     return _Storage(dtype, key, nbytes)
-
-
-def iter_tensors(obj: object) -> Iterator[TensorInfo]:
-    """Every :class:`TensorInfo` inside a decoded structure, each container visited once (no recursion)."""
-    seen: set[int] = set()
-    todo = [obj]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, TensorInfo):
-            yield item
-        elif isinstance(item, dict | list | tuple | set) and id(item) not in seen:
-            seen.add(id(item))
-            todo.extend(item.values() if isinstance(item, dict) else item)
