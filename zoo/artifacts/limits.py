@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import zipfile
 import zlib
+from pathlib import Path
+
+from zoo.errors import BrokenFile
 
 #: A pickle read whole and interpreted: ``data.pkl`` of a torch file, ``vecnormalize.pkl``, ``cfgs.pkl``.
 MAX_PICKLE_BYTES = 256 << 20
@@ -27,6 +30,19 @@ MAX_ENTRIES = 1 << 20
 
 def mib(n: int) -> str:
     return f"{n / (1 << 20):.0f} MiB" if n < 1 << 30 else f"{n / (1 << 30):.0f} GiB"
+
+
+def read_pickle_file(path: Path, what: str, hint: str = "re-save or re-download the file") -> bytes:
+    """A pickle file read whole, refused by its size (before it is read) over :data:`MAX_PICKLE_BYTES`."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_PICKLE_BYTES:
+            raise BrokenFile(
+                f"{path}: {mib(size)}, over zoo's {mib(MAX_PICKLE_BYTES)} bound for {what}", hint=hint
+            )
+        return path.read_bytes()
+    except OSError as exc:
+        raise BrokenFile(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def entry_problem(name: str, size: int, compressed: int, cap: int = MAX_ENTRY_BYTES) -> str | None:

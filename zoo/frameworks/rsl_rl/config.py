@@ -100,13 +100,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 def read_cfgs_pkl(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(train_cfg, env_cfg)`` from Genesis' pickled config list; refuses any non-plain global."""
-    try:
-        size = path.stat().st_size
-        if size > limits.MAX_PICKLE_BYTES:
-            raise BrokenFile(f"{path}: {limits.mib(size)}, over zoo's bound for a pickled config")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BrokenFile(f"{path}: cannot read: {exc.strerror or exc}") from None
+    raw = limits.read_pickle_file(path, "a pickled config")
     data = checked_loads(raw, (), path,
                          unknown_hint="zoo decodes cfgs.pkl only when it holds plain dicts, lists and numbers")  # fmt: skip
     dicts = [d for d in (data if isinstance(data, list | tuple) else [data]) if isinstance(d, dict)]

@@ -65,14 +65,9 @@ class ObsNormalizer:
 
 def read_stats_bytes(path: Path) -> bytes:
     """The statistics file, bounded: VecNormalize of image observations is a few MiB, never gigabytes."""
-    try:
-        size = path.stat().st_size
-        if size > limits.MAX_PICKLE_BYTES:
-            raise ZooError(f"{path}: {limits.mib(size)}, over zoo's {limits.mib(limits.MAX_PICKLE_BYTES)} bound "
-                           "for VecNormalize statistics", hint="this is not a file VecNormalize.save wrote")  # fmt: skip
-        return path.read_bytes()
-    except OSError as exc:
-        raise BrokenFile(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return limits.read_pickle_file(
+        path, "VecNormalize statistics", hint="this is not a file VecNormalize.save wrote"
+    )
 
 
 def _restricted(path: Path) -> Any:
