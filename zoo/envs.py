@@ -10,10 +10,12 @@ trick the training stack adds on top.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 from zoo.errors import ZooError
 
@@ -54,8 +56,37 @@ def missing_modules_for_extras(extras: list[str]) -> list[str]:
     """Extras whose import module is absent (find_spec, nothing imported)."""
     from importlib.util import find_spec
 
-    module = {"mujoco": "mujoco", "atari": "ale_py", "video": "moviepy"}
-    return [e for e in extras if e in module and find_spec(module[e]) is None]
+    modules = {
+        "mujoco": ("mujoco",),
+        "atari": ("ale_py",),
+        "video": ("moviepy", "pygame"),
+        "sb3": ("stable_baselines3",),
+        "skrl": ("skrl",),
+        "rsl": ("rsl_rl",),
+    }
+    return [e for e in extras if any(find_spec(m) is None for m in modules.get(e, ()))]
+
+
+#: What to install when a recorder cannot import one of the video extra's modules (moviepy encodes,
+#: imageio-ffmpeg ships ffmpeg, pygame draws the classic-control frames). gymnasium's own message names
+#: ``gymnasium[other]`` / ``gymnasium[classic-control]``, which a zoo user has no reason to know.
+VIDEO_HINT = "install the video extra: pip install 'rl-zoo-hub[video]'"
+VIDEO_MODULES = frozenset({"moviepy", "imageio", "imageio_ffmpeg", "pygame", "proglog", "decorator", "PIL"})
+
+
+@dataclass
+class VideoLog:
+    """What env 0's recorder did, for the caller to report: the mp4 files it wrote and why it stopped.
+
+    Hand one to the recorder in ``EnvSpec.video_log``; the vector env is a SyncVectorEnv, so the recorder
+    runs in this process and appends to this very object. ``written`` holds each file once it is complete
+    (``video_dir / "rl-video-episode-N.mp4"``, in the order written; the last one may be an episode cut
+    short when the eval closed the env). ``failures`` holds one line per failure (at most one: after it
+    nothing is recorded); each is also issued as a warning with the same text, starting "video capture".
+    """
+
+    written: list[Path] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -65,18 +96,66 @@ class EnvSpec:
     env_id: str
     preset: str = "classic"
     video_dir: str | None = None
+    #: Where env 0's recorder reports the files it wrote and its failures (None: warnings only).
+    video_log: VideoLog | None = field(default=None, compare=False, repr=False)
 
 
-def _record_video(env, video_dir: str):
-    """RecordVideo whose failures (no renderer, no encoder, no GL) become one warning, never a failed eval."""
+def list_videos(video_dir: str | os.PathLike, since: float | None = None) -> list[Path]:
+    """The mp4 files ``video_dir`` holds, in episode order (``episode-2`` before ``episode-10``).
+
+    A folder that does not exist holds none. ``since`` (a ``time.time()`` taken before the eval) keeps
+    only the files written from then on: RecordVideo reuses the names ``rl-video-episode-N.mp4`` and leaves
+    an earlier eval's extra files in place. :class:`VideoLog` says the same without relying on file times.
+    """
+    folder = Path(video_dir)
+    if not folder.is_dir():
+        return []
+    found = [p for p in folder.glob("*.mp4") if p.is_file() and (since is None or p.stat().st_mtime >= since)]
+    return sorted(found, key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p.name)])
+
+
+def _headless_rendering() -> None:
+    """Render offscreen without the display and sound probes' noise; a variable the user set wins.
+
+    pygame's SDL, asked for a display (``pygame.display.init()`` in the classic-control renderers), tries
+    X11, then Wayland, then falls back to an offscreen driver: the Wayland try makes the system's
+    libwayland-client print "error: XDG_RUNTIME_DIR is invalid or not set in the environment." on fd 2,
+    and a sound init makes pygame's bundled libasound print "ALSA lib ..." lines. The frames are drawn on
+    a ``pygame.Surface``, which needs neither, so SDL's dummy drivers give the same frames in silence.
+    """
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
+
+def _video_failure(exc: BaseException) -> str:
+    """Why recording failed; a missing module of the video extra names the extra as the fix."""
+    missing = exc if isinstance(exc, ImportError) else exc.__cause__
+    if isinstance(missing, ImportError) and (missing.name or "").split(".")[0] in VIDEO_MODULES:
+        return f"{missing.name.split('.')[0]} is not installed ({VIDEO_HINT})"
+    return str(exc) or type(exc).__name__
+
+
+def _record_video(env, video_dir: str, log: VideoLog | None = None):
+    """RecordVideo whose failures (no renderer, no encoder, no GL) become one warning, never a failed eval.
+
+    Each failure is also appended to ``log.failures`` and each file written to ``log.written``.
+    """
     from gymnasium.wrappers import RecordVideo
+
+    log = VideoLog() if log is None else log
+
+    def fail(stage: str, exc: BaseException) -> None:
+        message = f"video capture {stage}: {_video_failure(exc)}"
+        log.failures.append(message)
+        warnings.warn(message, stacklevel=3)
 
     class _WarnOnFailure(RecordVideo):
         broken = False
 
         def _give_up(self, exc: Exception) -> None:
             if not self.broken:
-                warnings.warn(f"video capture stopped: {exc}", stacklevel=2)
+                fail("stopped", exc)
             self.broken, self.recording, self.recorded_frames = True, False, []
 
         def start_recording(self, video_name: str) -> None:
@@ -90,15 +169,28 @@ def _record_video(env, video_dir: str):
                 self._give_up(exc)
 
         def stop_recording(self) -> None:
+            path = Path(video_dir) / f"{self._video_name}.mp4"
+            writes = len(self.recorded_frames) > 0  # RecordVideo skips (and warns about) an empty recording
             try:
                 super().stop_recording()
             except Exception as exc:  # noqa: BLE001 - any encoder error must not fail the eval
                 self._give_up(exc)
+                return
+            if writes:
+                log.written.append(path)
 
     try:
-        return _WarnOnFailure(env, video_dir, episode_trigger=lambda _: True, disable_logger=True)
+        import moviepy  # noqa: F401 - RecordVideo needs it only at the first write: fail before that
+    except ImportError as exc:
+        fail("disabled", exc)
+        return env
+    try:
+        with warnings.catch_warnings():
+            # zoo writes each eval's videos to the same folder: gymnasium's notice is no news there
+            warnings.filterwarnings("ignore", message=r".*Overwriting existing videos")
+            return _WarnOnFailure(env, video_dir, episode_trigger=lambda _: True, disable_logger=True)
     except Exception as exc:  # noqa: BLE001
-        warnings.warn(f"video capture disabled: {exc}", stacklevel=2)
+        fail("disabled", exc)
         return env
 
 
@@ -108,6 +200,8 @@ def _make_base(spec: EnvSpec, record: bool):
     if spec.preset == "atari":
         _import_ale()
     kwargs = {"render_mode": "rgb_array"} if record else {}
+    if record:
+        _headless_rendering()  # before gym.make: MuJoCo reads MUJOCO_GL when it is imported
     try:
         env = gym.make(spec.env_id, **kwargs)
     except gym.error.Error as exc:
@@ -117,7 +211,7 @@ def _make_base(spec: EnvSpec, record: bool):
     except ImportError as exc:
         raise ZooError(f"cannot create env {spec.env_id!r}: {exc}") from None
     if record:
-        env = _record_video(env, spec.video_dir)
+        env = _record_video(env, spec.video_dir, spec.video_log)
     return env
 
 
@@ -180,7 +274,7 @@ def make_vector_env(spec: EnvSpec, num_envs: int):
     import gymnasium as gym
 
     if spec.video_dir is not None:
-        os.environ.setdefault("MUJOCO_GL", "egl")
+        _headless_rendering()
     return gym.vector.SyncVectorEnv([env_factory(spec, i) for i in range(num_envs)])
 
 
