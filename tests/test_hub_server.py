@@ -328,6 +328,33 @@ def test_pull_request_commit_creates_a_pr_ref(hub, tmp_path):
     assert out["prs"] == [["refs/pr/1", out["oid"]]]
 
 
+def test_create_branch_answers_as_the_hub_does(secured, tmp_path):
+    out = run_client(secured, f"""
+        alice, bob = {ALICE!r}, {BOB!r}
+        api.create_repo("alice/br", token=alice)
+        first = api.upload_file(path_or_fileobj=b"one", path_in_repo="a.txt", repo_id="alice/br", token=alice)
+        api.upload_file(path_or_fileobj=b"two", path_in_repo="a.txt", repo_id="alice/br", token=alice)
+        api.create_branch("alice/br", branch="exp/1", token=alice)
+        api.create_branch("alice/br", branch="old", revision=first.oid, token=alice)
+        api.create_branch("alice/br", branch="exp/1", exist_ok=True, token=alice)
+        out["again"] = caught(api.create_branch, "alice/br", branch="exp/1", token=alice)
+        out["start"] = caught(api.create_branch, "alice/br", branch="x", revision="nope", token=alice)
+        out["bad"] = caught(api.create_branch, "alice/br", branch="a..b", token=alice)
+        out["bob"] = caught(api.create_branch, "alice/br", branch="bobs", token=bob)
+        refs = api.list_repo_refs("alice/br", token=alice)
+        out["heads"] = {{r.name: r.target_commit for r in refs.branches}}
+        out["main"] = api.model_info("alice/br", token=alice).sha
+        out["old"] = open(hf_hub_download("alice/br", "a.txt", revision="old", token=alice)).read()
+        out["first"] = first.oid
+    """, tmp_path)  # fmt: skip
+    assert out["heads"] == {"main": out["main"], "exp/1": out["main"], "old": out["first"]}
+    assert out["old"] == "one"
+    assert out["again"]["status"] == 409
+    assert out["start"]["status"] == 404 and "RevisionNotFoundError" in out["start"]["classes"]
+    assert out["bad"]["status"] == 400 and "invalid branch name" in out["bad"]["message"]
+    assert out["bob"]["status"] == 403
+
+
 def test_invalid_readme_yaml_is_refused(hub, tmp_path):
     out = run_client(hub, """
         api.create_repo("alice/card")

@@ -35,7 +35,7 @@ from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from zoo.hub.http_limits import HttpError, body_blocks, body_lines, check_head, parse_json_object, read_body
-from zoo.hub.server import (
+from zoo.hub.protocol import (
     ANONYMOUS,
     INVALID_CREDENTIALS,
     TokenInfo,
@@ -53,6 +53,7 @@ from zoo.hub.storage import (
     InvalidInput,
     Operation,
     Put,
+    RefExists,
     RepoExists,
     RepoMeta,
     RepoNotFound,
@@ -79,6 +80,7 @@ _STORAGE_STATUS: dict[type[StorageError], tuple[int, str | None]] = {
     RevisionNotFound: (404, "RevisionNotFound"),
     EntryNotFound: (404, "EntryNotFound"),
     RepoExists: (409, None),
+    RefExists: (409, None),
     CommitConflict: (412, None),
     InvalidInput: (400, None),
 }
@@ -264,6 +266,7 @@ class HubApi:
             (f"{api}/tree/{{rev}}", ["GET"], self.tree),
             (f"{api}/tree/{{rev}}/{{path:path}}", ["GET"], self.tree),
             (f"{api}/refs", ["GET"], self.refs),
+            (f"{api}/branch/{{branch}}", ["POST"], self.create_branch),
             (f"{api}/preupload/{{rev}}", ["POST"], self.preupload),
             (f"{api}/commit/{{rev}}", ["POST"], self.commit),
             (f"/{repo}.git/info/lfs/objects/batch", ["POST"], self.lfs_batch),
@@ -389,6 +392,16 @@ class HubApi:
         if call.flag("include_prs"):
             data["pullRequests"] = [_ref(f"refs/pr/{n}", f"refs/pr/{n}", t) for n, t in prs]
         return _Json(data)
+
+    async def create_branch(self, call: Call, ns: str, name: str, branch: str) -> Response:
+        """``HfApi.create_branch``: 409 if it exists, as huggingface.co answers (``exist_ok`` reads it)."""
+        repo_id = f"{ns}/{name}"
+        await run_in_threadpool(call.writable, repo_id)
+        start = (await call.json()).get("startingPoint")
+        if start is not None and not isinstance(start, str):
+            raise HttpError(400, "'startingPoint' must be a revision (a branch, refs/pr/N or a commit id)")
+        await run_in_threadpool(self.storage.create_branch, repo_id, branch, start)
+        return _Json({})
 
     # ------------------------------------------------------------------------------------------ uploads
     async def preupload(self, call: Call, ns: str, name: str, rev: str) -> Response:

@@ -52,6 +52,7 @@ _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _PR_REF = re.compile(r"refs/pr/(\d+)")
+_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}")
 _COPY_CHUNK = 1 << 20
 
 
@@ -77,6 +78,10 @@ class RevisionNotFound(StorageError):
 
 class EntryNotFound(StorageError):
     pass
+
+
+class RefExists(StorageError):
+    """A branch of that name is there already."""
 
 
 class CommitConflict(StorageError):
@@ -171,6 +176,16 @@ def check_path(path: str) -> str:
     if any(part in ("", ".", "..", ".git") for part in parts):
         raise InvalidInput(f"invalid path in repo: {path!r}")
     return path
+
+
+def check_branch(name: str) -> str:
+    """A new branch name: git's rules for a ref, narrowed. Never ``refs/...`` or a full commit id, which
+    :meth:`HubStorage.resolve` would read as something else."""
+    parts = name.split("/")
+    if (not _BRANCH.fullmatch(name) or ".." in name or name.startswith("refs/") or _HEX40.fullmatch(name.lower())
+            or any(not part or part.startswith(".") or part.endswith((".", ".lock")) for part in parts)):  # fmt: skip
+        raise InvalidInput(f"invalid branch name {name!r}: use letters, digits, '-', '_', '.' and '/'")
+    return name
 
 
 def _fsync_dir(path: Path) -> None:
@@ -519,6 +534,20 @@ class HubStorage:
                 refs[ref[0]][ref[1]] = new.id
             _write_json_atomic(repo_dir / "refs.json", refs)
         return new, pr_number
+
+    def create_branch(self, repo_id: str, branch: str, starting_point: str | None = None) -> Commit:
+        """Point a new branch at ``starting_point`` (a revision; main by default); :class:`RefExists` if
+        the branch is there already. Returns the commit it starts at."""
+        check_branch(branch)
+        self.repo_meta(repo_id)  # RepoNotFound before the lock file is opened in its folder
+        with self._locked(repo_id):
+            refs = self.refs(repo_id)
+            if branch in refs["heads"]:
+                raise RefExists(f"branch {branch} already exists in {repo_id}")
+            start = self.resolve(repo_id, starting_point or DEFAULT_BRANCH)
+            refs["heads"][branch] = start.id
+            _write_json_atomic(self._repo_dir(repo_id) / "refs.json", refs)
+        return start
 
     def _find_commit(self, repo_id: str, prefix: str) -> Commit:
         """A commit of this repo by a unique id prefix (clients may send 7 characters)."""
