@@ -3,7 +3,7 @@
 For each env (CartPole-v1 and HalfCheetah-v5, 8 envs each) this measures, in one run:
 
   (a) a gymnasium SyncVectorEnv stepping random actions: the limit any evaluator can reach;
-  (b) zoo's rollout loop (``zoo.evaluate.rollout``) with a CleanRL policy from the registry;
+  (b) zoo's rollout loop (``zoo.evaluator.rollout``) with a CleanRL policy from the registry;
   (c) stable-baselines3's ``evaluate_policy`` on a DummyVecEnv of 8 envs;
   (d) a CleanRL-style loop: one env, one forward pass per step.
 
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from zoo.envs import EnvSpec, env_factory
-from zoo.evaluate import rollout, single_cpu_thread
+from zoo.evaluator import rollout, single_cpu_thread
 from zoo.frameworks.cleanrl import load_policy
 from zoo.frameworks.cleanrl.checkpoint import build_model
 from zoo.frameworks.cleanrl.policy import CleanRLPolicy

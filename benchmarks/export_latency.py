@@ -28,11 +28,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zoo.export import export_policy
-from zoo.export.obs import flatten_obs
-from zoo.export.parity import sample_batch
-from zoo.registry import load_registry
-from zoo.targets import resolve_target
+import zoo
+from zoo.exporter import export_policy
+from zoo.exporter.obs import flatten_obs
+from zoo.exporter.parity import sample_batch
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runs"
 VARIANTS = ("eager", "act()", "torchscript", "onnxruntime")
@@ -42,9 +41,8 @@ def _callables(run: Path, workdir: Path):
     """The four ways to run the run's policy, each taking a float32 numpy batch."""
     import onnxruntime as ort
 
-    target = resolve_target(run, load_registry())
-    policy = target.adapter.load_policy(target.model_file, target.entry, target.env_id, device="cpu", seed=0,
-                                        trust_pickle=False)  # fmt: skip
+    target = zoo.resolve(run)
+    policy = zoo.load_policy(target)
     facts = {"task": target.env_id, "env": {"id": target.env_id, "preset": "classic"},
              "exp_name": target.entry.name, "framework": target.entry.framework, "checkpoint": str(run)}  # fmt: skip
     for fmt, suffix in (("torchscript", ".ts"), ("onnx", ".onnx")):

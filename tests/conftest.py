@@ -12,6 +12,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 
+#: Fixtures that train with a real library (seconds to minutes each): their tests are marked ``trains``.
+TRAINING_FIXTURES = frozenset({"skrl_runs", "skrl_reference", "models", "trained", "train_examples", "trained_runs",
+                               "dqn_real_run", "c51_run", "seeds"})  # fmt: skip
+
+
+def pytest_collection_modifyitems(items):
+    """``python3 dev.py test --fast`` leaves out what trains: the fast tier for a development loop."""
+    for item in items:
+        if TRAINING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.trains)
+
+
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own zoo cache dir: no test reads another's memo or the user's."""

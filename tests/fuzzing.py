@@ -517,7 +517,7 @@ def _real_loaders(seed: Seed, registry) -> str | None:
     import numpy as np
     import torch
 
-    from zoo.targets import load_plan_policy, plan_eval, resolve_target
+    import zoo
 
     warnings.filterwarnings("ignore", message="Detected pickle protocol")  # torch's, for mutated protocols
 
@@ -533,10 +533,7 @@ def _real_loaders(seed: Seed, registry) -> str | None:
             torch.load(seed.target, map_location="cpu", weights_only=True)
         except Exception as exc:  # noqa: BLE001 - the oracle's own verdict
             return f"torch.load: {type(exc).__name__}: {str(exc)[:120]}"
-    target = resolve_target(seed.run, registry, env_id=seed.env_id)
-    plan = plan_eval(target, episodes=1, num_envs=1, seed=0, deterministic=True, device="cpu",
-                     out_path=seed.run.parent / "fuzz.eval.json", capture_video=False, trust_pickle=False)  # fmt: skip
-    policy = load_plan_policy(plan)
+    policy = zoo.load_policy(seed.run, env_id=seed.env_id, registry=registry)
     obs = policy.observation_space.sample()
     batch = (
         {k: np.asarray(v)[None] for k, v in obs.items()} if isinstance(obs, dict) else np.asarray(obs)[None]
@@ -548,7 +545,7 @@ def _real_loaders(seed: Seed, registry) -> str | None:
 def run_case(seed: Seed, number: int, canary_dir: Path, registry=None) -> Outcome:
     """Mutate ``seed`` by case ``number``, check it, load it, restore it; never raises."""
     from zoo.artifacts.runs import RunFilter
-    from zoo.check import check_paths
+    from zoo.checker import check_paths
     from zoo.errors import ZooError
     from zoo.registry import load_registry
 

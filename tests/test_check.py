@@ -52,7 +52,7 @@ def test_filters_narrow_and_say_when_nothing_matches(tmp_path):
     make_run(tmp_path, "Acrobot-v1", "c51", seed=1)
     runs = tmp_path / "runs"
     assert len(zoo("check", runs, "--json").json()) == 3
-    assert len(zoo("check", runs, "--seed", "2", "--json").json()) == 1
+    assert len(zoo("check", runs, "--run-seed", "2", "--json").json()) == 1
     only = zoo("check", runs, "--exp-name", "c51", "--json").json()
     assert [r["run"]["env_id"] for r in only] == ["Acrobot-v1"]
     none = zoo("check", runs, "--env-id", "Pendulum-v1")

@@ -11,7 +11,7 @@ import pytest
 from helpers import EXAMPLES, make_run, save_model, write_malicious, zoo
 
 from zoo.envs import EnvSpec, make_vector_env
-from zoo.evaluate import episode_quotas, rollout
+from zoo.evaluator import episode_quotas, rollout
 
 
 class _SuccessEnv(gym.Env):
@@ -46,11 +46,10 @@ def test_episode_quotas_add_up_and_spread_evenly():
 
 
 def test_rollout_counts_episodes_per_env_quota(tmp_path):
-    from zoo.frameworks.cleanrl import load_policy
-    from zoo.registry import load_registry
+    import zoo
 
     model = save_model(tmp_path / "dqn.cleanrl_model", "dqn", "CartPole-v1")
-    policy = load_policy(model, load_registry().get("dqn"), "ZooTestSuccess-v0", device="cpu", seed=0)
+    policy = zoo.load_policy(model, exp_name="dqn", env_id="ZooTestSuccess-v0")
     envs = make_vector_env(EnvSpec("ZooTestSuccess-v0"), 4)
     episodes = rollout(policy, envs, 10, seed=0, deterministic=True)
     envs.close()
@@ -249,14 +248,14 @@ def test_mujoco_and_atari_envs_evaluate(tmp_path):
 )
 def test_an_unwritable_out_fails_before_the_rollout(tmp_path, where, code, monkeypatch):
     """``--out`` is checked before any episode runs: the rollout never starts, so it cannot be lost."""
-    import zoo.evaluate
+    import zoo.evaluator
 
     run = make_run(tmp_path, "CartPole-v1", "dqn")
     (tmp_path / "file.json").write_text("{}")
     (tmp_path / "folder").mkdir()
     out = Path(where) if where.startswith("/") else tmp_path / where
     monkeypatch.setattr(
-        zoo.evaluate, "evaluate", lambda *a, **k: pytest.fail("rolled out before checking --out")
+        zoo.evaluator, "evaluate", lambda *a, **k: pytest.fail("rolled out before checking --out")
     )
     result = _eval(run, "-n", "1", "--out", out)
     assert result.exit_code == code and result.stderr.lower().count("error:") == 1, result.stderr

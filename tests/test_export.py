@@ -32,13 +32,10 @@ def test_cleanrl_exports_score_like_the_checkpoint_episode_for_episode(exp_name,
 
 
 def _td3_policy():
-    from zoo.registry import load_registry
-    from zoo.targets import resolve_target
+    import zoo
 
-    target = resolve_target(RUNS["td3_continuous_action"], load_registry())
-    policy = target.adapter.load_policy(target.model_file, target.entry, target.env_id, device="cpu", seed=0,
-                                        trust_pickle=False)  # fmt: skip
-    return target, policy
+    target = zoo.resolve(RUNS["td3_continuous_action"])
+    return target, zoo.load_policy(target)
 
 
 def test_sidecar_follows_the_design_and_the_files_carry_the_same_facts(tmp_path):
@@ -139,7 +136,7 @@ class _NormalizingSource:
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
 def test_export_that_drops_the_normalizer_fails_parity_and_leaves_no_file(fmt, tmp_path):
     from zoo.errors import ZooError
-    from zoo.export import export_policy
+    from zoo.exporter import export_policy
 
     _, policy = _td3_policy()
     out = tmp_path / "out" / f"policy.{fmt}"
@@ -258,7 +255,7 @@ def test_bad_export_and_exported_eval_input_is_one_clear_line(tmp_path):
 def test_an_exported_file_fits_only_envs_with_its_input_and_output_layout(tmp_path):
     from gymnasium import spaces
 
-    from zoo.export.runtime import fit_problem, read_sidecar
+    from zoo.exporter.runtime import fit_problem, read_sidecar
 
     out = tmp_path / "dqn.onnx"
     assert zoo("export", RUNS["dqn"], "--out", out, "-q").exit_code == 0

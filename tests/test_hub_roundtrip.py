@@ -47,13 +47,13 @@ def test_push_then_enjoy_round_trip(hub, tmp_path):
     shutil.copytree(next(EXAMPLES.glob("CartPole-v1__dqn__*")), run)
     repo = "demo/CartPole-v1-dqn-seed1"
     local = tmp_path / "local.json"
-    pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--eval-episodes", "8", "--stage-dir", tmp_path / "stage",
+    pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "8", "--stage-dir", tmp_path / "stage",
                   hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
     assert pushed.returncode == 0, pushed.stderr
-    assert "pushed:" in pushed.stdout
+    assert "committed " in pushed.stdout and f"to {repo} @ main" in pushed.stdout
 
-    fetched = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--seed", "1", "--hf-repository", repo,
-                   "--runs-dir", tmp_path / "none", "--allow-download", "--deterministic", "--eval-episodes", "8",
+    fetched = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--run-seed", "1", "--hf-repository", repo,
+                   "--runs-dir", tmp_path / "none", "--allow-download", "--deterministic", "--episodes", "8",
                    "--out", tmp_path / "remote.json", hub_url=hub.url, home=tmp_path / "fresh-cache")  # fmt: skip
     assert fetched.returncode == 0, fetched.stderr
     assert f"model: downloaded from {repo} @ main, commit" in fetched.stderr
@@ -72,13 +72,13 @@ def test_push_then_enjoy_round_trip(hub, tmp_path):
     data = json.loads(card.stdout)
     assert data["library_name"] == "cleanrl" and "CartPole-v1" in data["tags"]
     metric = data["model-index"][0]["results"][0]["metrics"][0]
-    pushed_eval = json.loads((run / "eval.json").read_text())["metrics"]
+    pushed_eval = json.loads((tmp_path / "stage" / "eval.json").read_text())["metrics"]
     assert metric == {"type": "mean_reward", "name": "mean_reward",
                       "value": f"{pushed_eval['return_mean']:.2f} +/- {pushed_eval['return_std']:.2f}"}  # fmt: skip
 
     hub.stop()  # a second enjoy runs from the cache with the server gone
-    again = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--seed", "1", "--hf-repository", repo,
-                 "--runs-dir", tmp_path / "none", "--deterministic", "--eval-episodes", "8",
+    again = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--run-seed", "1", "--hf-repository", repo,
+                 "--runs-dir", tmp_path / "none", "--deterministic", "--episodes", "8",
                  "--out", tmp_path / "cached.json", hub_url=hub.url, home=tmp_path / "fresh-cache")  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert "model: HF cache of" in again.stderr
@@ -94,15 +94,15 @@ def pushed_repo(hub, tmp_path):
     src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
     run = tmp_path / "runs" / src.name
     shutil.copytree(src, run)
-    result = _zoo("push", run, "--repo-id", "demo/CartPole-v1-dqn-seed1", "--yes", "--eval-episodes", "2",
+    result = _zoo("push", run, "--repo-id", "demo/CartPole-v1-dqn-seed1", "--yes", "--episodes", "2",
                   "--stage-dir", tmp_path / "stage", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
     assert result.returncode == 0, result.stderr
     return "demo/CartPole-v1-dqn-seed1"
 
 
 def _enjoy(hub, tmp_path, *args, home="cache", token=SENTINEL):
-    return _zoo("enjoy", "--env-id", "CartPole-v1", "--seed", "1", "--runs-dir", tmp_path / "none",
-                "--eval-episodes", "2", "--out", tmp_path / "e.json", *args, hub_url=hub.url,
+    return _zoo("enjoy", "--env-id", "CartPole-v1", "--run-seed", "1", "--runs-dir", tmp_path / "none",
+                "--episodes", "2", "--out", tmp_path / "e.json", *args, hub_url=hub.url,
                 home=tmp_path / home, token=token)  # fmt: skip
 
 
@@ -134,7 +134,7 @@ def test_private_repo_and_clear_errors(hub, tmp_path):
     src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
     run = tmp_path / "runs" / src.name
     shutil.copytree(src, run)
-    pushed = _zoo("push", run, "--hf-entity", "demo", "--private", "--yes", "--eval-episodes", "2",
+    pushed = _zoo("push", run, "--hf-entity", "demo", "--private", "--yes", "--episodes", "2",
                   "--stage-dir", tmp_path / "stage", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
     assert pushed.returncode == 0, pushed.stderr
     anonymous = _enjoy(
@@ -149,9 +149,11 @@ def test_private_repo_and_clear_errors(hub, tmp_path):
         hub, tmp_path, "--exp-name", "dqn", "--hf-entity", "demo", "--allow-download", home="owner"
     )
     assert owner.returncode == 0, owner.stderr
-    (run / "eval.json").unlink()  # a new evaluation, so the pull request has changes to carry
+    (
+        run / "eval.json"
+    ).unlink()  # a published push keeps its eval.json: a new evaluation gives the PR changes
     pr = _zoo("push", run, "--hf-entity", "demo", "--yes", "--create-pr", "--commit-message", "more episodes",
-              "--eval-episodes", "3", "--stage-dir", tmp_path / "stage", "--json", hub_url=hub.url,
+              "--episodes", "3", "--stage-dir", tmp_path / "stage", "--json", hub_url=hub.url,
               home=tmp_path / "pusher")  # fmt: skip
     assert pr.returncode == 0, pr.stderr
     assert json.loads(pr.stdout)["pr_url"].endswith("/discussions/1")
@@ -160,9 +162,8 @@ def test_private_repo_and_clear_errors(hub, tmp_path):
     assert revision.returncode == 1 and "revision 'v9' not found" in revision.stderr
     no_token_push = _zoo("push", run, "--hf-entity", "demo", "--yes", "--stage-dir", tmp_path / "stage2",
                          hub_url=hub.url, home=tmp_path / "pusher", token=None)  # fmt: skip
-    assert (
-        no_token_push.returncode == 1 and "push to demo/CartPole-v1-dqn-seed1 failed" in no_token_push.stderr
-    )
+    assert no_token_push.returncode == 1
+    assert "wants a token to push to demo/CartPole-v1-dqn-seed1, and none is set" in no_token_push.stderr
     for proc in (anonymous, owner, revision, no_token_push):
         assert "Traceback" not in proc.stderr and SENTINEL not in proc.stdout + proc.stderr
 
@@ -187,7 +188,7 @@ def test_sb3_model_with_vecnormalize_round_trips_under_huggingface_sb3_names(hub
     finally:
         torch.set_num_threads(threads)
     repo = "demo/ppo-Pendulum-v1"
-    pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--eval-episodes", "2", "--stage-dir", tmp_path / "stage",
+    pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--stage-dir", tmp_path / "stage",
                   "--json", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
     assert pushed.returncode == 0, pushed.stderr
     staged = {f["name"] for f in json.loads(pushed.stdout)["files"]}
@@ -196,7 +197,7 @@ def test_sb3_model_with_vecnormalize_round_trips_under_huggingface_sb3_names(hub
                             tmp_path / "local.json"], capture_output=True, text=True)  # fmt: skip
     assert local.returncode == 0, local.stderr
     fetched = _zoo("enjoy", "--exp-name", "sb3_ppo", "--env-id", "Pendulum-v1", "--hf-repository", repo,
-                   "--runs-dir", tmp_path / "none", "--allow-download", "--eval-episodes", "4",
+                   "--runs-dir", tmp_path / "none", "--allow-download", "--episodes", "4",
                    "--out", tmp_path / "remote.json", hub_url=hub.url, home=tmp_path / "cache")  # fmt: skip
     assert fetched.returncode == 0, fetched.stderr
     remote = json.loads((tmp_path / "remote.json").read_text())

@@ -46,7 +46,7 @@ def test_check_eval_enjoy_push_open_no_connection(no_network, runs, tmp_path, mo
     assert "cleanrl/Acrobot-v1-c51-seed1" in refused.stderr and "c51.cleanrl_model" in refused.stderr
     assert "revision main" in refused.stderr and "--allow-download" in refused.stderr
     local = zoo(
-        "enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--runs-dir", runs, "--eval-episodes", "2"
+        "enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--runs-dir", runs, "--episodes", "2"
     )
     assert local.exit_code == 0 and "model: local run" in local.stderr
     pushed = zoo("push", dqn, "--hf-entity", "me", "--stage-dir", tmp_path / "stage")

@@ -14,7 +14,7 @@ SENTINEL = "hf_SENTINELtoken0123456789abcdefghijklmnop"
 
 @pytest.fixture
 def run_copy(tmp_path):
-    """A private copy of the bundled dqn run (pushing evaluates it first, writing eval.json)."""
+    """A private copy of the bundled dqn run (it has no eval.json: pushing evaluates it first)."""
     src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
     dst = tmp_path / "runs" / src.name
     shutil.copytree(src, dst)
@@ -26,7 +26,7 @@ def _push(run, *args, env=None):
 
 
 def test_dry_run_stages_files_and_a_card(run_copy):
-    result = _push(run_copy, "--hf-entity", "myorg", "--json", "--eval-episodes", "3")
+    result = _push(run_copy, "--hf-entity", "myorg", "--json", "--episodes", "3")
     assert result.exit_code == 0, result.stderr
     summary = result.json()
     assert summary["repo_id"] == "myorg/CartPole-v1-dqn-seed1"
@@ -42,7 +42,7 @@ def test_dry_run_stages_files_and_a_card(run_copy):
 def test_card_header_is_what_the_hub_leaderboard_reads(run_copy):
     from huggingface_hub import ModelCard
 
-    assert _push(run_copy, "--repo-id", "me/dqn-cartpole", "--eval-episodes", "4").exit_code == 0
+    assert _push(run_copy, "--repo-id", "me/dqn-cartpole", "--episodes", "4").exit_code == 0
     card = ModelCard.load(run_copy.parent.parent / "stage" / "README.md")
     data = card.data.to_dict()
     assert data["library_name"] == "cleanrl"
@@ -50,11 +50,11 @@ def test_card_header_is_what_the_hub_leaderboard_reads(run_copy):
         data["tags"]
     )
     metric = data["model-index"][0]["results"][0]["metrics"][0]
-    evaluation = json.loads((run_copy / "eval.json").read_text())["metrics"]
+    evaluation = json.loads((run_copy.parent.parent / "stage" / "eval.json").read_text())["metrics"]
     assert metric["type"] == "mean_reward"
     assert metric["value"] == f"{evaluation['return_mean']:.2f} +/- {evaluation['return_std']:.2f}"
     body = card.text
-    for needed in ("zoo enjoy --exp-name dqn --env-id CartPole-v1 --seed 1 --hf-repository me/dqn-cartpole",
+    for needed in ("zoo enjoy --exp-name dqn --env-id CartPole-v1 --run-seed 1 --hf-repository me/dqn-cartpole",
                    "|learning_rate|0.001|", "python cleanrl/dqn.py", "## Results", "zoo 0.1.0"):  # fmt: skip
         assert needed in body, needed
 
@@ -96,15 +96,13 @@ def test_refusals_exit_3_and_stage_nothing(run_copy, plant, message):
 
 def test_large_files_pass_with_allow_large(run_copy):
     (run_copy / "big.bin").write_bytes(b"\0" * 2_100_000)
-    result = _push(
-        run_copy, "--hf-entity", "myorg", "--max-file-mb", "2", "--allow-large", "--eval-episodes", "2"
-    )
+    result = _push(run_copy, "--hf-entity", "myorg", "--max-file-mb", "2", "--allow-large", "--episodes", "2")
     assert result.exit_code == 0, result.stderr
 
 
 def test_symlink_inside_the_run_dir_is_staged_as_a_copy(run_copy):
     (run_copy / "model-link.cleanrl_model").symlink_to(run_copy / "dqn.cleanrl_model")
-    result = _push(run_copy, "--hf-entity", "myorg", "--eval-episodes", "2")
+    result = _push(run_copy, "--hf-entity", "myorg", "--episodes", "2")
     assert result.exit_code == 0, result.stderr
     staged = run_copy.parent.parent / "stage" / "model-link.cleanrl_model"
     assert staged.is_file() and not staged.is_symlink()
@@ -112,7 +110,7 @@ def test_symlink_inside_the_run_dir_is_staged_as_a_copy(run_copy):
 
 def test_sentinel_token_never_reaches_output_or_stage(run_copy):
     env = {"HF_TOKEN": SENTINEL}
-    result = _push(run_copy, "--hf-entity", "myorg", "--eval-episodes", "2", env=env)
+    result = _push(run_copy, "--hf-entity", "myorg", "--episodes", "2", env=env)
     assert result.exit_code == 0
     assert SENTINEL not in result.stdout + result.stderr
     for path in (run_copy.parent.parent / "stage").rglob("*"):
@@ -122,9 +120,7 @@ def test_sentinel_token_never_reaches_output_or_stage(run_copy):
 
 
 def test_push_offline_with_yes_is_refused(run_copy):
-    result = _push(
-        run_copy, "--hf-entity", "myorg", "--eval-episodes", "2", "--yes", env={"HF_HUB_OFFLINE": "1"}
-    )
+    result = _push(run_copy, "--hf-entity", "myorg", "--episodes", "2", "--yes", env={"HF_HUB_OFFLINE": "1"})
     assert result.exit_code == 1 and "HF_HUB_OFFLINE=1" in result.stderr
 
 
@@ -135,7 +131,7 @@ def test_newest_eval_video_is_staged_as_replay(run_copy):
     newest = videos / "rl-video-episode-1.mp4"
     newest.write_bytes(b"new")
     os.utime(newest, (newest.stat().st_atime + 5, newest.stat().st_mtime + 5))
-    result = _push(run_copy, "--hf-entity", "myorg", "--eval-episodes", "2", "--json")
+    result = _push(run_copy, "--hf-entity", "myorg", "--episodes", "2", "--json")
     assert result.exit_code == 0, result.stderr
     assert (run_copy.parent.parent / "stage" / "replay.mp4").read_bytes() == b"new"
     assert {"name": "replay.mp4", "size": 3, "what": "a replay of the agent"} in result.json()["files"]
@@ -143,7 +139,7 @@ def test_newest_eval_video_is_staged_as_replay(run_copy):
 
 def test_exported_policies_ship_with_their_sidecars_and_a_deploy_section(run_copy):
     assert zoo("export", run_copy, "--out", run_copy / "dqn.onnx", "-q").exit_code == 0
-    result = _push(run_copy, "--repo-id", "me/dqn-cartpole", "--eval-episodes", "2", "--json")
+    result = _push(run_copy, "--repo-id", "me/dqn-cartpole", "--episodes", "2", "--json")
     assert result.exit_code == 0, result.stderr
     stage = run_copy.parent.parent / "stage"
     assert (stage / "dqn.onnx").read_bytes() == (run_copy / "dqn.onnx").read_bytes()
@@ -175,7 +171,7 @@ def test_unreachable_hub_and_a_stage_dir_under_a_file_are_one_line_each(run_copy
     env.update(HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
                HF_HOME=str(tmp_path / "hf-home"))  # fmt: skip
     cmd = [sys.executable, "-m", "zoo", "push", str(run_copy), "--repo-id", "me/dqn", "--yes",
-           "--eval-episodes", "2", "--stage-dir", str(tmp_path / "stage")]  # fmt: skip
+           "--episodes", "2", "--stage-dir", str(tmp_path / "stage")]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert f"cannot reach http://127.0.0.1:{port} to push me/dqn: ConnectError" in proc.stderr

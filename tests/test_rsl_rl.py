@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +30,8 @@ from helpers import (
 )
 
 from zoo.envs import EnvSpec, make_vector_env
-from zoo.evaluate import rollout
-from zoo.export.modules import GruOnly
+from zoo.evaluator import rollout
+from zoo.exporter.modules import GruOnly
 
 ENV_ID = "Pendulum-v1"
 EPISODES, NUM_ENVS = 6, 4  # quotas [2, 2, 1, 1]: envs 0 and 1 play a second episode after a reset
@@ -154,6 +155,20 @@ def test_check_reports_the_latest_checkpoint_of_each_trained_run(trained):
                       "gru": "GRU(3->16)x2 + MLP 16-32-32-1 (elu, obs normalizer)"}  # fmt: skip
 
 
+def test_check_shows_the_training_return_rsl_rl_logs(trained, tmp_path):
+    """rsl_rl's runner logs ``Train/mean_reward``, not CleanRL's ``charts/episodic_return``."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    run_dir = tmp_path / "logs" / "rsl_rl" / "pendulum" / trained["mlp"].run_dir.name
+    shutil.copytree(trained["mlp"].run_dir, run_dir)
+    writer = SummaryWriter(str(run_dir))  # what OnPolicyRunner's tensorboard writer logs per iteration
+    writer.add_scalar("Train/mean_reward", -812.5, 3)
+    writer.add_scalar("charts/episodic_return", 1.0, 3)  # another framework's tag must not be read
+    writer.close()
+    report = zoo("check", run_dir, "--json").json()[0]
+    assert report["details"]["train_return"] == {"step": 3, "value": -812.5}
+
+
 @pytest.mark.parametrize("kind", ["mlp", "lstm", "gru"])
 def test_eval_matches_rsl_rl_inference_policy_episode_for_episode(trained, kind, tmp_path):
     run = trained[kind]
@@ -165,10 +180,9 @@ def test_eval_matches_rsl_rl_inference_policy_episode_for_episode(trained, kind,
 
 
 def _policy(run: Trained, clip_actions: float | None = None):
-    from zoo.frameworks.rsl_rl import load_policy
-    from zoo.registry import load_registry
+    import zoo
 
-    policy = load_policy(run.model, load_registry().get("rsl_ppo"), ENV_ID, device="cpu", seed=0)
+    policy = zoo.load_policy(run.model, exp_name="rsl_ppo", env_id=ENV_ID)
     if clip_actions is not None:
         policy.clip_actions = clip_actions
     return policy

@@ -2,7 +2,7 @@
 
 Every model here is trained for a few hundred steps by the real SB3 and saved with its own
 ``save``; the SB3 side of each parity check loads it with SB3's own ``load`` and steps the same
-seeded envs through :func:`zoo.evaluate.rollout`, so returns must match episode for episode.
+seeded envs through :func:`zoo.evaluator.rollout`, so returns must match episode for episode.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 from helpers import Canary, assert_exports_act_like_checkpoint, make_run, zoo
 
 from zoo.envs import EnvSpec, make_vector_env
-from zoo.evaluate import rollout
+from zoo.evaluator import rollout
 
 EPISODES, NUM_ENVS, SEED = 6, 3, 7
 
@@ -437,11 +437,9 @@ EXPORTED = [  # (model file, algorithm, env id, what the module does last): ever
 
 
 def _sb3_policy(models: Path, relpath: str, algo: str, env_id: str):
-    from zoo.frameworks.sb3 import load_policy
-    from zoo.registry import load_registry
+    import zoo
 
-    entry = load_registry().get(f"sb3_{algo.lower()}")
-    return load_policy(models / relpath, entry, env_id, device="cpu", seed=0)
+    return zoo.load_policy(models / relpath, exp_name=f"sb3_{algo.lower()}", env_id=env_id)
 
 
 def _raw_obs(policy, n: int = 256):
@@ -483,7 +481,7 @@ def test_export_module_is_act_eager_traced_and_in_onnxruntime(models, tmp_path, 
 
     from torch.distributions import Distribution
 
-    from zoo.export.obs import flatten_obs, obs_layout
+    from zoo.exporter.obs import flatten_obs, obs_layout
 
     policy = _sb3_policy(models, relpath, algo, env_id)
     spec = policy.export_spec()
@@ -521,7 +519,7 @@ def test_export_module_is_act_eager_traced_and_in_onnxruntime(models, tmp_path, 
     ],
 )
 def test_export_bakes_vecnormalize(models, relpath, env_id, keys):
-    from zoo.export.obs import flatten_obs
+    from zoo.exporter.obs import flatten_obs
 
     policy = _sb3_policy(models, relpath, "PPO", env_id)
     spec = policy.export_spec()
@@ -764,3 +762,18 @@ def test_a_zip_bomb_and_a_sparse_8_gib_statistics_file_are_refused_in_well_under
     assert report["status"] == "error" and "8 GiB, over zoo's 256 MiB bound" in report["reason"]
     result = zoo("eval", run, "--quiet", "-n", "1")
     assert result.exit_code == 1 and result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
+
+
+def test_push_card_uses_the_hub_name_of_stable_baselines3(models, tmp_path):
+    from huggingface_hub import ModelCard
+
+    run = tmp_path / "logs" / "ppo" / "Pendulum-v1_1"
+    shutil.copytree(models / "logs" / "ppo" / "Pendulum-v1_1", run)
+    result = zoo(
+        "push", run, "--repo-id", "me/ppo-Pendulum-v1", "--episodes", "2", "--stage-dir", tmp_path / "s"
+    )
+    assert result.exit_code == 0, result.stderr
+    card = ModelCard.load(tmp_path / "s" / "README.md")
+    assert card.data.library_name == "stable-baselines3"  # what the Hub and huggingface_sb3 use, not "sb3"
+    assert {"stable-baselines3", "Pendulum-v1", "reinforcement-learning"} <= set(card.data.tags)
+    assert "made with Stable-Baselines3" in card.text and "made with sb3" not in card.text

@@ -21,7 +21,7 @@ import yaml
 from helpers import Canary, assert_exports_act_like_checkpoint, zoo
 
 from zoo.envs import EnvSpec
-from zoo.evaluate import evaluate
+from zoo.evaluator import evaluate
 
 TIMESTEPS = 1000
 RUN = "2026-11-30_10-00-00_ppo_torch"
@@ -261,6 +261,14 @@ def test_eval_without_agent_config_needs_a_model_config(skrl_runs, skrl_referenc
     assert returns == skrl_reference
 
 
+def test_eval_takes_the_env_id_check_reports_from_params_env_yaml(skrl_runs, tmp_path):
+    """The bare run's name says no env; check and eval both read it from params/env.yaml."""
+    bare = skrl_runs["bare"]
+    assert _check(bare)[bare.name]["details"]["env_id"] == "Pendulum-v1"
+    returns = _eval_returns(bare, tmp_path / "bare.json", "--model-config", skrl_runs["model_config"])
+    assert len(returns) == 10  # _eval_returns checked the task: Pendulum-v1
+
+
 def test_model_config_that_contradicts_the_weights_is_one_error_line(skrl_runs, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"layers": [64, 64], "activations": "relu"}))
@@ -294,7 +302,9 @@ def test_planted_pickle_in_a_checkpoint_is_refused_and_never_runs(skrl_runs, tmp
 
 
 def test_discovery_leaves_other_frameworks_alone(skrl_runs, tmp_path):
-    from zoo.frameworks.skrl import discover
+    from zoo.frameworks import get_adapter
+
+    discover = get_adapter("skrl").discover
 
     rsl = tmp_path / "logs" / "rsl_rl" / "anymal" / "2026-11-30_10-00-00"
     rsl.mkdir(parents=True)

@@ -1,3 +1,32 @@
-"""zoo: the model-zoo layer of reinforcement learning."""
+"""zoo: the model-zoo layer of reinforcement learning.
+
+The library API is :mod:`zoo.api`, re-exported here (imported on first use, so that ``import zoo``
+and ``zoo --help`` stay fast): ``zoo.check``, ``zoo.evaluate``, ``zoo.export``, ``zoo.push``,
+``zoo.enjoy``, ``zoo.load_policy``, ``zoo.resolve``, ``zoo.plan``. See docs/python-api.md.
+"""
+
+from __future__ import annotations
 
 __version__ = "0.1.0"
+
+_API = (
+    "check",
+    "enjoy",
+    "evaluate",
+    "export",
+    "load_policy",
+    "plan",
+    "push",
+    "resolve",
+    "run_plan",
+    "PushResult",
+)
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from zoo import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'zoo' has no attribute {name!r}")

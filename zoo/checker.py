@@ -10,7 +10,6 @@ was read here, so that imports and env probes are paid once).
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -20,19 +19,23 @@ from zoo.artifacts.cache import CheckMemo, context, stamp
 from zoo.artifacts.report import RememberedReport, RunReport
 from zoo.artifacts.runs import Run, RunFilter, shared_listings
 from zoo.errors import ZooError
+from zoo.frameworks import get_adapter
 from zoo.registry import Registry
 
 #: Runs to read before more than one process is worth its start-up.
 PARALLEL_FROM = 64
 
 
-def adapter(framework: str):
-    """The adapter module for a framework named in the registry."""
-    return importlib.import_module(f"zoo.frameworks.{framework}")
-
-
 def frameworks(registry: Registry) -> list[str]:
     return sorted({entry.framework for entry in registry.entries.values()})
+
+
+def unique_paths(paths: list[Path]) -> list[Path]:
+    """``paths`` without repeats (``runs``, ``./runs`` and ``runs/`` are one folder), in the order given."""
+    seen: dict[str, Path] = {}
+    for path in paths:
+        seen.setdefault(os.path.realpath(path), Path(path))
+    return list(seen.values())
 
 
 def discover_runs(paths: list[Path], registry: Registry, run_filter: RunFilter) -> Iterator[Run]:
@@ -45,7 +48,7 @@ def discover_runs(paths: list[Path], registry: Registry, run_filter: RunFilter) 
                     f"path not found: {path}", hint="give a runs folder, a run dir or a model file"
                 )
             for framework in frameworks(registry):
-                for run in adapter(framework).discover(path):
+                for run in get_adapter(framework).discover(path):
                     model = os.path.abspath(run.model_file) if run.model_file else None
                     key = (run.framework, os.path.abspath(run.path), model)
                     if run_filter.matches(run) and key not in seen:
@@ -63,6 +66,7 @@ def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, us
     ``detached_save`` writes the memo from a forked process afterwards (the ``zoo`` command's choice,
     never a library caller's: it forks the calling process).
     """
+    paths = unique_paths(paths)
     memo = CheckMemo(context(registry.sources), enabled=use_cache, detached=detached_save)
     found, returns = _found(paths, registry, memo)
     keep = [
@@ -75,9 +79,8 @@ def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, us
         if run_filter.active():
             raise ZooError(f"no run matches {run_filter.describe()} under {where}",
                            hint="run zoo check without filters to see what is there")  # fmt: skip
-        raise ZooError(
-            f"no runs found under {where}", hint="expected runs/{env_id}__{exp_name}__{seed}__{time}/"
-        )
+        layouts = "; ".join(get_adapter(name).layout_hint for name in frameworks(registry))
+        raise ZooError(f"no runs found under {where}", hint=f"zoo recognises {layouts}")
     stamps = {i: stamp(found[i][1]) for i in keep}
     reports: dict[int, RunReport | RememberedReport] = {}
     for i in keep:
@@ -124,7 +127,7 @@ def _discover(paths: list[Path], registry: Registry) -> tuple[Found, list[str], 
     with shared_listings() as listed:
         runs = list(discover_runs(paths, registry, RunFilter()))
         found = [(json.dumps(run.to_json(), sort_keys=True),
-                  [os.fspath(p) for p in adapter(run.framework).inputs(run) if p is not None]) for run in runs]  # fmt: skip
+                  [os.fspath(p) for p in get_adapter(run.framework).inputs(run) if p is not None]) for run in runs]  # fmt: skip
     return found, listed.inputs(), runs
 
 
@@ -167,18 +170,22 @@ def _discover_beside_imports(
 
 
 def train_return(run: Run) -> tuple[int, float] | None:
-    """The last training return the run logged, under its framework's tag."""
+    """The last training return the run logged, under the first of its framework's tags it logged."""
     if run.events_file is None:
         return None
     from zoo.artifacts.tensorboard import last_scalar
 
-    return last_scalar(run.events_file, tag=adapter(run.framework).TRAIN_RETURN_TAG)
+    for tag in get_adapter(run.framework).train_return_tags:
+        last = last_scalar(run.events_file, tag=tag)
+        if last is not None:
+            return last
+    return None
 
 
 def inspect(run: Run, registry: Registry, logged: tuple | None | str = UNREAD) -> dict:
     """One run's report, as JSON: the adapter's verdict plus the last training return it logged
     (``logged``, when it was read already)."""
-    report = adapter(run.framework).inspect_run(run, registry)
+    report = get_adapter(run.framework).inspect_run(run, registry)
     if "train_return" not in report.details:
         last = train_return(report.run) if logged == UNREAD else logged
         if last is not None:

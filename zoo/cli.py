@@ -7,39 +7,53 @@ and the error's exit code (1 problem, 2 usage, 3 refused), never a traceback.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
-import warnings
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from zoo import __version__
-from zoo.errors import EXIT_PROBLEM, EXIT_USAGE, ZooError
+from zoo import cli_options as opt
+from zoo.errors import EXIT_PROBLEM, ZooError
 
 _QUICK_EXIT = False  # set by a command whose process has nothing left to do but tear down imports
 _IN_MAIN = False  # the console script is running (tests call ``cli`` itself): zoo owns the process
 
 
-def _console(stderr: bool) -> Console:
-    """Rich console; when piped (no terminal) use a wide page instead of rich's 80 columns."""
+def _console(stderr: bool):
+    """Rich console; when piped (no terminal) use a wide page instead of rich's 80 columns. rich is
+    imported here, not at the top: ``zoo --help`` then starts without it."""
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() or os.environ.get("COLUMNS") else 160
     return Console(stderr=stderr, highlight=False, width=width, soft_wrap=stderr)
 
 
-def out() -> Console:
+def out():
     """Console for results (stdout), built per call so that COLUMNS and redirections are honoured."""
     return _console(stderr=False)
 
 
-def err() -> Console:
+def err():
     """Console for progress, summaries, warnings and errors (stderr)."""
     return _console(stderr=True)
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def _table(*columns: str, **settings):
+    from rich.table import Table
+
+    table = Table(**settings)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    return table
 
 
 def _fail(exc: ZooError) -> None:
@@ -76,11 +90,34 @@ def _registry(ctx: click.Context):
 
 
 def _print_json(data) -> None:
+    import json
+
     click.echo(json.dumps(data, indent=2))
 
 
+def _versions(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``zoo --version``: zoo's, and those of the libraries it works with that are installed (from
+    their metadata: nothing is imported)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    from zoo.frameworks import framework_names, get_adapter
+
+    click.echo(f"zoo {__version__}")
+    names = ["torch", "gymnasium", "numpy", "huggingface_hub", "onnxruntime"]
+    names += [pkg for name in framework_names() for pkg in get_adapter(name).packages]
+    for name in dict.fromkeys(names):
+        try:
+            click.echo(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            click.echo(f"{name} not installed")
+    ctx.exit()
+
+
 @click.group(cls=ZooGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="zoo")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_versions,
+              help="Show zoo's version and those of torch, gymnasium and the framework libraries found.")  # fmt: skip
 @click.option("--registry", "registry", type=click.Path(dir_okay=False), default=None, envvar="ZOO_REGISTRY",
               help="A registry YAML merged over the bundled one (env: ZOO_REGISTRY).")  # fmt: skip
 @click.pass_context
@@ -107,9 +144,17 @@ def registry_list(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         _print_json({name: reg.entries[name].as_dict() for name in reg.names()})
         return
-    table = Table(title=f"{len(reg.names())} experiments", title_justify="left")
-    for col in ("name", "framework", "algorithm", "format", "layout", "eval mode", "extras"):
-        table.add_column(col)
+    table = _table(
+        "name",
+        "framework",
+        "algorithm",
+        "format",
+        "layout",
+        "eval mode",
+        "extras",
+        title=f"{len(reg.names())} experiments",
+        title_justify="left",
+    )
     for name in reg.names():
         e = reg.entries[name]
         mode = "deterministic" if e.eval.get("deterministic") else e.stochastic_mode()
@@ -149,10 +194,8 @@ _STYLE = {"ok": "green", "warning": "yellow", "error": "red"}
 
 @cli.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--exp-name", default=None, help="Only runs of this experiment.")
-@click.option("--env-id", default=None, help="Only runs on this env id.")
-@click.option("--seed", type=int, default=None, help="Only runs with this seed.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@opt.filter_options
+@opt.as_json
 @click.option("--quiet", "-q", is_flag=True, help="Only print runs that are not ok.")
 @click.option(
     "--no-cache",
@@ -160,33 +203,43 @@ _STYLE = {"ok": "green", "warning": "yellow", "error": "red"}
     help="Read every run again (verdicts are remembered while a run's files are unchanged).",
 )
 @click.pass_context
-def check_cmd(ctx, paths, exp_name, env_id, seed, as_json, quiet, no_cache) -> None:
+def check_cmd(ctx, paths, exp_name, env_id, run_seed, as_json, quiet, no_cache) -> None:
     """Find runs under PATHS and say which hold a usable model.
 
     PATH may be a runs folder, one run dir or one model file. Nothing is executed:
     pickles are scanned, not loaded. Exit 0 when every run is ok or only warned, 1 on any error.
     """
     from zoo.artifacts.runs import RunFilter
-    from zoo.check import check_paths
+    from zoo.checker import check_paths, unique_paths
 
+    paths = unique_paths(list(paths))
     with _progress("reading runs") as update:
-        reports = check_paths(list(paths), _registry(ctx), RunFilter(exp_name, env_id, seed),
+        reports = check_paths(paths, _registry(ctx), RunFilter(exp_name, env_id, run_seed),
                               use_cache=not no_cache, on_progress=update, detached_save=_IN_MAIN)  # fmt: skip
     if as_json:  # one report per line: still one JSON array, written by json's C encoder
         click.echo("[\n" + ",\n".join(r.json_text() for r in reports) + "\n]")
     else:
-        _render_check(reports, quiet)
+        _render_check(reports, quiet, paths)
     global _QUICK_EXIT
     _QUICK_EXIT = True
     sys.exit(EXIT_PROBLEM if any(r.status == "error" for r in reports) else 0)
 
 
-def _render_check(reports, quiet: bool) -> None:
-    table = Table(show_lines=False)
-    for col in ("status", "run", "model", "train return", "reason"):
-        table.add_column(col, overflow="fold")
-    shown = [r for r in reports if not (quiet and r.status == "ok")]
-    for r in shown:
+def _row_names(reports, paths: list[Path]) -> list[str]:
+    """Each run's path relative to the folder the given paths share (a leaf name alone can repeat)."""
+    roots = [os.path.abspath(p) for p in paths]
+    base = os.path.commonpath(roots) if roots else os.getcwd()
+    runs = {os.path.abspath(r.run.path) for r in reports}
+    if base in runs or os.path.isfile(base):
+        base = os.path.dirname(base)
+    return [os.path.relpath(os.path.abspath(r.run.path), base) for r in reports]
+
+
+def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
+    table = _table("status", "run", "model", "train return", "reason")
+    shown = [(r, name) for r, name in zip(reports, _row_names(reports, paths), strict=True)
+             if not (quiet and r.status == "ok")]  # fmt: skip
+    for r, name in shown:
         run, d = r.run, r.details
         model = "-"
         if run.model_file is not None and "size" in d:
@@ -194,7 +247,7 @@ def _render_check(reports, quiet: bool) -> None:
         train = d.get("train_return")
         reason = escape(r.reason) if not r.hint else f"{escape(r.reason)}\n[dim]{escape(r.hint)}[/]"
         table.add_row(
-            f"[{_STYLE[r.status]}]{r.status}[/]", run.run_name or str(run.path), model,
+            f"[{_STYLE[r.status]}]{r.status}[/]", escape(name), model,
             f"{train['value']:.1f}" if train else "-", reason,
         )  # fmt: skip
     if shown:
@@ -209,72 +262,55 @@ def _render_check(reports, quiet: bool) -> None:
 # ----------------------------------------------------------------------------- eval
 @cli.command("eval")
 @click.argument("target", type=click.Path(path_type=Path))
-@click.option("--exp-name", default=None, help="Experiment name when the path does not say.")
-@click.option("--env-id", default=None, help="Env id when the path does not say.")
-@click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of envs and of the policy's randomness."
-)
-@click.option(
-    "--run-seed", type=int, default=None, help="Pick the run with this training seed in a runs folder."
-)
-@click.option(
-    "--episodes", "-n", type=click.IntRange(min=1), default=None, help="Episodes [registry default]."
-)
-@click.option("--num-envs", type=click.IntRange(min=1), default=8, show_default=True, help="Vectorized envs.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-@click.option("--deterministic/--stochastic", default=None,
-              help="Greedy/mean actions, or the registry's published eval mode [registry default].")  # fmt: skip
-@click.option(
-    "--capture-video", is_flag=True, help="Record env 0's episodes to videos/ (a failure only warns)."
-)
-@click.option(
-    "--trust-pickle", is_flag=True, help="Allow full unpickling of a file you trust. Never for downloads."
-)
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where to write eval.json [run dir/eval.json].")  # fmt: skip
-@click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="YAML with the policy architecture when the run has none (skrl: params/agent.yaml format).")  # fmt: skip
+@opt.target_options
+@opt.eval_options
+@opt.trust_pickle
+@opt.out("Where to write eval.json [run dir/eval.json].")
+@opt.model_config
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
+@opt.quiet
 @click.pass_context
-def eval_cmd(ctx, target, exp_name, env_id, seed, run_seed, episodes, num_envs, device, deterministic,
+def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, device, deterministic,
              capture_video, trust_pickle, out_path, model_config, as_json, quiet) -> None:  # fmt: skip
     """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
     """
-    from zoo.targets import load_plan_policy, plan_eval, resolve_target
+    from zoo import api
 
-    target_ = resolve_target(target, _registry(ctx), exp_name=exp_name, env_id=env_id, seed=run_seed)
-    plan = plan_eval(target_, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
-                     device=device, out_path=out_path, capture_video=capture_video, trust_pickle=trust_pickle,
-                     model_config=model_config)  # fmt: skip
-    _announce_and_run(plan, load_plan_policy(plan), quiet, as_json)
+    plan = api.plan(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
+                    num_envs=num_envs, device=device, deterministic=deterministic, capture_video=capture_video,
+                    trust_pickle=trust_pickle, model_config=model_config, out=out_path or "default",
+                    registry=_registry(ctx))  # fmt: skip
+    _evaluate(plan, quiet, as_json)
 
 
-def _announce_and_run(plan, policy, quiet: bool, as_json: bool) -> None:
-    """Say what will run, roll out with a progress bar, surface video warnings, summarise."""
-    from zoo.targets import run_eval
+def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> None:
+    """Say what will run, roll out with a progress bar, report videos and warnings, summarise."""
+    from zoo import api
+    from zoo.targets import load_target_policy
 
     target = plan.target
+    policy = load_target_policy(target, plan.options)  # refusals and bad files before the announcement
     if not quiet:
-        err().print(f"evaluating [bold]{target.model_file}[/] ({target.entry.name}, {target.env_id}): "
-                  f"{plan.episodes} episodes, {plan.num_envs} envs, seed {plan.seed}, {plan.mode} "
-                  f"[dim]({plan.mode_source})[/], device {plan.device}", markup=True)  # fmt: skip
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = _run_with_progress(
-            quiet, plan.episodes, lambda on_episode: run_eval(plan, policy, on_episode)
-        )
-    for message in dict.fromkeys(str(w.message) for w in caught if "video" in str(w.message)):
-        err().print(f"[yellow]warning:[/] {message}", markup=True)
+        err().print(f"evaluating [bold]{escape(str(target.model_file))}[/] ({target.entry.name}, {target.env_id}): "
+                    f"{plan.episodes} episodes, {plan.num_envs} envs, {seeds or f'seed {plan.seed}'}, {plan.mode} "
+                    f"[dim]({plan.mode_source})[/], device {plan.device}", markup=True)  # fmt: skip
+    result = _run_with_progress(
+        quiet, plan.episodes, lambda on_episode: api.run_plan(plan, policy, on_episode)
+    )
+    for message in result.warnings:
+        err().print(f"[yellow]warning:[/] {escape(message)}", markup=True)
     if as_json:
         _print_json(result.to_json())
     if not quiet:
         m = result.metrics
         success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
+        where = f" -> {plan.out_path}" if plan.out_path else ""
         err().print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {plan.episodes} episodes "
-                  f"(length {m['length_mean']:.1f}{success}) in {result.wall_clock_seconds:.1f}s -> {plan.out_path}")  # fmt: skip
+                    f"(length {m['length_mean']:.1f}{success}) in {result.wall_clock_seconds:.1f}s{where}")  # fmt: skip
+        if result.videos:
+            err().print(f"videos: {len(result.videos)} in {Path(result.videos[0]).parent}")
 
 
 # ----------------------------------------------------------------------------- export
@@ -284,23 +320,18 @@ def _announce_and_run(plan, policy, quiet: bool, as_json: bool) -> None:
               help="File format [from --out's suffix: .onnx, .ts/.pt; else onnx].")  # fmt: skip
 @click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
               help="Exported file; its sidecar is FILE.metadata.json [beside the model: <model>.onnx|.ts].")  # fmt: skip
-@click.option("--opset", type=click.IntRange(min=7), default=17, show_default=True, help="ONNX opset.")
+@click.option(
+    "--opset", type=int, default=None, help="ONNX opset [17]; 7-28, by exporter: see docs/export.md."
+)
 @click.option("--exporter", type=click.Choice(["auto", "dynamo", "legacy"]), default="auto", show_default=True,
               help="ONNX exporter; auto tries dynamo, then legacy.")  # fmt: skip
 @click.option("--tolerance", type=click.FloatRange(min=0), default=None,
               help="Parity tolerance for continuous actions [1e-5]; discrete actions must match exactly.")  # fmt: skip
-@click.option("--exp-name", default=None, help="Experiment name when the path does not say.")
-@click.option("--env-id", default=None, help="Env id when the path does not say.")
-@click.option(
-    "--run-seed", type=int, default=None, help="Pick the run with this training seed in a runs folder."
-)
-@click.option(
-    "--trust-pickle", is_flag=True, help="Allow full unpickling of a file you trust. Never for downloads."
-)
-@click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="YAML with the policy architecture when the run has none (skrl).")  # fmt: skip
+@opt.target_options
+@opt.trust_pickle
+@opt.model_config
 @click.option("--json", "as_json", is_flag=True, help="Print the sidecar on stdout.")
-@click.option("--quiet", "-q", is_flag=True, help="Only errors.")
+@opt.quiet
 @click.pass_context
 def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name, env_id, run_seed, trust_pickle,
                model_config, as_json, quiet) -> None:  # fmt: skip
@@ -309,11 +340,11 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
     The framework's observation normalizer and action head are baked in. The written file is loaded
     back and compared with the source policy; a file that does not act like it is not kept (exit 1).
     """
-    from zoo.export import export_target
+    from zoo import api
 
-    result = export_target(target, _registry(ctx), fmt=fmt, out=out_path, opset=opset, exporter=exporter,
-                           tolerance=tolerance, exp_name=exp_name, env_id=env_id, run_seed=run_seed,
-                           trust_pickle=trust_pickle, model_config=model_config)  # fmt: skip
+    result = api.export(target, out_path, format=fmt, opset=opset, exporter=exporter, tolerance=tolerance,
+                        exp_name=exp_name, env_id=env_id, run_seed=run_seed, trust_pickle=trust_pickle,
+                        model_config=model_config, registry=_registry(ctx))  # fmt: skip
     for note in result.notes:
         err().print(f"[yellow]note:[/] {escape(note)}", markup=True)
     if as_json:
@@ -343,112 +374,89 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @cli.command("enjoy")
 @click.option("--exp-name", required=True, help="Experiment name (registry), e.g. dqn.")
 @click.option("--env-id", required=True, help="Env id, e.g. CartPole-v1.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Training seed of the run / hub repo.")
-@click.option("--hf-entity", default=None, help="Hub user or org of the repo [registry hub.org; cleanrl].")
+@click.option("--run-seed", type=int, default=1, show_default=True,
+              help="Training seed of the run / hub repo (CleanRL's repos end in -seed{N}).")  # fmt: skip
+@opt.hf_entity
 @click.option("--hf-repository", default=None, help="Full repo id; overrides the registry's pattern.")
 @click.option("--revision", default="main", show_default=True, help="Hub branch, tag or commit.")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
               help="Local runs folder searched first.")  # fmt: skip
-@click.option(
-    "--eval-episodes", type=click.IntRange(min=1), default=None, help="Episodes [registry default]."
-)
-@click.option("--num-envs", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--deterministic/--stochastic", default=None, help="Eval mode [registry default].")
-@click.option("--capture-video", is_flag=True, help="Record env 0's episodes to videos/.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="eval.json path [run dir for a local run, else ./eval.json].")  # fmt: skip
+@opt.eval_options
+@opt.out("eval.json path [run dir for a local run, else ./eval.json].")
 @click.option(
     "--allow-download", is_flag=True, help="Consent to download from the hub (else: local and cache only)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
-@click.option("--quiet", "-q", is_flag=True)
+@opt.quiet
 @click.pass_context
-def enjoy_cmd(ctx, exp_name, env_id, seed, hf_entity, hf_repository, revision, runs_dir, eval_episodes, num_envs,
-              deterministic, capture_video, device, out_path, allow_download, as_json, quiet) -> None:  # fmt: skip
+def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revision, runs_dir, seed, episodes,
+              num_envs, device, deterministic, capture_video, out_path, allow_download, as_json, quiet) -> None:  # fmt: skip
     """Evaluate a published model: local run first, then the HF cache, then (with consent) the hub.
 
-    Flags follow CleanRL's enjoy. Downloads are verified against the hub's checksum before loading.
+    Flags follow CleanRL's enjoy, with zoo's meaning of --seed: the evaluation seed (--run-seed picks
+    the model). Downloads are verified against the hub's checksum before loading.
     """
-    from zoo.hub.fetch import enjoy_target
-    from zoo.targets import load_plan_policy, plan_eval
+    from zoo import api
 
-    registry = _registry(ctx)
-    target, source = enjoy_target(registry, exp_name=exp_name, env_id=env_id, seed=seed, hf_entity=hf_entity,
-                                  hf_repository=hf_repository, revision=revision, runs_dir=runs_dir,
-                                  allow_download=allow_download)  # fmt: skip
+    plan, source = api.enjoy(exp_name, env_id, run_seed=run_seed, seed=seed, hf_entity=hf_entity,
+                             hf_repository=hf_repository, revision=revision, runs_dir=runs_dir,
+                             allow_download=allow_download, registry=_registry(ctx), episodes=episodes,
+                             num_envs=num_envs, device=device, deterministic=deterministic,
+                             capture_video=capture_video, out=out_path or "default")  # fmt: skip
     if not quiet:
         err().print(f"model: {source.describe()}")
-    out_path = out_path or (None if source.kind == "local-run" else Path("eval.json"))
-    plan = plan_eval(target, episodes=eval_episodes, num_envs=num_envs, seed=0, deterministic=deterministic,
-                     device=device, out_path=out_path, capture_video=capture_video, trust_pickle=False)  # fmt: skip
-    plan.source = source.to_json()
-    _announce_and_run(plan, load_plan_policy(plan), quiet, as_json)
+    _evaluate(plan, quiet, as_json, seeds=f"run seed {run_seed}, eval seed {seed}")
 
 
 # ----------------------------------------------------------------------------- push
 @cli.command("push")
 @click.argument("run", type=click.Path(path_type=Path))
 @click.option("--repo-id", default=None, help="ORG/NAME [registry pattern with --hf-entity].")
-@click.option(
-    "--hf-entity", default=None, envvar="ZOO_HF_ENTITY", help="Hub user or org for the registry pattern."
-)
-@click.option("--exp-name", default=None, help="Experiment name when the run name does not say.")
-@click.option("--env-id", default=None, help="Env id when the run name does not say.")
+@opt.hf_entity
+@opt.target_options
 @click.option("--yes", is_flag=True, help="Upload (consent to the network). Without it: a dry run.")
 @click.option("--revision", default=None, help="Branch to commit to [main].")
 @click.option("--create-pr", is_flag=True, help="Open a pull request instead of committing to the branch.")
 @click.option("--private", is_flag=True, help="Create the repo private.")
 @click.option("--commit-message", default=None, help="Commit message.")
-@click.option(
-    "--eval-episodes", type=click.IntRange(min=1), default=None, help="Episodes if eval.json is missing."
-)
-@click.option("--video", is_flag=True, help="Record a replay video if the run has none.")
+@opt.episodes
+@opt.seed
+@opt.capture_video
+@opt.alias("--video", "--capture-video", "capture_video", is_flag=True, default=None)
 @click.option("--allow-large", is_flag=True, help="Allow files over --max-file-mb.")
 @click.option("--max-file-mb", type=float, default=100, show_default=True, help="Per-file size limit.")
 @click.option("--stage-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to stage [~/.cache/zoo/push/ORG/NAME].")  # fmt: skip
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary on stdout.")
+@opt.as_json
 @click.pass_context
-def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, yes, revision, create_pr, private, commit_message,
-             eval_episodes, video, allow_large, max_file_mb, stage_dir, as_json) -> None:  # fmt: skip
-    """Stage RUN with a generated model card (dry run), or upload it in one commit with --yes."""
-    from zoo.artifacts.cache import cache_dir
-    from zoo.hub.consent import require_network
-    from zoo.hub.push import prepare, upload
-    from zoo.targets import resolve_target
+def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revision, create_pr, private,
+             commit_message, episodes, seed, capture_video, allow_large, max_file_mb, stage_dir, as_json) -> None:  # fmt: skip
+    """Stage RUN with a generated model card (dry run), or upload it in one commit with --yes.
 
-    target = resolve_target(run, _registry(ctx), exp_name=exp_name, env_id=env_id)
-    if repo_id is None:
-        if not hf_entity:
-            raise ZooError("no repo id: pass --repo-id ORG/NAME, or --hf-entity ORG for the registry pattern",
-                           exit_code=EXIT_USAGE)  # fmt: skip
-        repo_id = target.entry.hub_repo(hf_entity=hf_entity, env_id=target.env_id, seed=target.run.seed or 0)
-    folder = stage_dir or cache_dir() / "push" / repo_id
-    staging = prepare(target, repo_id=repo_id, folder=folder, eval_episodes=eval_episodes, video=video,
-                      max_mb=max_file_mb, allow_large=allow_large, notify=lambda line: err().print(line))  # fmt: skip
-    summary = {"repo_id": repo_id, "staged": str(staging.folder), "card": str(staging.card),
-               "files": [{"name": f.name, "size": f.size, "what": f.what} for f in staging.files]}  # fmt: skip
-    if not as_json:
-        table = Table(title=f"staged for {repo_id} in {staging.folder}", title_justify="left")
-        for col in ("file", "size", "what"):
-            table.add_column(col)
-        for f in staging.files:
-            table.add_row(f.name, _size(f.size), f.what)
-        out().print(table)
-        out().print(f"model card: {staging.card}")
-    if yes:
-        require_network(f"push {len(staging.files)} files to {repo_id}", "--yes", consented=True)
-        message = commit_message or f"zoo push: {target.entry.name} on {target.env_id}"
-        summary.update(
-            upload(staging, private=private, revision=revision, create_pr=create_pr, message=message)
-        )
-        if not as_json:
-            out().print(f"pushed: {summary['pr_url'] or summary['commit_url']}")
-    elif not as_json:
-        out().print("dry run: nothing was uploaded; pass --yes to push")
+    The run dir is not written to: an eval.json (--episodes, --seed) or a replay (--capture-video) the
+    run lacks is made for the push and staged beside its files.
+    """
+    from zoo import api
+
+    result = api.push(run, repo_id, hf_entity=hf_entity, dry_run=not yes, exp_name=exp_name, env_id=env_id,
+                      run_seed=run_seed, revision=revision, create_pr=create_pr, private=private,
+                      commit_message=commit_message, episodes=episodes, seed=seed, capture_video=capture_video,
+                      allow_large=allow_large, max_file_mb=max_file_mb, stage_dir=stage_dir,
+                      registry=_registry(ctx), notify=lambda line: err().print(escape(line)))  # fmt: skip
     if as_json:
-        _print_json(summary)
+        _print_json(result.to_json())
+        return
+    staging = result.staging
+    table = _table("file", "size", "what", title=f"staged for {result.repo_id} in {staging.folder}",
+                   title_justify="left")  # fmt: skip
+    for f in staging.files:
+        table.add_row(f.name, _size(f.size), f.what)
+    out().print(table)
+    out().print(f"model card: {staging.card}")
+    if result.upload is None:
+        out().print("dry run: nothing was uploaded; pass --yes to push")
+    else:
+        out().print(result.upload["summary"])
 
 
 def _size(n: int) -> str:

@@ -1,7 +1,21 @@
-"""One exception type whose message is the single line a user sees.
+"""zoo's errors: each class knows its exit code and its usual fix.
 
-The CLI prints ``error: <message>`` (plus ``hint: <hint>`` when set) and exits
-with ``exit_code``; no traceback ever reaches a user for an expected failure.
+Every expected failure is a :class:`ZooError` whose message is the single line a user sees. The CLI
+prints ``error: <message>`` (plus ``hint: <hint>``) and exits with the class's ``exit_code``; no
+traceback ever reaches a user for an expected failure. Library callers catch the class they care about
+(``except zoo.errors.RefusedError``) instead of parsing messages.
+
+========================  ====  =================================================================
+class                     exit  meaning
+========================  ====  =================================================================
+:class:`ZooError`         1     a problem was found or the operation failed (the base class)
+:class:`BrokenFile`       1     a file is cut short, corrupt, malformed or over a read bound
+:class:`LayoutMismatch`   1     a file is sound but not laid out as its framework writes it
+:class:`UnsupportedError` 1     zoo cannot do this yet, or a needed optional extra is missing
+:class:`NetworkError`     1     the hub could not be reached, or refused the request
+:class:`UsageError`       2     flags that contradict each other or name nothing
+:class:`RefusedError`     3     a guardrail said no: an untrusted pickle, no consent to the network
+========================  ====  =================================================================
 """
 
 from __future__ import annotations
@@ -12,25 +26,45 @@ EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 class ZooError(Exception):
     """An expected failure: bad input, missing file, refused operation."""
 
-    def __init__(self, message: str, hint: str | None = None, exit_code: int = EXIT_PROBLEM):
+    exit_code: int = EXIT_PROBLEM
+    default_hint: str | None = None
+
+    def __init__(self, message: str, hint: str | None = None):
         super().__init__(message)
         self.message = message
-        self.hint = hint
-        self.exit_code = exit_code
+        self.hint = hint if hint is not None else self.default_hint
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message} ({self.hint})"
 
 
-class RefusedError(ZooError):
-    """A guardrail said no (untrusted pickle, missing consent): exit code 3."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message, hint, exit_code=EXIT_REFUSED)
-
-
 class BrokenFile(ZooError):
     """A file that is not what it claims to be: cut short, corrupt, malformed, or over a bound."""
 
-    def __init__(self, message: str, hint: str | None = "re-save or re-download the file"):
-        super().__init__(message, hint)
+    default_hint = "re-save or re-download the file"
+
+
+class LayoutMismatch(ZooError):
+    """A readable file whose structure is not what its framework writes (or the registry describes)."""
+
+
+class UnsupportedError(ZooError):
+    """Something zoo does not do (yet), or cannot do without an optional extra."""
+
+
+class NetworkError(ZooError):
+    """The hub could not be reached, or answered with an error."""
+
+    default_hint = "check the network, HF_ENDPOINT, or that the hub is running"
+
+
+class UsageError(ZooError):
+    """Flags or arguments that contradict each other or name nothing: exit code 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class RefusedError(ZooError):
+    """A guardrail said no (untrusted pickle, missing consent): exit code 3."""
+
+    exit_code = EXIT_REFUSED

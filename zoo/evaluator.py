@@ -61,6 +61,8 @@ class EvalResult:
     zoo_version: str = zoo.__version__
     settings: dict = field(default_factory=dict)
     source: dict | None = None
+    videos: list[str] = field(default_factory=list)  # replays written (--capture-video), in episode order
+    warnings: list[str] = field(default_factory=list)  # what went wrong on the side (a video not recorded)
 
     @property
     def metrics(self) -> dict:
@@ -81,7 +83,7 @@ class EvalResult:
         data["episodes"] = [e.to_json() for e in self.episodes]
         data["metrics"] = self.metrics
         order = ["task", "checkpoint", "source", "exp_name", "framework", "num_episodes", "num_envs", "metrics",
-                 "episodes", "wall_clock_seconds", "seed", "deterministic", "device", "settings",
+                 "episodes", "wall_clock_seconds", "seed", "deterministic", "device", "settings", "videos",
                  "evaluated_at", "zoo_version"]  # fmt: skip
         return {k: data[k] for k in order}
 
@@ -156,12 +158,14 @@ def resolve_device(device: str) -> str:
     """``auto`` -> ``cuda`` when a GPU is usable, else ``cpu``; ``cuda`` without one is an error."""
     import torch
 
-    from zoo.errors import ZooError
+    from zoo.errors import UnsupportedError
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ZooError("--device cuda asked for, but no CUDA device is available", hint="use --device cpu")
+        raise UnsupportedError(
+            "--device cuda asked for, but no CUDA device is available", hint="use --device cpu"
+        )
     return device
 
 

@@ -47,7 +47,7 @@ class ExportSpec:
     raw observation, with everything in between baked in (the framework's observation normalizer,
     image scaling, the action head and action rescaling). Its input is one float32 tensor of shape
     ``(batch, *obs_shape)``; Dict observations arrive flattened, group after group in ``obs_groups``
-    order (see :func:`zoo.export.obs.flatten_obs`). Discrete policies return int64 indices.
+    order (see :func:`zoo.exporter.obs.flatten_obs`). Discrete policies return int64 indices.
 
     Recurrent policies (``recurrent`` set) have ``forward(obs, h, c) -> (actions, h, c)``; a GRU
     ignores ``c`` and returns it unchanged. The exporter adds the state handling for each format.

@@ -16,6 +16,7 @@ from typing import Any
 
 from zoo.envs import PRESETS
 from zoo.errors import ZooError
+from zoo.frameworks import Adapter, framework_names, get_adapter
 
 FORMATS = ("torch-state-dict", "torch-checkpoint", "sb3-zip", "flax-msgpack", "safetensors")
 KNOWN_EXTRAS = ("mujoco", "atari", "video", "sb3", "skrl", "rsl")
@@ -112,15 +113,11 @@ def _require(source: Path, name: str, raw: dict, key: str, kind: type) -> Any:
     return value
 
 
-def _adapter(source: Path, name: str, framework: str):
-    """The framework's adapter module (``zoo/frameworks/<framework>``): it checks its own fields."""
-    import importlib
-    import importlib.util
-
-    module = f"zoo.frameworks.{framework}"
-    if not framework.isidentifier() or importlib.util.find_spec(module) is None:
+def _adapter(source: Path, name: str, framework: str) -> Adapter:
+    """The framework's adapter (``zoo/frameworks/<framework>``): it checks its own fields."""
+    if framework not in framework_names():
         raise _fail(source, name, "framework", f"{framework!r} has no adapter in zoo/frameworks/")
-    return importlib.import_module(module)
+    return get_adapter(framework)
 
 
 def _one_of(source: Path, name: str, key: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -1,13 +1,22 @@
-"""Turn ``zoo eval TARGET [--exp-name --env-id --seed]`` into one model file to load."""
+"""From what a user names (a run dir, a model file, an exported file) to one model to load and evaluate.
+
+:func:`resolve_target` picks the run, its registry entry, its env id and its model file;
+:func:`plan_eval` fills every evaluation setting the caller left open from the registry entry;
+:func:`load_target_policy` loads the target's policy safely. The public API (:mod:`zoo.api`) and so
+the CLI are built on these three.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.artifacts.runs import Run, RunFilter
-from zoo.check import adapter, discover_runs
-from zoo.errors import EXIT_USAGE, ZooError
+from zoo.checker import discover_runs
+from zoo.errors import UnsupportedError, UsageError, ZooError
+from zoo.frameworks import Adapter, LoadOptions, get_adapter
 from zoo.registry import Entry, Registry
 
 
@@ -22,34 +31,26 @@ class Target:
     exported: dict | None = None  # the sidecar, when the target is a file zoo export wrote
 
     @property
-    def adapter(self):
-        if self.exported is not None:
-            from zoo.export.runtime import ExportedFileAdapter
-
-            return ExportedFileAdapter(self.exported)
-        return adapter(self.entry.framework)
-
-
-def _configured_env_id(run: Run) -> str | None:
-    """An env id the run's own config names (read safely by its adapter), when its path does not say."""
-    reader = getattr(adapter(run.framework), "run_env_id", None)
-    return reader(run) if reader else None
+    def adapter(self) -> Adapter:
+        return get_adapter(self.entry.framework)
 
 
 def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = None, env_id: str | None = None,
-                   seed: int | None = None) -> Target:  # fmt: skip
-    """One run from ``path``; flags narrow a folder of runs and override what names say."""
-    from zoo.export.runtime import is_exported
+                   run_seed: int | None = None) -> Target:  # fmt: skip
+    """One run from ``path``; ``exp_name``/``env_id``/``run_seed`` narrow a folder of runs and override
+    what names say."""
+    from zoo.exporter.runtime import is_exported
 
+    path = Path(path)
     if is_exported(path):
         return _exported_target(path, registry, env_id)
     runs = list(discover_runs([path], registry, RunFilter()))
     if len(runs) > 1:
-        runs = [r for r in runs if RunFilter(exp_name, env_id, seed).matches(r)]
+        runs = [r for r in runs if RunFilter(exp_name, env_id, run_seed).matches(r)]
         if len(runs) != 1:
             found = "no run matches" if not runs else f"{len(runs)} runs match"
             raise ZooError(f"{found} under {path}", hint="give one run dir or model file, or narrow with "
-                           "--exp-name/--env-id/--seed (see zoo check)")  # fmt: skip
+                           "--exp-name/--env-id/--run-seed (zoo check lists them)")  # fmt: skip
     if not runs and path.is_file() and exp_name:
         runs = [
             Run(framework=registry.get(exp_name).framework, path=path, model_file=path, exp_name=exp_name)
@@ -63,24 +64,31 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
     if name is None:
         raise ZooError(f"{path}: cannot tell the experiment{why}", hint="pass --exp-name")
     entry = registry.get(name)
-    env = env_id or run.env_id or _configured_env_id(run)
+    env = env_id or get_adapter(run.framework).env_id(run)
     if env is None:
         raise ZooError(f"{path}: cannot tell the env id{why}", hint="pass --env-id (for example CartPole-v1)")
-    model = run.model_file
-    if exp_name and (model is None or not model.name.startswith(exp_name)):
-        named = [p for p in run.other_model_files if p.name == entry.model_filename(env_id=env)]
-        model = named[0] if named else model
+    model = _model_file(run, entry, env, exp_name is not None)
     if model is None:
         raise ZooError(
             f"{run.path}: no model file",
             hint=f"expected {entry.model_filename(env_id=env)} (train with --save-model)",
         )
-    return Target(run, entry, env, model)
+    return Target(dataclasses.replace(run, model_file=model), entry, env, model)
+
+
+def _model_file(run: Run, entry: Entry, env_id: str, named: bool) -> Path | None:
+    """The run's model file; when the experiment was named, the one whose name the entry's pattern matches."""
+    if not named:
+        return run.model_file
+    pattern = entry.model_filename(env_id=env_id)
+    files = [p for p in (run.model_file, *run.other_model_files) if p is not None]
+    matching = [p for p in files if fnmatch.fnmatch(p.name, pattern)]
+    return matching[0] if matching else run.model_file
 
 
 def _exported_target(path: Path, registry: Registry, env_id: str | None) -> Target:
     """An exported policy file: its sidecar names the experiment, the env and the env's wrappers."""
-    from zoo.export.runtime import read_sidecar
+    from zoo.exporter.runtime import read_sidecar
 
     meta = read_sidecar(path)
     name = meta.get("exp_name")
@@ -94,7 +102,7 @@ def _exported_target(path: Path, registry: Registry, env_id: str | None) -> Targ
 
 @dataclass
 class EvalPlan:
-    """Every setting of one evaluation, resolved from the flags and the registry defaults."""
+    """Every setting of one evaluation, resolved from the caller's choices and the registry defaults."""
 
     target: Target
     episodes: int
@@ -103,11 +111,10 @@ class EvalPlan:
     deterministic: bool
     mode_source: str  # "flag", "registry" or "exported file"
     device: str
-    out_path: Path
+    out_path: Path | None  # None: eval.json is not written (the caller keeps the result)
     video_dir: Path | None
-    trust_pickle: bool
+    options: LoadOptions
     source: dict | None = None  # where the model came from (zoo enjoy), recorded in eval.json
-    model_config: Path | None = None  # architecture the checkpoint does not state (skrl without params/)
 
     @property
     def settings(self) -> dict:
@@ -123,35 +130,44 @@ class EvalPlan:
         )
 
 
-def plan_eval(target: Target, *, episodes: int | None, num_envs: int, seed: int, deterministic: bool | None,
-              device: str, out_path: Path | None, capture_video: bool, trust_pickle: bool,
-              model_config: Path | None = None) -> EvalPlan:  # fmt: skip
-    """Fill what the flags leave open from the registry entry; outputs default to the run's folders."""
+#: ``out`` value that means "the default place" (the run dir's eval.json), as opposed to None: not written.
+DEFAULT_OUT = Path("<run dir>/eval.json")
+
+
+def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
+              deterministic: bool | None = None, device: str = "auto", out: Path | None = DEFAULT_OUT,
+              capture_video: bool = False, trust_pickle: bool = False, model_config: Path | None = None,
+              source: dict | None = None) -> EvalPlan:  # fmt: skip
+    """Fill what the caller leaves open from the registry entry; outputs default to the run's folders."""
     from zoo.atomic import check_writable
-    from zoo.evaluate import resolve_device
+    from zoo.evaluator import resolve_device
 
     entry, run = target.entry, target.run
     mode_source = "registry" if deterministic is None else "flag"
     if target.exported is not None:
         if deterministic is False:
-            raise ZooError("an exported policy only acts deterministically", hint="drop --stochastic",
-                           exit_code=EXIT_USAGE)  # fmt: skip
+            raise UsageError("an exported policy only acts deterministically", hint="drop --stochastic")
+        if device.startswith("cuda"):
+            raise UnsupportedError("zoo evaluates exported files on the CPU (onnxruntime's and TorchScript's CPU "
+                             "runtimes)", hint="drop --device cuda, or evaluate the checkpoint on the GPU")  # fmt: skip
         deterministic, device, mode_source = True, "cpu", "exported file"
-        out_path = out_path or target.model_file.with_name(target.model_file.name + ".eval.json")
-    episodes = episodes or entry.eval["episodes"]
-    run_dir = run.path if run.path.is_dir() else run.path.parent
-    if run.path.is_dir() and run.run_name:
-        video_dir = run.path.parent.parent / "videos" / f"{run.run_name}-eval"
+        default_out = target.model_file.with_name(target.model_file.name + ".eval.json")
     else:
-        video_dir = Path("videos") / f"{target.model_file.stem}-eval"
-    out_path = out_path or run_dir / "eval.json"
-    check_writable(out_path, "--out")  # before the rollout, not after minutes of it
+        default_out = (run.path if run.path.is_dir() else run.path.parent) / "eval.json"
+    out_path = default_out if out == DEFAULT_OUT else out
+    if out_path is not None:
+        check_writable(out_path, "--out")  # before the rollout, not after minutes of it
+    options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
+                          model_config=model_config)  # fmt: skip
+    if target.exported is None:
+        target.adapter.check_options(options)
+    episodes = episodes or entry.eval["episodes"]
+    video_dir = target.adapter.video_dir(run, target.model_file) if capture_video else None
     return EvalPlan(
         target=target, episodes=episodes, num_envs=min(num_envs, episodes), seed=seed,
         deterministic=entry.eval["deterministic"] if deterministic is None else deterministic,
-        mode_source=mode_source, device=resolve_device(device),
-        out_path=out_path, video_dir=video_dir if capture_video else None,
-        trust_pickle=trust_pickle, model_config=model_config, source=_export_source(target.exported),
+        mode_source=mode_source, device=options.device, out_path=out_path, video_dir=video_dir,
+        options=options, source=source or _export_source(target.exported),
     )  # fmt: skip
 
 
@@ -163,25 +179,23 @@ def _export_source(meta: dict | None) -> dict | None:
                          "exporter": meta.get("exporter", {}).get("name"), "file_sha256": meta["file_sha256"]}}  # fmt: skip
 
 
-def load_plan_policy(plan: EvalPlan):
+def load_target_policy(target: Target, options: LoadOptions):
     """The target's policy, loaded safely (refusals and bad files raise before any rollout)."""
-    target = plan.target
-    extra = {"model_config": plan.model_config} if plan.model_config else {}
-    return target.adapter.load_policy(target.model_file, target.entry, target.env_id, device=plan.device,
-                                      seed=plan.seed, trust_pickle=plan.trust_pickle, **extra)  # fmt: skip
+    if target.exported is not None:
+        from zoo.exporter.runtime import load_exported
+
+        return load_exported(target.model_file, target.exported, target.entry, target.env_id)
+    adapter = target.adapter
+    adapter.check_options(options)
+    checkpoint = adapter.read(target.run, target.entry)
+    return adapter.load_policy(checkpoint, target.entry, target.env_id, options)
 
 
-def run_eval(plan: EvalPlan, policy, on_episode=None):
-    """Roll ``policy`` out as planned and write eval.json atomically; returns the EvalResult."""
-    from zoo.atomic import write_json_atomic
-    from zoo.evaluate import evaluate
+def env_spec(target: Target, video_dir: Path | None = None):
+    """The eval env of ``target``: the adapter's, or the one an exported file's sidecar describes."""
+    from zoo.envs import EnvSpec
 
-    target = plan.target
-    spec = target.adapter.env_spec(target.entry, target.env_id,
-                                   video_dir=str(plan.video_dir) if plan.video_dir else None)  # fmt: skip
-    result = evaluate(policy, spec, episodes=plan.episodes, num_envs=plan.num_envs, seed=plan.seed,
-                      deterministic=plan.deterministic, checkpoint=str(target.model_file),
-                      exp_name=target.entry.name, framework=target.entry.framework, device=plan.device,
-                      settings=plan.settings, source=plan.source, on_episode=on_episode)  # fmt: skip
-    write_json_atomic(plan.out_path, result.to_json())
-    return result
+    video = str(video_dir) if video_dir else None
+    if target.exported is not None:
+        return EnvSpec(env_id=target.env_id, preset=target.exported["env"]["preset"], video_dir=video)
+    return target.adapter.env_spec(target.entry, target.env_id, video_dir=video)

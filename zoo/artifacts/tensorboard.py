@@ -94,7 +94,7 @@ def _scalar(value) -> float | None:
     return None
 
 
-def last_scalar(events_file: str | Path, tag: str = "charts/episodic_return") -> tuple[int, float] | None:
+def last_scalar(events_file: str | Path, tag: str) -> tuple[int, float] | None:
     """``(step, value)`` of the last ``tag`` point, or None when never logged or unreadable.
 
     Every record is framed and CRC-checked, but only the last few that mention the tag are parsed (a

@@ -81,6 +81,12 @@ class TorchFileInfo:
         return not (self.dangerous or self.unknown)
 
     @property
+    def decoded(self) -> bool:
+        """``content`` holds the file's structure (a pickled None is None: this says whether it was read)."""
+        return self.is_safe and not self.problem and self.kind not in ("empty", "not-torch", "truncated", "missing",
+                                                                       "unreadable")  # fmt: skip
+
+    @property
     def verified(self) -> bool:
         """The static verification is conclusive: ``torch.load(weights_only=True)`` will succeed."""
         return self.kind == "torch-zip" and self.is_safe and not (self.problem or self.confirm)

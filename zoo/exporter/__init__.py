@@ -4,13 +4,16 @@ The adapter's policy provides an :class:`~zoo.policy.ExportSpec` (a torch module
 framework's normalizer and action head baked in, plus the facts around it). This package writes it
 as TorchScript or ONNX into a private work folder next to ``--out`` (:func:`zoo.atomic.private_workdir`:
 one that a killed export left behind is removed by the next), loads the written file back the way a
-deployment would, and compares it with the source policy (:mod:`zoo.export.parity`). Only a file
+deployment would, and compares it with the source policy (:mod:`zoo.exporter.parity`). Only a file
 that passes is stamped with its metadata, checked once more, and renamed into place together with
 its sidecar; a failure leaves nothing behind.
 
 ONNX exporter choice ("auto"): the dynamo exporter first, then the legacy TorchScript-based one if
 dynamo raises or its file fails the parity check; the sidecar records which one produced the file
-and why the other was passed over.
+and why the other was passed over. An exporter that cannot write the requested opset
+(:data:`zoo.exporter.writers.EXPORTER_OPSETS`) is passed over without a try, and an opset neither
+writes, or one the exporter asked for cannot, is a usage error; the file's opset is always the one
+asked for.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ from pathlib import Path
 
 from zoo.artifacts.digest import sha256_file
 from zoo.atomic import check_writable, private_workdir
-from zoo.errors import ZooError
-from zoo.export.parity import DEFAULT_TOLERANCE, Parity, check_parity, sample_batch
-from zoo.export.runtime import open_runner, sidecar_path
-from zoo.export.sidecar import TORCHSCRIPT_METADATA, build_sidecar, recurrent_facts
+from zoo.errors import UsageError, ZooError
+from zoo.exporter.parity import DEFAULT_TOLERANCE, Parity, check_parity, sample_batch
+from zoo.exporter.runtime import open_runner, sidecar_path
+from zoo.exporter.sidecar import TORCHSCRIPT_METADATA, build_sidecar, recurrent_facts
 
+#: The ONNX opset ``zoo export`` writes unless told otherwise.
+DEFAULT_OPSET = 17
 SUFFIX_FORMAT = {".onnx": "onnx", ".ts": "torchscript", ".pt": "torchscript", ".jit": "torchscript"}
 DEFAULT_SUFFIX = {"onnx": ".onnx", "torchscript": ".ts"}
 
@@ -55,7 +60,7 @@ def _spec(policy, framework: str):
 
 
 def _write(spec, fmt: str, exporter: str, obs, path: Path, opset: int) -> None:
-    from zoo.export.writers import write_onnx, write_torchscript
+    from zoo.exporter.writers import write_onnx, write_torchscript
 
     if fmt == "torchscript":
         write_torchscript(spec, obs, path)
@@ -67,13 +72,13 @@ def _stamp(path: Path, fmt: str, meta: dict) -> None:
     """Put the sidecar's facts into the file itself."""
     facts = {key: json.dumps(value) for key, value in meta.items()}
     if fmt == "onnx":
-        from zoo.export.writers import set_onnx_metadata
+        from zoo.exporter.writers import set_onnx_metadata
 
         set_onnx_metadata(path, facts)
         return
     import torch
 
-    from zoo.export.writers import quiet
+    from zoo.exporter.writers import quiet
 
     with quiet():
         module = torch.jit.load(str(path), map_location="cpu")
@@ -87,18 +92,55 @@ def _parity_failure(parity: Parity) -> str:
             f"({parity.mismatches} values over, {parity.samples} observations)")  # fmt: skip
 
 
+def _span(opsets: range) -> str:
+    return f"{opsets.start} to {opsets.stop - 1}"
+
+
+def onnx_exporters(exporter: str, opset: int) -> tuple[list[str], dict[str, str]]:
+    """The exporters for ``opset`` in the order to try them, and those among them that cannot write it.
+
+    Raises UsageError when none can: an opset outside every exporter's range, or outside the range of
+    the one exporter asked for.
+    """
+    from zoo.exporter.writers import EXPORTER_OPSETS, ONNX_OPSETS
+
+    if exporter not in ("auto", *EXPORTER_OPSETS):
+        raise UsageError(f"unknown ONNX exporter {exporter!r}", hint="use auto, dynamo or legacy")
+    ranges = ", ".join(f"{name} {_span(opsets)}" for name, opsets in EXPORTER_OPSETS.items())
+    if opset not in ONNX_OPSETS:
+        raise UsageError(f"--opset {opset}: zoo writes ONNX opsets {_span(ONNX_OPSETS)}",
+                         hint=f"by exporter: {ranges}; see docs/export.md")  # fmt: skip
+    if exporter != "auto" and opset not in EXPORTER_OPSETS[exporter]:
+        raise UsageError(f"--exporter {exporter} writes ONNX opsets {_span(EXPORTER_OPSETS[exporter])}, not {opset}",
+                         hint=f"by exporter: {ranges}; --exporter auto picks one that can")  # fmt: skip
+    names = list(EXPORTER_OPSETS) if exporter == "auto" else [exporter]
+    skipped = {name: f"writes opsets {_span(EXPORTER_OPSETS[name])}, not {opset}"
+               for name in names if opset not in EXPORTER_OPSETS[name]}  # fmt: skip
+    return names, skipped
+
+
 def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, opset: int, tol: float,
-                   recurrent: dict | None) -> tuple[str, Parity, dict[str, str]]:  # fmt: skip
-    """Write ``tmp`` with each candidate exporter in turn until one passes the parity check."""
+                   recurrent: dict | None, skipped: dict[str, str]) -> tuple[str, Parity, dict[str, str]]:  # fmt: skip
+    """Write ``tmp`` with each candidate exporter in turn until one passes the parity check.
+
+    ``skipped``: candidates not to try, and why. ``passed_over`` names those tried or skipped before the
+    one that passed (a fallback after it is not passed over), and every one in the error when none passes.
+    """
     import numpy as np
     import torch
 
-    from zoo.export.obs import flatten_obs
+    from zoo.exporter.obs import flatten_obs
 
     example = sample_batch(policy.observation_space, 2, np.random.default_rng(1))
     example = torch.from_numpy(flatten_obs(example, spec.obs_groups))
+    from zoo.exporter.writers import OpsetError
+
     passed_over: dict[str, str] = {}
+    opset_only = True  # every exporter tried failed to write the opset: the user's choice, not a bug
     for name in candidates:
+        if name in skipped:
+            passed_over[name] = skipped[name]
+            continue
         tmp.unlink(missing_ok=True)
         try:
             _write(spec, fmt, name, example, tmp, opset)
@@ -107,17 +149,20 @@ def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, ops
             raise
         except Exception as exc:  # noqa: BLE001 - an exporter failing is a finding; the next may work
             passed_over[name] = f"export failed: {_first_line(exc)}"
+            opset_only = opset_only and isinstance(exc, OpsetError)
             continue
         parity = check_parity(policy, runner, spec.obs_groups, tolerance=tol)
         if parity.ok:
             return name, parity, passed_over
         passed_over[name] = f"parity check failed: {_parity_failure(parity)}"
+        opset_only = False
     detail = "; ".join(f"{k}: {v}" for k, v in passed_over.items())
-    raise ZooError(f"export failed, no file written: {detail}",
-                   hint="this is a bug in zoo's exporter for this policy; please report it")  # fmt: skip
+    hint = ("choose another --opset or --exporter; docs/export.md says what each writes" if opset_only
+            else "this is a bug in zoo's exporter for this policy; please report it")  # fmt: skip
+    raise ZooError(f"export failed, no file written: {detail}", hint=hint)
 
 
-def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, out: Path, opset: int = 17,
+def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, out: Path, opset: int = DEFAULT_OPSET,
                   exporter: str = "auto", tolerance: float | None = None) -> ExportResult:  # fmt: skip
     """Write ``policy`` to ``out`` (+ sidecar) in ``fmt``, or raise ZooError leaving nothing behind.
 
@@ -126,14 +171,11 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
     """
     import numpy as np
 
-    from zoo.export.writers import io_names, onnx_opset
+    from zoo.exporter.writers import io_names, onnx_opset
 
+    candidates, skipped = (["torchscript"], {}) if fmt == "torchscript" else onnx_exporters(exporter, opset)
     spec = _spec(policy, target.get("framework", "this framework's"))
     tol = 0.0 if not _is_box(policy.action_space) else (DEFAULT_TOLERANCE if tolerance is None else tolerance)
-    if fmt == "torchscript":
-        candidates = ["torchscript"]
-    else:
-        candidates = ["dynamo", "legacy"] if exporter == "auto" else [exporter]
     inputs, outputs = io_names(spec)
     recurrent = recurrent_facts(spec, inputs, outputs)  # what a runner needs to carry the state, too
     created = [d for d in (out.parent, *out.parent.parents) if not d.exists()]
@@ -143,7 +185,7 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
         with private_workdir(out.parent, f".{out.name}.") as workdir:
             tmp = workdir / out.name
             name, parity, passed_over = _first_passing(
-                policy, spec, fmt, candidates, tmp, opset, tol, recurrent
+                policy, spec, fmt, candidates, tmp, opset, tol, recurrent, skipped
             )
             used = name if fmt == "onnx" else "torch.jit.trace"
             meta = build_sidecar(
@@ -183,9 +225,16 @@ def _is_box(space) -> bool:
 
 
 def export_paths(model_file: Path, fmt: str | None, out: Path | None) -> tuple[str, Path]:
-    """The format (flag, else --out's suffix, else onnx) and the output path (default: beside the model)."""
-    if fmt is None:
-        fmt = SUFFIX_FORMAT.get(out.suffix, "onnx") if out is not None else "onnx"
+    """The format (flag, else --out's suffix, else onnx) and the output path (default: beside the model).
+
+    A ``--out`` whose suffix names the other format than ``--format`` is a usage error: a TorchScript
+    file called ``.onnx`` (or the reverse) would fool whoever loads it. Suffixes are matched ignoring case.
+    """
+    named = SUFFIX_FORMAT.get(out.suffix.lower()) if out is not None else None
+    if fmt is not None and named is not None and named != fmt:
+        raise UsageError(f"--out {out.name}: {out.suffix} is the suffix of {named} files, but --format is {fmt}",
+                         hint=f"name it {out.stem}{DEFAULT_SUFFIX[fmt]}, or drop --format")  # fmt: skip
+    fmt = fmt or named or "onnx"
     if out is None:
         out = model_file.with_name(model_file.stem + DEFAULT_SUFFIX[fmt])
     if out.is_dir():
@@ -194,27 +243,3 @@ def export_paths(model_file: Path, fmt: str | None, out: Path | None) -> tuple[s
             hint=f"give a file name, e.g. {out / ('policy' + DEFAULT_SUFFIX[fmt])}",
         )
     return fmt, out
-
-
-def export_target(path: Path, registry, *, fmt: str | None, out: Path | None, opset: int = 17, exporter: str = "auto",
-                  tolerance: float | None = None, exp_name: str | None = None, env_id: str | None = None,
-                  run_seed: int | None = None, trust_pickle: bool = False,
-                  model_config: Path | None = None) -> ExportResult:  # fmt: skip
-    """Resolve TARGET as ``zoo eval`` does, load its policy on the CPU, and export it."""
-    from zoo.envs import PRESET_DEPLOYMENT_NOTES
-    from zoo.targets import resolve_target
-
-    target = resolve_target(path, registry, exp_name=exp_name, env_id=env_id, seed=run_seed)
-    if target.exported is not None:
-        raise ZooError(
-            f"{path} is already an exported policy", hint="export the run dir or checkpoint it came from"
-        )
-    fmt, out = export_paths(target.model_file, fmt, out)
-    extra = {"model_config": model_config} if model_config else {}
-    policy = target.adapter.load_policy(target.model_file, target.entry, target.env_id, device="cpu", seed=0,
-                                        trust_pickle=trust_pickle, **extra)  # fmt: skip
-    preset = target.adapter.env_spec(target.entry, target.env_id).preset
-    facts = {"task": target.env_id, "env": {"id": target.env_id, "preset": preset}, "exp_name": target.entry.name,
-             "framework": target.entry.framework, "checkpoint": str(target.model_file)}  # fmt: skip
-    return export_policy(policy, target=facts, preset_notes=PRESET_DEPLOYMENT_NOTES.get(preset, []), fmt=fmt,
-                         out=out, opset=opset, exporter=exporter, tolerance=tolerance)  # fmt: skip

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from zoo.export.obs import flatten_obs
+from zoo.exporter.obs import flatten_obs
 
 FEED_FORWARD_BATCH = 256
 RECURRENT_ENVS, RECURRENT_STEPS = 16, 64

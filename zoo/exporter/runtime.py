@@ -15,7 +15,7 @@ import numpy as np
 
 from zoo.artifacts.digest import sha256_file
 from zoo.errors import ZooError
-from zoo.export.obs import flatten_obs
+from zoo.exporter.obs import flatten_obs
 
 SIDECAR_SUFFIX = ".metadata.json"
 EXPORT_SUFFIXES = (".onnx", ".ts")
@@ -136,8 +136,8 @@ def fit_problem(meta: dict, observation_space: Any, action_space: Any) -> str | 
     """Why an exported file cannot drive an env with these spaces (its input or output layout differs)."""
     from gymnasium import spaces
 
-    from zoo.export.obs import obs_layout
-    from zoo.export.sidecar import action_facts
+    from zoo.exporter.obs import obs_layout
+    from zoo.exporter.sidecar import action_facts
 
     shape, groups = obs_layout(observation_space)
 
@@ -172,23 +172,13 @@ class ExportedPolicy:
         self.runner.reset(done_mask)
 
 
-class ExportedFileAdapter:
-    """What the evaluator asks an adapter for, answered from an exported file and its sidecar."""
+def load_exported(path: Path, meta: dict, entry, env_id: str) -> ExportedPolicy:
+    """An exported file behind the Policy protocol, checked to fit the eval env its sidecar names."""
+    from zoo.envs import EnvSpec, probe_spaces
 
-    def __init__(self, meta: dict):
-        self.meta = meta
-
-    def load_policy(self, model_file: Path, entry, env_id: str, **_settings) -> ExportedPolicy:
-        from zoo.envs import probe_spaces
-
-        spaces = probe_spaces(self.env_spec(entry, env_id))
-        problem = fit_problem(self.meta, *spaces)
-        if problem:
-            raise ZooError(f"{model_file} does not fit {env_id}: {problem}",
-                           hint=f"it was exported for {self.meta['task']}; check --env-id")  # fmt: skip
-        return ExportedPolicy(model_file, self.meta, *spaces)
-
-    def env_spec(self, entry, env_id: str, video_dir: str | None = None):
-        from zoo.envs import EnvSpec
-
-        return EnvSpec(env_id=env_id, preset=self.meta["env"]["preset"], video_dir=video_dir)
+    spaces = probe_spaces(EnvSpec(env_id=env_id, preset=meta["env"]["preset"]))
+    problem = fit_problem(meta, *spaces)
+    if problem:
+        raise ZooError(f"{path} does not fit {env_id}: {problem}",
+                       hint=f"it was exported for {meta['task']}; check --env-id")  # fmt: skip
+    return ExportedPolicy(path, meta, *spaces)

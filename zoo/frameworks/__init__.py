@@ -1,20 +1,38 @@
-"""Framework adapters: one module (or package) per training library, ``zoo/frameworks/<name>``.
+"""Framework adapters: one package per training library, ``zoo/frameworks/<name>/``.
 
-A registry entry's ``framework`` names its adapter; adding a framework is one adapter plus
-registry entries. Every adapter provides:
-
-- ``entry_problem(raw: dict) -> (field, problem) | None``: check the framework's own registry fields.
-- ``discover(root: Path) -> Iterator[Run]``: the runs (or lone model files) under ``root``,
-  from directory listings and names only.
-- ``inspect_run(run: Run, registry: Registry) -> RunReport``: ``zoo check``'s verdict, without
-  executing any file.
-- ``load_policy(model_file, entry, env_id, *, device, seed, trust_pickle) -> Policy``: safe loading
-  (``torch.load(weights_only=True)``, restricted unpickling); full unpickling only when trusted.
-- ``env_spec(entry, env_id, video_dir=None) -> EnvSpec``: the eval env.
-
-The policy ``load_policy`` returns may also provide ``export_spec() -> zoo.policy.ExportSpec`` (a
-plain torch module computing its deterministic action from the raw observation, plus the facts the
-sidecar records); ``zoo export`` then writes, parity-checks and evaluates it with no other change.
-
-Nothing outside this package needs to know which library produced a policy.
+Each package's ``ADAPTER`` is an :class:`~zoo.frameworks.base.Adapter`; the registry's ``framework``
+field names the package. :func:`get_adapter` is the one way the core finds an adapter, and
+:func:`framework_names` lists the installed ones. Adding a framework is one package here, its
+registry entries, its extra in ``pyproject.toml``, its docs page and its tests: see
+docs/adding-a-framework.md.
 """
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from pathlib import Path
+
+from zoo.errors import ZooError
+from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions
+
+__all__ = ["Adapter", "Checkpoint", "HubNaming", "LoadOptions", "framework_names", "get_adapter"]
+
+
+def framework_names() -> list[str]:
+    """The adapter packages shipped with zoo (listed, not imported)."""
+    here = Path(__file__).parent
+    return sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.ispkg)
+
+
+@functools.cache
+def get_adapter(framework: str) -> Adapter:
+    """The adapter of a framework named in the registry; a clear error for a name with no package."""
+    if framework not in framework_names():
+        raise ZooError(f"framework {framework!r} has no adapter in zoo/frameworks/",
+                       hint=f"known: {', '.join(framework_names())}")  # fmt: skip
+    adapter = importlib.import_module(f"zoo.frameworks.{framework}").ADAPTER
+    if not isinstance(adapter, Adapter) or adapter.name != framework:
+        raise TypeError(f"zoo.frameworks.{framework}.ADAPTER must be an Adapter named {framework!r}")
+    return adapter

@@ -12,13 +12,6 @@ from typing import Any
 
 import zoo
 from zoo.errors import ZooError
-from zoo.registry import Entry
-
-_LAYOUT_TEXT = {
-    "state_dict": "`torch.save(model.state_dict())`",
-    "dict": "`torch.save({{'{w}': state_dict, '{a}': vars(args)}})`",
-    "tuple": "`torch.save(({parts}))`, one state dict per part",
-}
 
 
 def templates_dir() -> Path:
@@ -30,41 +23,41 @@ def templates_dir() -> Path:
     raise ZooError("cards_templates/ not found; reinstall rl-zoo-hub")
 
 
-def card_metadata(entry: Entry, env_id: str, eval_data: dict):
-    """The YAML header, built with huggingface_hub's own classes."""
+def card_metadata(target, eval_data: dict):
+    """The YAML header, built with huggingface_hub's own classes: the library's Hub name and tags."""
     from huggingface_hub import EvalResult, ModelCardData
 
+    entry, env_id, hub = target.entry, target.env_id, target.adapter.hub
     metrics = eval_data["metrics"]
     result = EvalResult(
         task_type="reinforcement-learning", task_name="reinforcement-learning",
         dataset_type=env_id, dataset_name=env_id, metric_type="mean_reward", metric_name="mean_reward",
         metric_value=f"{metrics['return_mean']:.2f} +/- {metrics['return_std']:.2f}",
     )  # fmt: skip
-    tags = [env_id, "reinforcement-learning", "deep-reinforcement-learning", entry.framework, "zoo"]
-    return ModelCardData(
-        library_name=entry.framework, tags=tags, model_name=entry.algorithm, eval_results=[result]
+    tags = list(
+        dict.fromkeys([env_id, *hub.tags, "reinforcement-learning", "deep-reinforcement-learning", "zoo"])
     )
+    library = entry.hub.get("library_name", hub.library_name)
+    return ModelCardData(library_name=library, tags=tags, model_name=entry.algorithm, eval_results=[result])
 
 
-def render_card(entry: Entry, context: dict[str, Any]):
-    """A ``huggingface_hub.ModelCard``: header from :func:`card_metadata`, body from the templates."""
+def render_card(target, context: dict[str, Any]):
+    """A ``huggingface_hub.ModelCard``: header from :func:`card_metadata`, body from the adapter's template."""
     import jinja2
     from huggingface_hub import ModelCard
 
-    layout = entry.layout
-    layout_text = _LAYOUT_TEXT.get(layout.get("kind"), "").format(
-        w=layout.get("weights_key"), a=layout.get("args_key"), parts=", ".join(layout.get("parts", []))
-    )
+    from zoo.artifacts.tensorboard import text_summary
+
+    entry, adapter, run = target.entry, target.adapter, target.run
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_dir()), undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, autoescape=False,
     )  # fmt: skip
-    template = env.select_template(
-        [f"{entry.framework}.md.j2", "default.md.j2"]
-    )  # the framework's, else generic
+    template = env.get_template(f"{adapter.hub.card_template}.md.j2")
     body = template.render(
-        algorithm=entry.algorithm, exp_name=entry.name, framework=entry.framework, layout=layout.get("kind"),
-        layout_text=layout_text, zoo_version=zoo.__version__, **context,
+        algorithm=entry.algorithm, exp_name=entry.name, framework=adapter.hub.display_name,
+        zoo_version=zoo.__version__, hyperparameters=text_summary(run.events_file) if run.events_file else None,
+        **adapter.card_context(entry, run), **context,
     )  # fmt: skip
-    data = card_metadata(entry, context["env_id"], context["eval"])
+    data = card_metadata(target, context["eval"])
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}")

@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.artifacts.digest import git_blob_sha1, sha256_file
-from zoo.artifacts.runs import Run, RunFilter
-from zoo.errors import ZooError
+from zoo.artifacts.runs import Run
+from zoo.errors import NetworkError, UsageError, ZooError
 from zoo.hub.consent import endpoint, offline, require_network
-from zoo.registry import Entry
+
+if TYPE_CHECKING:
+    from zoo.registry import Entry
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SHA1 = re.compile(r"^[0-9a-f]{40}$")
@@ -55,30 +58,29 @@ class Source:
                 "revision": self.revision, "commit": self.commit}  # fmt: skip
 
 
-def hub_file(entry: Entry, *, env_id: str, seed: int, hf_entity: str | None, hf_repository: str | None,
+def hub_file(entry: Entry, *, env_id: str, run_seed: int, hf_entity: str | None, hf_repository: str | None,
              revision: str) -> HubFile:  # fmt: skip
-    """The repo and file to fetch; ``hf_entity`` defaults to the entry's ``hub.org`` (CleanRL: cleanrl)."""
-    from zoo.check import adapter
+    """The repo and file to fetch. The user or org: ``hf_entity``, else the entry's ``hub.org``, else the
+    framework's usual one (CleanRL's models live under ``cleanrl``)."""
+    from zoo.frameworks import get_adapter
 
-    hf_entity = hf_entity or entry.hub.get("org", "cleanrl")
-    companions = tuple(getattr(adapter(entry.framework), "HUB_COMPANIONS", ()))
+    hub = get_adapter(entry.framework).hub
+    filename = entry.model_filename(env_id=env_id)
     if hf_repository:
-        return HubFile(
-            hf_repository, entry.model_filename(env_id=env_id), revision, "--hf-repository", companions
+        return HubFile(hf_repository, filename, revision, "--hf-repository", hub.companions)
+    hf_entity = hf_entity or entry.hub.get("org") or hub.default_org
+    if not hf_entity:
+        raise UsageError(f"no hub user or org for {entry.name}: {hub.display_name} models have no usual home",
+                         hint="pass --hf-entity ORG or --hf-repository ORG/NAME")  # fmt: skip
+    if "repo" not in entry.hub:
+        raise UsageError(
+            f"registry entry {entry.name!r} has no hub.repo pattern", hint="pass --hf-repository ORG/NAME"
         )
-    repo_id = entry.hub_repo(hf_entity=hf_entity, env_id=env_id, seed=seed)
-    derived = f"pattern {entry.hub['repo']!r} with --hf-entity {hf_entity} --env-id {env_id} --seed {seed}"
-    return HubFile(repo_id, entry.model_filename(env_id=env_id), revision, derived, companions)
-
-
-def find_local_run(runs_dir: Path, registry, exp_name: str, env_id: str, seed: int) -> Run | None:
-    """The newest local run of this experiment, env and seed that holds its model file."""
-    from zoo.check import discover_runs
-
-    if not runs_dir.is_dir():
-        return None
-    runs = [r for r in discover_runs([runs_dir], registry, RunFilter(exp_name, env_id, seed)) if r.model_file]
-    return max(runs, key=lambda r: r.started_at or 0) if runs else None
+    repo_id = entry.hub_repo(hf_entity=hf_entity, env_id=env_id, seed=run_seed)
+    derived = (
+        f"pattern {entry.hub['repo']!r} with --hf-entity {hf_entity} --env-id {env_id} --run-seed {run_seed}"
+    )
+    return HubFile(repo_id, filename, revision, derived, hub.companions)
 
 
 def from_cache(target: HubFile) -> Path | None:
@@ -131,24 +133,26 @@ def _hub_error(exc: Exception, target: HubFile) -> ZooError:
 
     where = f"{target.repo_id} @ {target.revision}"
     if isinstance(exc, LocalEntryNotFoundError):  # the client could not reach the hub and had no cached copy
-        return ZooError(f"cannot reach {endpoint()} to download {target.filename} of {where}",
+        return NetworkError(f"cannot reach {endpoint()} to download {target.filename} of {where}",
                         hint="check the network or HF_ENDPOINT")  # fmt: skip
     if isinstance(exc, GatedRepoError):
-        return ZooError(f"{target.repo_id} is gated or private", hint="set HF_TOKEN to a token with access")
+        return NetworkError(
+            f"{target.repo_id} is gated or private", hint="set HF_TOKEN to a token with access"
+        )
     if isinstance(exc, RepositoryNotFoundError):
-        return ZooError(f"repo {target.repo_id} not found on {endpoint()} (derived from {target.derived_from})",
+        return NetworkError(f"repo {target.repo_id} not found on {endpoint()} (derived from {target.derived_from})",
                         hint="override with --hf-repository ORG/NAME, or set HF_TOKEN if it is private")  # fmt: skip
     if isinstance(exc, RevisionNotFoundError):
-        return ZooError(
+        return NetworkError(
             f"revision {target.revision!r} not found in {target.repo_id}", hint="check --revision"
         )
     if isinstance(exc, EntryNotFoundError):
-        return ZooError(
+        return NetworkError(
             f"{where} has no file {target.filename}", hint="check --exp-name, or the repo's files"
         )
     if isinstance(exc, HfHubHTTPError):
-        return ZooError(f"hub error for {where}: {str(exc).splitlines()[0]}")
-    return ZooError(f"cannot reach {endpoint()} for {where}: {type(exc).__name__}: {exc}",
+        return NetworkError(f"hub error for {where}: {str(exc).splitlines()[0]}")
+    return NetworkError(f"cannot reach {endpoint()} for {where}: {type(exc).__name__}: {exc}",
                     hint="check the network or HF_ENDPOINT")  # fmt: skip
 
 
@@ -208,18 +212,3 @@ def _commit_of(cached: Path) -> str | None:
     """The commit a cached file belongs to: its snapshot folder's name."""
     parts = cached.parts
     return parts[parts.index("snapshots") + 1] if "snapshots" in parts else None
-
-
-def enjoy_target(registry, *, exp_name: str, env_id: str, seed: int, hf_entity: str, hf_repository: str | None,
-                 revision: str, runs_dir: Path, allow_download: bool):  # fmt: skip
-    """The :class:`~zoo.targets.Target` ``zoo enjoy`` evaluates, and where its model came from."""
-    from zoo.targets import Target
-
-    entry = registry.get(exp_name)
-    target = hub_file(entry, env_id=env_id, seed=seed, hf_entity=hf_entity, hf_repository=hf_repository,
-                      revision=revision)  # fmt: skip
-    local = find_local_run(runs_dir, registry, exp_name, env_id, seed)
-    source = resolve_model(target, local, allow_download)
-    run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
-                            exp_name=entry.name, env_id=env_id, seed=seed)  # fmt: skip
-    return Target(run, entry, env_id, source.path), source

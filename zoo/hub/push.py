@@ -9,16 +9,19 @@ refused before anything is copied.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
 import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoo.atomic import check_writable, private_workdir
-from zoo.errors import RefusedError, ZooError
+from zoo.errors import NetworkError, RefusedError, ZooError
 from zoo.hub.consent import endpoint
 
 SECRET_NAME = re.compile(
@@ -111,23 +114,11 @@ def collect_run_files(run_dir: Path, *, max_mb: float, allow_large: bool) -> lis
 
 def exported_policies(sources: list[tuple[str, Path]]) -> list[dict]:
     """Sidecars of the ``zoo export`` files in the run (each checked to match its file), for the card."""
-    from zoo.export.runtime import EXPORT_SUFFIXES, read_sidecar
+    from zoo.exporter.runtime import EXPORT_SUFFIXES, read_sidecar
 
     names = {name for name, _ in sources}
     return [{"file": name, **read_sidecar(path)} for name, path in sources
             if path.suffix in EXPORT_SUFFIXES and f"{name}.metadata.json" in names]  # fmt: skip
-
-
-def latest_video(run_dir: Path, run_name: str | None) -> Path | None:
-    """The newest eval (else training) video beside ``runs/``, CleanRL's layout."""
-    if not run_name:
-        return None
-    videos = run_dir.parent.parent / "videos"
-    for folder in (videos / f"{run_name}-eval", videos / run_name):
-        mp4s = sorted(folder.glob("*.mp4"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
-        if mp4s:
-            return mp4s[-1]
-    return None
 
 
 def stage(
@@ -153,26 +144,194 @@ def stage(
     return staging
 
 
+#: What ``upload`` returns in ``status``: a new commit on the branch (or PR ref) given, a new pull request,
+#: nothing (the hub already holds these files), or a commit the hub made although no PR came of --create-pr.
+PUSH_STATUSES = ("committed", "pr-opened", "unchanged", "committed-without-pr")
+# huggingface_hub logs this (hf_api.create_commit and _upload_pipeline) when it skips an empty commit
+_SKIPPED_COMMIT = "No files have been modified since last commit"
+_SKIP_LOGGERS = ("huggingface_hub.hf_api", "huggingface_hub._upload_pipeline")
+_PR_REF = re.compile(r"refs/pr/\d+")
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{40}")
+_INVALID_TOKEN = "Invalid credentials in Authorization header"  # huggingface.co's 401 for an unknown token
+
+
+class _SkippedCommit(logging.Filter):
+    """Notices huggingface_hub's "skipping an empty commit" warning, and keeps it off stderr: the summary
+    says so instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith(_SKIPPED_COMMIT):
+            self.seen = True
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def _watch_skipped_commit() -> Iterator[_SkippedCommit]:
+    watch = _SkippedCommit()
+    loggers = [logging.getLogger(name) for name in _SKIP_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(watch)
+    try:
+        yield watch
+    finally:
+        for logger in loggers:
+            logger.removeFilter(watch)
+
+
 def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: bool, message: str) -> dict:
-    """Create the repo if needed and upload the staged folder in one commit (consent already given)."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
+    """Create the repo if needed and upload the staged folder (consent already given); say what happened.
+
+    ``revision`` is a branch (created from main if it does not exist, as ``hf upload --revision`` does) or
+    an open PR's ``refs/pr/N``; ``create_pr`` opens a PR against main. Returns ``status`` (one of
+    :data:`PUSH_STATUSES`), a one-line ``summary`` to print as is, ``revision`` (the branch or ref the
+    files went to; main for a PR), ``branch_created``, ``commit`` and ``commit_url`` (the new commit, or
+    the one already holding the files when ``unchanged``), and ``pr_url``/``pr_revision`` (None unless a
+    PR was opened). Every failure is a one-line :class:`ZooError` that never shows the token.
+    """
+    from huggingface_hub import HfApi, get_token
     from huggingface_hub.utils import disable_progress_bars
 
     if not sys.stderr.isatty():
         disable_progress_bars()  # tqdm bars in a log are noise
+    repo_id = staging.repo_id
+    target = (revision or "main").removeprefix("refs/heads/")
+    if create_pr and target != "main":  # upload_folder raises ValueError for it: PRs always target main
+        raise ZooError(f"--create-pr opens a pull request against main, so it cannot go with --revision {revision}",
+                       hint="drop --revision to open the PR, or drop --create-pr to commit to the branch")  # fmt: skip
+    if _COMMIT_ID.fullmatch(target):
+        raise ZooError(f"--revision {target} is a commit id; a push goes to a branch or an open PR (refs/pr/N)",
+                       hint="give a branch name")  # fmt: skip
     api = HfApi()
+    token = get_token()
     try:
-        api.create_repo(staging.repo_id, private=private, exist_ok=True)
-        info = api.upload_folder(repo_id=staging.repo_id, folder_path=staging.folder, commit_message=message,
-                                 revision=revision, create_pr=create_pr)  # fmt: skip
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        head, branch_created = _revision_head(api, repo_id, target)
+        with _watch_skipped_commit() as skipped:
+            info = api.upload_folder(repo_id=repo_id, folder_path=staging.folder, commit_message=message,
+                                     revision=None if create_pr else target, create_pr=create_pr)  # fmt: skip
+        landed = _branch_head(api, repo_id, target) if create_pr and not info.pr_url else None
+    except ZooError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one line, without the token
+        raise _push_error(exc, repo_id, target, token) from None
+    if info.pr_url:
+        status = "pr-opened"
+    elif skipped.seen or info.oid == head:  # a commit always gets a new id: the same one means none was made
+        status = "unchanged"
+    else:
+        status = "committed-without-pr" if create_pr else "committed"
+    result = {"status": status, "revision": target, "branch_created": branch_created, "commit": info.oid,
+              "commit_url": info.commit_url, "pr_url": info.pr_url, "pr_revision": info.pr_revision}  # fmt: skip
+    result["summary"] = _summary(result, repo_id, create_pr=create_pr, landed=landed)
+    return result
+
+
+def _summary(result: dict, repo_id: str, *, create_pr: bool, landed: str | None) -> str:
+    """The one line ``zoo push --yes`` prints for ``result``."""
+    status, target, url = result["status"], result["revision"], result["commit_url"]
+    short = result["commit"][:7]
+    created = f"created branch '{target}' in {repo_id} from main; " if result["branch_created"] else ""
+    if status == "pr-opened":
+        pr = result["pr_revision"]
+        return f"opened pull request {pr} on {repo_id} against main (commit {short}): {result['pr_url']}"
+    if status == "unchanged":
+        why = "nothing changed, so no pull request was opened" if create_pr else "nothing changed"
+        return f"{created}{why}: {repo_id} @ {target} already holds these files (commit {short})"
+    if status == "committed-without-pr":
+        where = f"straight to {repo_id} @ {target}" if landed == result["commit"] else f"to {repo_id}"
+        return f"the hub opened no pull request: commit {short} went {where}: {url}"
+    return f"{created}committed {short} to {repo_id} @ {target}: {url}"
+
+
+def _branch_head(api, repo_id: str, target: str) -> str | None:
+    """The commit the branch or PR ref ``target`` points at, None if the repo has no such ref."""
+    refs = api.list_repo_refs(repo_id, include_pull_requests=True)
+    for ref in [*refs.branches, *(refs.pull_requests or [])]:
+        if target in (ref.name, ref.ref):
+            return ref.target_commit
+    return None
+
+
+def _revision_head(api, repo_id: str, target: str) -> tuple[str | None, bool]:
+    """``target``'s head commit before the upload, and whether the branch had to be created for it.
+
+    A missing branch is created from main, as ``hf upload --revision`` and transformers' ``push_to_hub``
+    do; a missing PR ref is an error (a push cannot open PR number N)."""
+    head = _branch_head(api, repo_id, target)
+    if head is not None:
+        return head, False
+    if _PR_REF.fullmatch(target):
+        raise ZooError(f"pull request {target} does not exist in {repo_id}",
+                       hint="give an open PR's refs/pr/N, or pass --create-pr to open a new one")  # fmt: skip
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        api.create_branch(repo_id, branch=target, exist_ok=True)  # exist_ok: another push may have made it
     except HfHubHTTPError as exc:
-        raise ZooError(f"push to {staging.repo_id} failed: {str(exc).splitlines()[0]}",
-                       hint="check HF_TOKEN's write access to the namespace") from None  # fmt: skip
-    except Exception as exc:  # noqa: BLE001 - connection refused, DNS, TLS, timeouts: one line each
-        raise ZooError(f"cannot reach {endpoint()} to push {staging.repo_id}: {type(exc).__name__}: {exc}",
-                       hint="check the network, HF_ENDPOINT, or that the hub is running") from None  # fmt: skip
-    return {"commit_url": info.commit_url, "commit": info.oid, "pr_url": info.pr_url}
+        status = exc.response.status_code if exc.response is not None else None
+        if status in (401, 403) or isinstance(exc, RepositoryNotFoundError):
+            raise  # the token's problem, said by _push_error
+        said = " ".join((exc.response.headers.get("X-Error-Message") or "").split())[:300] if status else ""
+        raise ZooError(f"branch '{target}' does not exist in {repo_id}, and {endpoint()} did not create it "
+                       f"({status}{': ' + said if said else ''})",
+                       hint="pass an existing branch, or create this one on the hub first") from None  # fmt: skip
+    return _branch_head(api, repo_id, target), True
+
+
+def _push_error(exc: Exception, repo_id: str, target: str, token: str | None) -> ZooError:
+    """One line for a failed push, by what the hub answered; the token is never in it."""
+    from huggingface_hub.errors import (
+        BadRequestError,
+        HfHubHTTPError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    hub, namespace = endpoint(), repo_id.split("/")[0]
+
+    def clean(text: str) -> str:
+        line = " ".join(text.split())[:300]
+        return line.replace(token, "<HF_TOKEN>") if token else line
+
+    if isinstance(exc, OfflineModeIsEnabled):
+        return NetworkError(f"HF_HUB_OFFLINE=1 is set, so zoo will not push {repo_id}",
+                        hint="unset HF_HUB_OFFLINE to go online")  # fmt: skip
+    if not isinstance(exc, HfHubHTTPError):
+        if isinstance(exc, OSError | TimeoutError) or type(exc).__module__.startswith(("httpx", "httpcore")):
+            return NetworkError(clean(f"cannot reach {hub} to push {repo_id}: {type(exc).__name__}: {exc}"),
+                            hint="check the network, HF_ENDPOINT, or that the hub is running")  # fmt: skip
+        return NetworkError(
+            clean(f"push to {repo_id} failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+        )
+    status = exc.response.status_code if exc.response is not None else None
+    said = clean(exc.response.headers.get("X-Error-Message") or exc.server_message or "") if status else ""
+    if status == 401 and token is None:
+        return NetworkError(f"{hub} wants a token to push to {repo_id}, and none is set (401)",
+                        hint="set HF_TOKEN to a token with write access, or run `hf auth login`")  # fmt: skip
+    if status == 401 and (said == _INVALID_TOKEN or not isinstance(exc, RepositoryNotFoundError)):
+        return NetworkError(f"{hub} does not accept the token in HF_TOKEN (401: unknown, revoked or expired)",
+                        hint="set HF_TOKEN to a valid token of this hub, or run `hf auth login` again")  # fmt: skip
+    if status == 403:
+        return NetworkError(f"the token may not write to {namespace} on {hub} (403{': ' + said if said else ''})",
+                        hint=f"use a token with write access to {namespace}, or push to a namespace of yours")  # fmt: skip
+    if isinstance(exc, RevisionNotFoundError):
+        return NetworkError(f"branch '{target}' does not exist in {repo_id} (or is not a branch)",
+                        hint="pass an existing branch, or a new name to create it from main")  # fmt: skip
+    if isinstance(exc, RepositoryNotFoundError):
+        return NetworkError(f"repo {repo_id} not found on {hub} ({status})",
+                        hint="check --repo-id, and that HF_TOKEN may see the repo")  # fmt: skip
+    if status in (409, 412):
+        return NetworkError(f"{repo_id} @ {target} changed while pushing ({status}{': ' + said if said else ''})",
+                        hint="push again")  # fmt: skip
+    if isinstance(exc, BadRequestError):
+        return NetworkError(f"the hub refused the push to {repo_id}: {said or 'bad request (400)'}")
+    return NetworkError(f"push to {repo_id} failed: HTTP {status}{': ' + said if said else ''}")
 
 
 def card_files(staging_sources: list[tuple[str, Path]], model_file: str) -> list[dict]:
@@ -187,59 +346,57 @@ def load_eval(path: Path) -> dict:
         raise ZooError(f"cannot read {path}: {exc}", hint="rerun zoo eval on the run") from None
 
 
-def _hub_names(target, taken: set[str]) -> list[tuple[str, Path]]:
-    """The model (and the adapter's companions) also under the names the framework's hub tools expect.
+def _hub_names(target, taken: set[str], workdir: Path) -> list[tuple[str, Path]]:
+    """The model (and the adapter's hub files) also under the names the framework's hub tools expect.
 
     huggingface_sb3 looks for ``{algo}-{env_id}.zip`` and ``vec_normalize.pkl``; a run dir holds them
     under other names. Identical content costs nothing twice: the hub stores blobs by sha256.
     """
-    from zoo.check import adapter
-
     extra: dict[str, Path] = {}
     hub_name = target.entry.model_filename(env_id=target.env_id)
     if not any(c in hub_name for c in "*?[") and "/" not in hub_name:
         extra[hub_name] = target.model_file.resolve()
-    companions = getattr(adapter(target.entry.framework), "hub_companions", None)
-    if companions is not None:
-        extra.update(
-            {name: path.resolve() for name, path in companions(target.model_file, target.env_id).items()}
-        )
+    files = target.adapter.hub_files(target.model_file, target.env_id, workdir)
+    extra.update({name: path.resolve() for name, path in files.items()})
     return [(name, path) for name, path in extra.items() if name not in taken]
 
 
-def prepare(target, *, repo_id: str, folder: Path, eval_episodes: int | None, video: bool, max_mb: float,
-            allow_large: bool, notify=print) -> Staging:  # fmt: skip
-    """Check the run, make sure it has eval.json (and a video if asked), render the card, stage it all."""
-    from zoo.artifacts.tensorboard import text_summary
+def latest_replay(target) -> Path | None:
+    """The newest replay in the folders the run's adapter records evaluations (then training) into."""
+    for folder in target.adapter.replay_dirs(target.run):
+        mp4s = sorted(folder.glob("*.mp4"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+        if mp4s:
+            return mp4s[-1]
+    return None
+
+
+def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: bool, workdir: Path,
+            made: dict[str, Path] | None = None) -> Staging:  # fmt: skip
+    """Stage the run dir, the files ``made`` for this push (an eval.json, a replay the run lacks), the
+    model under its hub names (files the adapter makes for them go to ``workdir``) and the rendered card.
+    The run dir itself is never written to."""
     from zoo.hub.card import render_card
-    from zoo.targets import load_plan_policy, plan_eval, run_eval
 
     run = target.run
     if not run.path.is_dir():
         raise ZooError(f"{run.path} is a file; zoo push publishes a run dir", hint="give the run dir")
     check_writable(folder, "--stage-dir", folder=True)
     sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
-    replay = latest_video(run.path, run.run_name)
-    if not (run.path / "eval.json").is_file() or (video and replay is None):
-        plan = plan_eval(target, episodes=eval_episodes, num_envs=8, seed=0, deterministic=None, device="cpu",
-                         out_path=None, capture_video=video and replay is None, trust_pickle=False)  # fmt: skip
-        why = "to record a replay video" if (run.path / "eval.json").is_file() else "the run has no eval.json"
-        notify(f"evaluating first ({why}): {plan.episodes} episodes, {plan.mode}")
-        run_eval(plan, load_plan_policy(plan))
-        sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
-        replay = latest_video(run.path, run.run_name)
+    made = dict(made or {})
+    replay = made.pop("replay.mp4", None) or latest_replay(target)
     if replay is not None:
         _refuse_secret(replay, str(replay))
         sources.append(("replay.mp4", replay.resolve()))
-    sources += _hub_names(target, {name for name, _ in sources})
-    eval_data = load_eval(run.path / "eval.json")
-    events = run.events_file
+    taken = {name for name, _ in sources}
+    sources += [(name, path) for name, path in made.items() if name not in taken]
+    sources += _hub_names(target, {name for name, _ in sources}, workdir)
+    eval_file = dict(sources).get("eval.json")
+    if eval_file is None:
+        raise ZooError(f"{run.path} has no eval.json to put on the card", hint="run zoo eval on it first")
     context = {
         "env_id": target.env_id, "seed": run.seed if run.seed is not None else 0, "repo_id": repo_id,
-        "model_file": target.model_file.name, "eval": eval_data,
-        "hyperparameters": text_summary(events) if events else None,
-        "files": card_files(sources, target.model_file.name),
-        "exports": exported_policies(sources),
+        "model_file": target.model_file.name, "eval": load_eval(eval_file),
+        "files": card_files(sources, target.model_file.name), "exports": exported_policies(sources),
     }  # fmt: skip
-    card = render_card(target.entry, context)
+    card = render_card(target, context)
     return stage(repo_id, folder, sources, target.model_file.name, str(card))

@@ -8,167 +8,230 @@ state dicts); the registry says which. Models are the classes in
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from zoo.artifacts.report import ERROR, WARNING, RunReport, flag_torch_file
+from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
-from zoo.artifacts.torchfile import inspect_torch_file, load_checkpoint
-from zoo.envs import env_spec_for as env_spec
-from zoo.envs import extras_for_env, missing_modules_for_extras, probe_spaces
-from zoo.errors import ZooError
-from zoo.frameworks.cleanrl.checkpoint import (
-    LayoutMismatch,
-    build_model,
-    expected_shapes,
-    shape_problems,
-    split_parts,
-)
-from zoo.frameworks.cleanrl.discover import discover
-from zoo.registry import Entry, Registry
+from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
+from zoo.errors import BrokenFile, LayoutMismatch
+from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
+from zoo.frameworks.cleanrl import discover as _discover
 
-__all__ = [
-    "discover",
-    "inspect_run",
-    "inputs",
-    "load_policy",
-    "env_spec",
-    "entry_problem",
-    "TRAIN_RETURN_TAG",
-]
-
-#: What CleanRL's scripts log as the return of each finished training episode.
-TRAIN_RETURN_TAG = "charts/episodic_return"
+if TYPE_CHECKING:
+    from zoo.registry import Entry, Registry
 
 LAYOUTS = ("state_dict", "dict", "tuple")
 HEADS = ("q_values", "c51", "gaussian", "deterministic_actor")
+#: Hyperparameters CleanRL's scripts compute at runtime: not flags of the training command.
+RUNTIME_ARGS = ("batch_size", "minibatch_size", "num_iterations")
 
+_LAYOUT_TEXT = {
+    "state_dict": "`torch.save(model.state_dict())`",
+    "dict": "`torch.save({{'{w}': state_dict, '{a}': vars(args)}})`",
+    "tuple": "`torch.save(({parts}))`, one state dict per part",
+}
 _SHAPES_CACHE: dict[tuple, dict[str, tuple]] = {}
 
 
-def entry_problem(raw: dict) -> tuple[str, str] | None:
-    """``(field, problem)`` for the first CleanRL-specific field of a registry entry that is wrong."""
-    layout = raw.get("layout")
-    if not isinstance(layout, dict):
-        return "layout", "missing"
-    if layout.get("kind") not in LAYOUTS:
-        return "layout.kind", f"{layout.get('kind', '<missing>')!r} is not one of {', '.join(LAYOUTS)}"
-    parts = layout.get("parts")
-    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
-        return "layout.parts", "expected a non-empty list of part names"
-    if layout["kind"] != "tuple" and len(parts) != 1:
-        return "layout.parts", f"layout {layout['kind']!r} holds exactly one part"
-    if layout["kind"] == "dict":
-        for key in ("weights_key", "args_key"):
-            if not isinstance(layout.get(key), str):
-                return f"layout.{key}", "required for layout kind 'dict'"
-    model = raw.get("model")
-    if not isinstance(model, dict):
-        return "model", "missing"
-    for part in parts:
-        if not isinstance(model.get(part), str) or ":" not in model[part]:
-            return f"model.{part}", "expected 'module.path:ClassName'"
-    policy = raw.get("policy")
-    if not isinstance(policy, dict):
-        return "policy", "missing"
-    if policy.get("part") not in parts:
-        return "policy.part", f"must name one of the layout parts {parts}"
-    if policy.get("head") not in HEADS:
-        return "policy.head", f"{policy.get('head', '<missing>')!r} is not one of {', '.join(HEADS)}"
-    return None
+@dataclass
+class CleanRLCheckpoint(Checkpoint):
+    """A verified ``.cleanrl_model``: its torch-file facts and per-part tensor descriptions."""
+
+    info: TorchFileInfo | None = None
+    parts: dict[str, Mapping] = field(default_factory=dict)  # part -> {key: tensor description}
+    kwargs: dict[str, Any] = field(default_factory=dict)  # model kwargs stored in the file (C51's atoms)
+
+    def split(self, entry: Entry) -> None:
+        """The decoded file's parts, as the entry's layout names them; a file laid out otherwise raises."""
+        from zoo.frameworks.cleanrl.checkpoint import split_parts
+
+        assert self.info is not None
+        self.parts, self.kwargs = split_parts(entry, self.info.content)
 
 
-def inputs(run: Run) -> list[Path | None]:
-    """The files ``inspect_run``'s verdict is read from: ``zoo check`` remembers it while they are unchanged."""
-    return [run.model_file, *run.other_model_files, run.events_file]
+class CleanRLAdapter(Adapter):
+    name = "cleanrl"
+    packages = ("cleanrl",)
+    train_return_tags = ("charts/episodic_return",)
+    layout_hint = "CleanRL: runs/{env_id}__{exp_name}__{seed}__{time}/{exp_name}.cleanrl_model"
+    hub = HubNaming(library_name="cleanrl", display_name="CleanRL", tags=("cleanrl", "custom-implementation"),
+                    default_org="cleanrl", card_template="cleanrl")  # fmt: skip
+
+    def entry_problem(self, raw: dict) -> tuple[str, str] | None:
+        layout = raw.get("layout")
+        if not isinstance(layout, dict):
+            return "layout", "missing"
+        if layout.get("kind") not in LAYOUTS:
+            return "layout.kind", f"{layout.get('kind', '<missing>')!r} is not one of {', '.join(LAYOUTS)}"
+        parts = layout.get("parts")
+        if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+            return "layout.parts", "expected a non-empty list of part names"
+        if layout["kind"] != "tuple" and len(parts) != 1:
+            return "layout.parts", f"layout {layout['kind']!r} holds exactly one part"
+        if layout["kind"] == "dict":
+            for key in ("weights_key", "args_key"):
+                if not isinstance(layout.get(key), str):
+                    return f"layout.{key}", "required for layout kind 'dict'"
+        model = raw.get("model")
+        if not isinstance(model, dict):
+            return "model", "missing"
+        for part in parts:
+            if not isinstance(model.get(part), str) or ":" not in model[part]:
+                return f"model.{part}", "expected 'module.path:ClassName'"
+        policy = raw.get("policy")
+        if not isinstance(policy, dict):
+            return "policy", "missing"
+        if policy.get("part") not in parts:
+            return "policy.part", f"must name one of the layout parts {parts}"
+        if policy.get("head") not in HEADS:
+            return "policy.head", f"{policy.get('head', '<missing>')!r} is not one of {', '.join(HEADS)}"
+        return None
+
+    def discover(self, root: Path) -> Iterator[Run]:
+        return _discover.discover(root)
+
+    def inputs(self, run: Run) -> list[Path | None]:
+        return [run.model_file, *run.other_model_files, run.events_file]
+
+    def read(self, run: Run, entry: Entry | None) -> CleanRLCheckpoint:
+        """The file's torch facts and, when the static check decoded it, its parts as the layout names
+        them (a file only torch's own loader can decide is split once ``flag_torch_file`` confirmed it)."""
+        assert run.model_file is not None and entry is not None
+        info = inspect_torch_file(run.model_file)
+        checkpoint = CleanRLCheckpoint(run.model_file, info.kind, info.size, info=info)
+        if info.decoded and not info.confirm:
+            checkpoint.split(entry)
+        return checkpoint
+
+    def describe(self, report: RunReport, registry: Registry) -> None:
+        run = report.run
+        if run.name_problem and run.model_file is None:
+            raise LayoutMismatch(
+                run.name_problem, "pass --exp-name and --env-id to zoo eval, or rename the run dir"
+            )
+        entry = registry.get(run.exp_name or "")
+        report.details["algorithm"] = entry.algorithm
+        if run.model_file is None:
+            if run.other_model_files:
+                names = ", ".join(p.name for p in run.other_model_files)
+                raise LayoutMismatch(f"exp_name mismatch: run is {run.exp_name!r}, model file is {names}",
+                                     "rename the file, or pass --exp-name to zoo eval")  # fmt: skip
+            raise BrokenFile("missing model: no .cleanrl_model in the run dir", "train with --save-model")
+        checkpoint = self.read(run, entry)
+        info = checkpoint.info
+        assert info is not None
+        if info.kind not in ("missing", "unreadable"):
+            report.details.update(size=info.size, format=info.kind)
+        if not flag_torch_file(report, info, not_torch_hint="is this a CleanRL model file?"):
+            return
+        if info.confirm:  # torch's loader decided it, and what it loaded is the content
+            checkpoint.split(entry)
+        report.details["tensors"] = sum(len(sd) for sd in checkpoint.parts.values())
+        if checkpoint.kwargs:
+            report.details["model_kwargs"] = checkpoint.kwargs
+        if run.env_id is None:
+            report.flag(WARNING, f"env id unknown ({run.name_problem or 'the file is not in a run dir'})",
+                        "pass --env-id to zoo eval")  # fmt: skip
+            return
+        spaces = self.env_spaces_or_warn(report, entry, run.env_id)
+        problem = spaces and _fit_problem(checkpoint, entry, run.env_id, spaces)
+        if problem:
+            raise LayoutMismatch(f"shapes do not match {entry.name} on {run.env_id}{problem[0]}: {problem[1]}",
+                                 "check the env id and exp_name of this run")  # fmt: skip
+
+    def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
+        from zoo.artifacts.torchfile import load_checkpoint
+        from zoo.envs import probe_spaces
+        from zoo.frameworks.cleanrl.checkpoint import build_model, split_parts
+        from zoo.frameworks.cleanrl.policy import CleanRLPolicy
+
+        assert isinstance(checkpoint, CleanRLCheckpoint) and checkpoint.info is not None
+        loaded = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
+        parts, kwargs = split_parts(entry, loaded)
+        spaces = probe_spaces(self.env_spec(entry, env_id))
+        loaded_parts = CleanRLCheckpoint(checkpoint.model_file, checkpoint.format, checkpoint.size, parts=parts,
+                                         kwargs=kwargs)  # fmt: skip
+        problem = _fit_problem(loaded_parts, entry, env_id, spaces)
+        if problem:
+            raise does_not_fit(env_id, problem[1] + problem[0], "check --env-id and --exp-name")
+        part = entry.policy["part"]
+        module = build_model(entry, part, spaces, kwargs, device=options.device)
+        module.load_state_dict(parts[part])
+        return CleanRLPolicy(module, entry.policy["head"], spaces[0], spaces[1], entry.eval, options.device,
+                             options.seed)  # fmt: skip
+
+    def video_dir(self, run: Run, model_file: Path) -> Path:
+        """CleanRL's layout: ``videos/{run_name}-eval`` beside ``runs/``."""
+        if run.path.is_dir() and run.run_name:
+            return run.path.resolve().parent.parent / "videos" / f"{run.run_name}-eval"
+        return super().video_dir(run, model_file)
+
+    def replay_dirs(self, run: Run) -> list[Path]:
+        """The eval videos, else the training videos CleanRL's ``--capture-video`` wrote."""
+        if not (run.path.is_dir() and run.run_name):
+            return super().replay_dirs(run)
+        videos = run.path.resolve().parent.parent / "videos"
+        return [videos / f"{run.run_name}-eval", videos / run.run_name]
+
+    def card_context(self, entry: Entry, run: Run) -> dict[str, Any]:
+        from zoo.artifacts.tensorboard import text_summary
+
+        layout = entry.layout
+        text = _LAYOUT_TEXT[layout["kind"]].format(
+            w=layout.get("weights_key"), a=layout.get("args_key"), parts=", ".join(layout["parts"])
+        )
+        table = text_summary(run.events_file) if run.events_file else None
+        return {"layout": layout["kind"], "layout_text": text, "train_command": train_command(entry, table)}
 
 
-def needed_extras(entry: Entry, env_id: str) -> list[str]:
-    return sorted(set(entry.extras) | set(extras_for_env(env_id)))
-
-
-def inspect_run(run: Run, registry: Registry) -> RunReport:
-    """Everything ``zoo check`` says about one CleanRL run, without executing any file."""
-    report = RunReport(run)
-    if run.name_problem and run.model_file is None:
-        report.flag(ERROR, run.name_problem, "pass --exp-name and --env-id, or rename the run dir")
-        return report
-    entry = registry.find(run.exp_name or "")
-    if entry is None:
-        try:
-            registry.get(run.exp_name or "")
-        except ZooError as exc:
-            report.flag(ERROR, f"unknown experiment {run.exp_name!r}", exc.hint)
-        return report
-    report.details["algorithm"] = entry.algorithm
-    if run.model_file is None:
-        if run.other_model_files:
-            names = ", ".join(p.name for p in run.other_model_files)
-            report.flag(ERROR, f"exp_name mismatch: run is {run.exp_name!r}, model file is {names}",
-                        "rename the file or pass --exp-name")  # fmt: skip
+def train_command(entry: Entry, hyperparameters: str | None) -> str | None:
+    """The exact training command, from the ``|param|value|`` table CleanRL logs (``vars(args)``)."""
+    if not hyperparameters:
+        return None
+    argv = [f"python cleanrl/{entry.name}.py"]
+    logged = set()
+    for line in hyperparameters.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or cells[0] in ("param", "-", "exp_name", *RUNTIME_ARGS) or cells[1] == "None":
+            continue
+        logged.add(cells[0])
+        flag = "--" + cells[0].replace("_", "-")
+        if cells[1] in ("True", "False"):  # tyro's boolean flags
+            argv.append(flag if cells[1] == "True" else f"--no-{flag[2:]}")
         else:
-            report.flag(ERROR, "missing model: no .cleanrl_model in the run dir", "train with --save-model")
-        return report
-    info = inspect_torch_file(run.model_file)
-    if info.kind not in ("missing", "unreadable"):
-        report.details.update(size=info.size, format=info.kind)
-    if not flag_torch_file(report, info, not_torch_hint="is this a CleanRL model file?"):
-        return report
-    try:
-        parts, kwargs = split_parts(entry, info.content)
-    except LayoutMismatch as exc:
-        report.flag(ERROR, exc.message, exc.hint)
-        return report
-    report.details["tensors"] = sum(len(sd) for sd in parts.values())
-    if kwargs:
-        report.details["model_kwargs"] = kwargs
-    if run.env_id is None:
-        report.flag(WARNING, f"env id unknown ({run.name_problem or 'the file is not in a run dir'})",
-                    "pass --env-id to zoo eval")  # fmt: skip
-        return report
-    missing = missing_modules_for_extras(needed_extras(entry, run.env_id))
-    if missing:
-        report.flag(WARNING, f"missing optional extra {missing[0]!r} to evaluate it",
-                    f"pip install 'rl-zoo-hub[{missing[0]}]'")  # fmt: skip
-        return report
-    _compare_shapes(report, entry, run.env_id, parts, kwargs)
-    return report
+            argv.append(f"{flag} {_quoted(cells[1])}")
+    if len(argv) == 1:
+        return None
+    if "save_model" not in logged:  # the run holds a model, so it was trained with --save-model
+        argv.append("--save-model")
+    return " \\\n    ".join(argv)
 
 
-def _compare_shapes(report: RunReport, entry: Entry, env_id: str, parts: dict, kwargs: dict) -> bool:
-    """Flag the first key/shape that differs from the registry's model class; True when all fit."""
-    try:
-        spaces = probe_spaces(env_spec(entry, env_id))
-    except ZooError as exc:
-        report.flag(WARNING, f"cannot build env to compare shapes: {exc.message}", exc.hint)
-        return False
+def _quoted(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
+
+
+def _fit_problem(checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str,
+                 spaces: tuple) -> tuple[str, str] | None:  # fmt: skip
+    """``(where, problem)`` for the first key/shape of any part that differs from the registry's model
+    class (every part: what check calls ok, the loader must take)."""
+    from zoo.frameworks.cleanrl.checkpoint import expected_shapes, shape_problems
+
+    parts = checkpoint.parts
     for part, state in parts.items():
-        key = (entry.name, part, env_id, tuple(sorted(kwargs.items())))
+        key = (entry.name, part, env_id, tuple(sorted(checkpoint.kwargs.items())))
         if key not in _SHAPES_CACHE:
-            _SHAPES_CACHE[key] = expected_shapes(entry, part, spaces, kwargs)
+            _SHAPES_CACHE[key] = expected_shapes(entry, part, spaces, checkpoint.kwargs)
         problems = shape_problems(state, _SHAPES_CACHE[key])
         if problems:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-            where = f" in {part}" if len(parts) > 1 else ""
-            report.flag(ERROR, f"shapes do not match {entry.name} on {env_id}{where}: {problems[0]}{more}",
-                        "check the env id and exp_name of this run")  # fmt: skip
-            return False
-    return True
+            return (f" in {part}" if len(parts) > 1 else ""), f"{problems[0]}{more}"
+    return None
 
 
-def load_policy(model_file: Path, entry: Entry, env_id: str, *, device: str, seed: int,
-                trust_pickle: bool = False):  # fmt: skip
-    """A ready :class:`~zoo.frameworks.cleanrl.policy.CleanRLPolicy` for ``env_id``."""
-    from zoo.frameworks.cleanrl.policy import CleanRLPolicy
-
-    info = inspect_torch_file(model_file)
-    checkpoint = load_checkpoint(model_file, info, trust_pickle=trust_pickle)
-    parts, kwargs = split_parts(entry, checkpoint)
-    spaces = probe_spaces(env_spec(entry, env_id))
-    part = entry.policy["part"]
-    problems = shape_problems(parts[part], expected_shapes(entry, part, spaces, kwargs))
-    if problems:
-        raise ZooError(f"model does not fit {env_id}: {problems[0]}",
-                       hint="check --env-id and --exp-name")  # fmt: skip
-    module = build_model(entry, part, spaces, kwargs, device=device)
-    module.load_state_dict(parts[part])
-    return CleanRLPolicy(module, entry.policy["head"], spaces[0], spaces[1], entry.eval, device, seed)
+ADAPTER = CleanRLAdapter()

@@ -12,14 +12,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zoo.errors import ZooError
-from zoo.registry import Entry
+from zoo.errors import LayoutMismatch, ZooError
 
-
-class LayoutMismatch(ZooError):
-    """The file's structure is not what the registry says the training script writes."""
+if TYPE_CHECKING:
+    from zoo.registry import Entry
 
 
 def _is_state_dict(obj: Any) -> bool:

@@ -82,8 +82,8 @@ class CleanRLPolicy:
         """The deterministic head on a CPU copy of the network: argmax index, mean, or scaled tanh actor."""
         import copy
 
-        from zoo.export.modules import ArgmaxActions
-        from zoo.export.obs import obs_layout
+        from zoo.exporter.modules import ArgmaxActions
+        from zoo.exporter.obs import obs_layout
         from zoo.policy import ExportSpec
 
         module = copy.deepcopy(self.module).cpu().eval()

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zoo.errors import ZooError
+from zoo.errors import LayoutMismatch
 
 #: Old ``ActorCritic`` key prefix -> 5.x ``MLPModel``/``RNNModel`` prefix; critic keys are dropped.
 _LEGACY_PREFIXES = (("actor_obs_normalizer.", "obs_normalizer."), ("memory_a.", "rnn."), ("actor.", "mlp."))
@@ -31,12 +31,10 @@ ACTIVATIONS = ("elu", "selu", "relu", "crelu", "lrelu", "tanh", "sigmoid", "soft
 DISTRIBUTIONS = ("GaussianDistribution", "HeteroscedasticGaussianDistribution", "BetaDistribution")
 
 
-class LayoutMismatch(ZooError):
+class NotRunnerCheckpoint(LayoutMismatch):
     """The file is not an rsl_rl runner checkpoint zoo can read."""
 
-    def __init__(self, message: str, hint: str | None = "is this a model_{iter}.pt of rsl_rl's OnPolicyRunner, "
-                 "next to its own config?"):  # fmt: skip
-        super().__init__(message, hint)
+    default_hint = "is this a model_{iter}.pt of rsl_rl's OnPolicyRunner, next to its own config?"
 
 
 def _describe(obj: Any) -> str:
@@ -64,8 +62,10 @@ def actor_state(checkpoint: Any) -> tuple[dict[str, Any], str]:
             state.update({f"obs_normalizer.{k}": v for k, v in norm.items()})
         return state, "model_state_dict (legacy ActorCritic)"
     if isinstance(checkpoint, Mapping) and "student_state_dict" in checkpoint:
-        raise LayoutMismatch("a distillation checkpoint (student/teacher): zoo evaluates PPO actors only")
-    raise LayoutMismatch(
+        raise NotRunnerCheckpoint(
+            "a distillation checkpoint (student/teacher): zoo evaluates PPO actors only"
+        )
+    raise NotRunnerCheckpoint(
         f"not an rsl_rl checkpoint: expected a dict with 'actor_state_dict' or 'model_state_dict', "
         f"this one holds {_describe(checkpoint)}",
         hint="is this a model_{iter}.pt written by rsl_rl's OnPolicyRunner?",
@@ -107,10 +107,10 @@ def _distribution(
         return None, out_dim
     name = str(cfg_distribution.get("class_name", "")).rpartition(":")[2].rpartition(".")[2]
     if name not in DISTRIBUTIONS[1:]:
-        raise LayoutMismatch(f"distribution {cfg_distribution.get('class_name')!r} is not one zoo rebuilds",
+        raise NotRunnerCheckpoint(f"distribution {cfg_distribution.get('class_name')!r} is not one zoo rebuilds",
                              hint=f"supported: {', '.join(DISTRIBUTIONS)}")  # fmt: skip
     if out_dim % 2:
-        raise LayoutMismatch(f"{name} needs an even MLP output, the checkpoint has {out_dim}")
+        raise NotRunnerCheckpoint(f"{name} needs an even MLP output, the checkpoint has {out_dim}")
     return {**cfg_distribution, "class_name": name}, out_dim // 2
 
 
@@ -118,13 +118,15 @@ def architecture(state: Mapping[str, Any], activation: str, rnn_type: str | None
                  cfg_distribution: dict | None) -> Architecture:  # fmt: skip
     """Read the model back from the weight shapes; activation and distribution come from the config."""
     if activation.lower() not in ACTIVATIONS:
-        raise LayoutMismatch(f"activation {activation!r} is not one of rsl_rl's ({', '.join(ACTIVATIONS)})",
+        raise NotRunnerCheckpoint(f"activation {activation!r} is not one of rsl_rl's ({', '.join(ACTIVATIONS)})",
                              hint="check the actor's activation in the run's config")  # fmt: skip
     if any(k.startswith("cnns.") for k in state):
-        raise LayoutMismatch("a CNNModel actor (image observations): zoo rebuilds MLPModel and RNNModel only")
+        raise NotRunnerCheckpoint(
+            "a CNNModel actor (image observations): zoo rebuilds MLPModel and RNNModel only"
+        )
     layers = sorted((int(m[1]), key) for key in state if (m := _MLP_KEY.match(key)))
     if not layers:
-        raise LayoutMismatch(
+        raise NotRunnerCheckpoint(
             f"no actor MLP weights (mlp.N.weight / actor.N.weight) among {sorted(state)[:6]}"
         )
     shapes = [tuple(state[key].shape) for _, key in layers]
@@ -138,9 +140,9 @@ def architecture(state: Mapping[str, Any], activation: str, rnn_type: str | None
     hidden = state["rnn.rnn.weight_hh_l0"].shape[1]
     found = _RNN_GATES.get(gates // hidden) if gates % hidden == 0 else None
     if found is None:
-        raise LayoutMismatch(f"rnn weights of shape {(gates, obs_dim)} are neither an LSTM nor a GRU")
+        raise NotRunnerCheckpoint(f"rnn weights of shape {(gates, obs_dim)} are neither an LSTM nor a GRU")
     if rnn_type is not None and rnn_type != found:
-        raise LayoutMismatch(f"the config says rnn_type {rnn_type!r}, the weights are a {found.upper()}")
+        raise NotRunnerCheckpoint(f"the config says rnn_type {rnn_type!r}, the weights are a {found.upper()}")
     layers_n = sum(1 for k in state if re.match(r"^rnn\.rnn\.weight_ih_l\d+$", k))
     return Architecture(
         obs_dim=obs_dim, rnn_type=found, rnn_hidden_dim=hidden, rnn_num_layers=layers_n, **common
@@ -187,6 +189,6 @@ def build_model(arch: Architecture, device: str = "cpu"):
         with torch.device(device):
             return cls(obs, {"actor": ["policy"]}, "actor", arch.action_dim, **kwargs)
     except (TypeError, ValueError) as exc:
-        raise LayoutMismatch(
+        raise NotRunnerCheckpoint(
             f"cannot rebuild the actor: {exc}", hint="check the actor settings in the config"
         ) from None

@@ -14,16 +14,13 @@ Nothing in ``forward`` reads a shape or branches on data, so traces and ONNX gra
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 from torch import nn
 
-from zoo.export.obs import obs_layout
+from zoo.exporter.obs import obs_layout
 from zoo.policy import ExportSpec, RecurrentSpec
-
-if TYPE_CHECKING:
-    from zoo.frameworks.rsl_rl.policy import RslRlPolicy
 
 
 class _ActorHead(nn.Module):
@@ -103,21 +100,20 @@ def _output_phrase(distribution) -> str:
     return "Gaussian mean" if "Gaussian" in name else f"{name} deterministic output"
 
 
-def export_spec(policy: RslRlPolicy) -> ExportSpec:
-    """The :class:`~zoo.policy.ExportSpec` of an rsl_rl policy; the live policy is left untouched."""
-    model = policy.model
+def export_spec(model, observation_space: Any, clip_actions: float | None, is_recurrent: bool) -> ExportSpec:
+    """The :class:`~zoo.policy.ExportSpec` of an rsl_rl actor ``model``; the live model is left untouched."""
     group = "+".join(model.obs_groups)
-    obs_shape, obs_groups = obs_layout(policy.observation_space, group)
+    obs_shape, obs_groups = obs_layout(observation_space, group)
     flatten = len(obs_shape) != 1
     recurrent = None
-    if policy.is_recurrent:
-        module: nn.Module = RslRlRecurrentActor(model, policy.clip_actions, flatten)
+    if is_recurrent:
+        module: nn.Module = RslRlRecurrentActor(model, clip_actions, flatten)
         rnn = module.rnn
         recurrent = RecurrentSpec(
             "lstm" if module.is_lstm else "gru", int(rnn.num_layers), int(rnn.hidden_size)
         )
     else:
-        module = RslRlActor(model, policy.clip_actions, flatten)
+        module = RslRlActor(model, clip_actions, flatten)
     module = module.cpu().eval()
     for param in module.parameters():
         param.requires_grad_(False)
@@ -132,11 +128,11 @@ def export_spec(policy: RslRlPolicy) -> ExportSpec:
         baked.append(f"{recurrent.rnn_type.upper()} x{recurrent.num_layers} (hidden {recurrent.hidden_dim})")
     baked.append(_output_phrase(model.distribution))
     left = [f"feed the raw, unnormalized {group!r} observation group as the env builds it"]
-    if policy.clip_actions is None:
+    if clip_actions is None:
         left.append("rsl_rl hands actions to the env unclipped; "
                     "the env (Isaac Lab action terms) applies its own scaling/clipping")  # fmt: skip
     else:
-        baked.append(f"clip actions to +-{float(policy.clip_actions):g}")
+        baked.append(f"clip actions to +-{float(clip_actions):g}")
         left.append("the env (Isaac Lab action terms) applies its own action scaling")
     if recurrent is not None:
         left.append("zero the state of an env at the start of its episode")

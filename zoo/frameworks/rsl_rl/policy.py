@@ -77,7 +77,7 @@ class RslRlPolicy:
         """The actor as a plain CPU torch module for ``zoo export`` (see :mod:`.export`)."""
         from zoo.frameworks.rsl_rl.export import export_spec
 
-        return export_spec(self)
+        return export_spec(self.model, self.observation_space, self.clip_actions, self.is_recurrent)
 
     def reset(self, done_mask: np.ndarray) -> None:
         """Zero the hidden state of the envs the evaluator marks (their episode ended)."""

@@ -8,41 +8,28 @@ runs SB3's ``load``: see :mod:`zoo.frameworks.sb3.archive` and :mod:`~zoo.framew
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from zoo.artifacts.report import ERROR, WARNING, RunReport
+from zoo.artifacts.report import WARNING, RunReport
 from zoo.artifacts.runs import Run
-from zoo.errors import ZooError
-from zoo.frameworks.sb3.archive import ALGORITHMS, read_archive
-from zoo.frameworks.sb3.discover import discover
-from zoo.frameworks.sb3.fit import env_spaces, env_spec, missing_extra, space_problem, unsupported_env
-from zoo.registry import Entry, Registry
+from zoo.errors import UnsupportedError, ZooError
+from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
+from zoo.frameworks.sb3 import discover as _discover
+from zoo.frameworks.sb3.archive import ALGORITHMS, SB3Archive, read_archive
 
-__all__ = [
-    "discover",
-    "inspect_run",
-    "inputs",
-    "load_policy",
-    "env_spec",
-    "entry_problem",
-    "TRAIN_RETURN_TAG",
-]
-
-#: What SB3's logger writes to TensorBoard as the mean training episode return.
-TRAIN_RETURN_TAG = "rollout/ep_rew_mean"
+if TYPE_CHECKING:
+    from zoo.registry import Entry, Registry
 
 
-def entry_problem(raw: dict) -> tuple[str, str] | None:
-    """``(field, problem)`` for the first SB3-specific field of a registry entry that is wrong."""
-    if raw.get("algorithm") not in ALGORITHMS:
-        return "algorithm", f"{raw.get('algorithm', '<missing>')!r} is not one of {', '.join(ALGORITHMS)}"
-    if raw.get("format") != "sb3-zip":
-        return "format", "SB3 models are 'sb3-zip'"
-    if raw.get("layout", {}).get("kind", "sb3-zip") != "sb3-zip":
-        return "layout.kind", "SB3 models have one layout: 'sb3-zip'"
-    if not str(raw.get("filename", "")).endswith(".zip"):
-        return "filename", "SB3 models are .zip files"
-    return None
+@dataclass
+class SB3Checkpoint(Checkpoint):
+    """A verified SB3 zip: its ``data`` decoded by the allowlisted unpickler, weights still unread."""
+
+    archive: SB3Archive | None = None
 
 
 def _installed_sb3() -> str | None:
@@ -54,77 +41,107 @@ def _installed_sb3() -> str | None:
         return None
 
 
-def inputs(run: Run) -> list[Path | None]:
-    """The files ``inspect_run``'s verdict is read from: the zip and every place its statistics may be."""
-    from zoo.frameworks.sb3.normalize import stats_candidates
+class SB3Adapter(Adapter):
+    name = "sb3"
+    packages = ("stable-baselines3", "sb3-contrib", "rl_zoo3")
+    train_return_tags = ("rollout/ep_rew_mean",)
+    layout_hint = "SB3: a model .zip (data + policy.pth), e.g. rl_zoo3's logs/{algo}/{env_id}_{n}/"
+    hub = HubNaming(library_name="stable-baselines3", display_name="Stable-Baselines3",
+                    tags=("stable-baselines3", "deep-reinforcement-learning", "reinforcement-learning"),
+                    default_org="sb3", companions=("vec_normalize.pkl",), card_template="default")  # fmt: skip
 
-    model = run.model_file
-    return [model, *(stats_candidates(model, run.env_id) if model else []), run.events_file]
+    def entry_problem(self, raw: dict) -> tuple[str, str] | None:
+        if raw.get("algorithm") not in ALGORITHMS:
+            return "algorithm", f"{raw.get('algorithm', '<missing>')!r} is not one of {', '.join(ALGORITHMS)}"
+        if raw.get("format") != "sb3-zip":
+            return "format", "SB3 models are 'sb3-zip'"
+        if raw.get("layout", {}).get("kind", "sb3-zip") != "sb3-zip":
+            return "layout.kind", "SB3 models have one layout: 'sb3-zip'"
+        if not str(raw.get("filename", "")).endswith(".zip"):
+            return "filename", "SB3 models are .zip files"
+        return None
 
+    def discover(self, root: Path) -> Iterator[Run]:
+        return _discover.discover(root)
 
-def inspect_run(run: Run, registry: Registry) -> RunReport:
-    """Everything ``zoo check`` says about one SB3 model, without unpickling beyond the allowlist."""
-    from zoo.frameworks.sb3.inspect import flag_error, inspect_model
+    def inputs(self, run: Run) -> list[Path | None]:
+        """The zip and every place its statistics may be."""
+        from zoo.frameworks.sb3.normalize import stats_candidates
 
-    report = RunReport(run)
-    if run.model_file is None:
-        report.flag(WARNING, run.name_problem or "no SB3 model here", "give an SB3 .zip (data + policy.pth)")
-        return report
-    try:
+        model = run.model_file
+        return [model, *(stats_candidates(model, run.env_id) if model else []), run.events_file]
+
+    def read(self, run: Run, entry: Entry | None) -> SB3Checkpoint:
+        assert run.model_file is not None
         archive = read_archive(run.model_file)
-    except ZooError as exc:
-        flag_error(report, exc, run.model_file)
-        return report
-    report.details.update(size=run.model_file.stat().st_size, format="sb3-zip", algorithm=archive.algorithm,
-                          policy_class=archive.policy_class_name, sb3_saved=archive.version,
-                          sb3_installed=_installed_sb3(), num_timesteps=archive.num_timesteps,
-                          saved_with=archive.saved_with)  # fmt: skip
-    entry = registry.find(run.exp_name or "")
-    if entry is None:
-        what = run.exp_name or f"policy class {archive.policy_class_name}"
-        report.flag(ERROR, f"no registry entry for {what}",
-                    f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name")  # fmt: skip
-        return report
-    inspect_model(report, archive, entry, run.env_id)
-    return report
+        return SB3Checkpoint(run.model_file, "sb3-zip", run.model_file.stat().st_size, archive=archive)
 
+    def reason(self, exc: ZooError, run: Run) -> str:
+        """Errors name files from the model's folder: the row already says which run."""
+        if run.model_file is None:
+            return exc.message
+        return exc.message.replace(f"{run.model_file.parent}{os.sep}", "", 1)
 
-def load_policy(model_file, entry: Entry, env_id: str, *, device: str, seed: int, trust_pickle: bool = False):
-    """A ready :class:`~zoo.frameworks.sb3.policy.SB3Policy` for ``env_id``."""
-    from zoo.frameworks.sb3.build import load
-    from zoo.frameworks.sb3.normalize import find_stats, load_stats
-    from zoo.frameworks.sb3.policy import SB3Policy
+    def describe(self, report: RunReport, registry: Registry) -> None:
+        from zoo.frameworks.sb3.inspect import inspect_model
 
-    archive = read_archive(model_file)
-    if archive.algorithm and archive.algorithm != entry.algorithm:
-        raise ZooError(f"{model_file} holds an SB3 {archive.algorithm} model, {entry.name} is {entry.algorithm}",
-                       hint=f"pass --exp-name sb3_{archive.algorithm.lower()}")  # fmt: skip
-    unsupported = unsupported_env(env_id)
-    if unsupported:
-        raise unsupported
-    if missing_extra(entry, env_id) == "sb3":
-        raise ZooError(
-            "SB3 models need Stable-Baselines3", hint="install the sb3 extra: pip install stable-baselines3"
+        run = report.run
+        if run.model_file is None:
+            report.flag(
+                WARNING, run.name_problem or "no SB3 model here", "give an SB3 .zip (data + policy.pth)"
+            )
+            return
+        archive = self.read(run, None).archive
+        assert archive is not None
+        report.details.update(size=run.model_file.stat().st_size, format="sb3-zip", algorithm=archive.algorithm,
+                              policy_class=archive.policy_class_name, sb3_saved=archive.version,
+                              sb3_installed=_installed_sb3(), num_timesteps=archive.num_timesteps,
+                              saved_with=archive.saved_with)  # fmt: skip
+        entry = registry.find(run.exp_name or "")
+        if entry is None:
+            what = run.exp_name or f"policy class {archive.policy_class_name}"
+            raise ZooError(f"no registry entry for {what}",
+                           f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name to zoo eval")  # fmt: skip
+        inspect_model(self, report, archive, entry, run.env_id)
+
+    def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
+        from zoo.envs import probe_spaces
+        from zoo.frameworks.sb3.build import load
+        from zoo.frameworks.sb3.fit import SB3_HINT, space_problem, unsupported_env
+        from zoo.frameworks.sb3.inspect import algorithm_mismatch
+        from zoo.frameworks.sb3.normalize import find_stats, load_stats
+        from zoo.frameworks.sb3.policy import SB3Policy
+
+        assert isinstance(checkpoint, SB3Checkpoint) and checkpoint.archive is not None
+        archive, model_file = checkpoint.archive, checkpoint.model_file
+        mismatch = algorithm_mismatch(archive, entry)
+        if mismatch:
+            raise type(mismatch)(f"{model_file}: {mismatch.message}", mismatch.hint)
+        unsupported = unsupported_env(env_id)
+        if unsupported:
+            raise unsupported
+        if self.missing_extra(entry, env_id) == "sb3":
+            raise UnsupportedError("SB3 models need Stable-Baselines3", hint=SB3_HINT)
+        rebuilt = load(archive, device=options.device, trust_pickle=options.trust_pickle)
+        obs_space, act_space = probe_spaces(self.env_spec(entry, env_id))
+        problem = space_problem(rebuilt.observation_space, obs_space, "observation") or space_problem(
+            rebuilt.action_space, act_space, "action"
         )
-    rebuilt = load(archive, device=device, trust_pickle=trust_pickle)
-    obs_space, act_space = env_spaces(entry, env_id)
-    problem = space_problem(rebuilt.observation_space, obs_space, "observation") or space_problem(
-        rebuilt.action_space, act_space, "action"
-    )
-    if problem:
-        raise ZooError(f"model does not fit {env_id}: {problem}", hint="check --env-id")
-    stats = find_stats(model_file, env_id)
-    normalizer = load_stats(stats, trust_pickle=trust_pickle) if stats else None
-    return SB3Policy(rebuilt, normalizer, archive.algorithm, seed, obs_space)
+        if problem:
+            raise does_not_fit(env_id, problem)
+        stats = find_stats(model_file, env_id)
+        normalizer = load_stats(stats, trust_pickle=options.trust_pickle) if stats else None
+        return SB3Policy(rebuilt, normalizer, archive.algorithm, options.seed, obs_space)
+
+    def hub_files(self, model_file: Path, env_id: str, workdir: Path) -> dict[str, Path]:
+        """The statistics under huggingface_sb3's name, and what rl_zoo3's ``load_from_hub`` reads."""
+        from zoo.frameworks.sb3.normalize import find_stats
+        from zoo.frameworks.sb3.rlzoo_files import hub_files as rlzoo_hub_files
+
+        stats = find_stats(model_file, env_id)
+        files = {"vec_normalize.pkl": stats} if stats is not None else {}
+        files.update(rlzoo_hub_files(model_file, env_id, workdir))
+        return files
 
 
-#: Files a huggingface_sb3 repo may hold beside the model that evaluation needs (``zoo enjoy`` fetches them).
-HUB_COMPANIONS = ("vec_normalize.pkl",)
-
-
-def hub_companions(model_file: Path, env_id: str) -> dict[str, Path]:
-    """What ``zoo push`` uploads beside the model, under huggingface_sb3's names."""
-    from zoo.frameworks.sb3.normalize import find_stats
-
-    stats = find_stats(model_file, env_id)
-    return {"vec_normalize.pkl": stats} if stats is not None else {}
+ADAPTER = SB3Adapter()

@@ -1,7 +1,7 @@
 """``zoo export`` for SB3: one torch module computing ``model.predict(obs, deterministic=True)``.
 
 The module takes the raw observation as the exporter's float32 input (Dict observations flattened,
-see :mod:`zoo.export.obs`) and runs what :class:`~zoo.frameworks.sb3.policy.SB3Policy` runs:
+see :mod:`zoo.exporter.obs`) and runs what :class:`~zoo.frameworks.sb3.policy.SB3Policy` runs:
 
 1. VecNormalize, when the run has it: ``clip((x - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)``
    per normalized key, in float64 and then cast to float32, as :class:`ObsNormalizer` does.
@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.distributions import Distribution
 
-from zoo.export.obs import obs_layout, unflatten_obs
+from zoo.exporter.obs import obs_layout, unflatten_obs
 from zoo.frameworks.sb3.normalize import ObsNormalizer
 from zoo.policy import ExportSpec
 

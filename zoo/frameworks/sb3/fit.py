@@ -4,23 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from zoo.envs import env_spec_for as env_spec
-from zoo.envs import extras_for_env, missing_modules_for_extras
-from zoo.errors import ZooError
-from zoo.registry import Entry
+from zoo.envs import extras_for_env
+from zoo.errors import UnsupportedError
+
+#: How to get Stable-Baselines3 (zoo rebuilds SB3 policies with SB3's own classes).
+SB3_HINT = "install the sb3 extra: pip install 'rl-zoo-hub[sb3]'"
 
 
-def env_spaces(entry: Entry, env_id: str) -> tuple:
-    """Observation/action spaces of the eval env: SB3 models see the raw env (the policy normalizes)."""
-    from zoo.envs import probe_spaces
-
-    return probe_spaces(env_spec(entry, env_id))
-
-
-def unsupported_env(env_id: str) -> ZooError | None:
+def unsupported_env(env_id: str) -> UnsupportedError | None:
     """Env families whose SB3 training stack zoo does not rebuild."""
     if "atari" in extras_for_env(env_id):
-        return ZooError(f"{env_id}: SB3 Atari models need SB3's AtariWrapper and frame stacking, "
+        return UnsupportedError(f"{env_id}: SB3 Atari models need SB3's AtariWrapper and frame stacking, "
                         "which zoo does not rebuild yet")  # fmt: skip
     return None
 
@@ -43,14 +37,3 @@ def space_problem(model: Any, env: Any, what: str) -> str | None:
     if isinstance(model, spaces.Discrete | spaces.MultiDiscrete):
         same = same and model == env
     return None if same else f"{what} space is {env}, the model was saved with {model}"
-
-
-def missing_extra(entry: Entry, env_id: str | None) -> str | None:
-    """The first optional extra the entry or env needs that is not installed (``sb3`` first)."""
-    from importlib.util import find_spec
-
-    needed = sorted(set(entry.extras) | set(extras_for_env(env_id) if env_id else []))
-    if "sb3" in needed and find_spec("stable_baselines3") is None:
-        return "sb3"
-    missing = missing_modules_for_extras(needed)
-    return missing[0] if missing else None

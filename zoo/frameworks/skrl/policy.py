@@ -134,8 +134,8 @@ class SkrlPolicy:
         """The rebuilt skrl model (scaler included) on a CPU copy, with the eval-mode clamp when skrl applies one."""
         import copy
 
-        from zoo.export.modules import ClampedActions
-        from zoo.export.obs import obs_layout
+        from zoo.exporter.modules import ClampedActions
+        from zoo.exporter.obs import obs_layout
         from zoo.policy import ExportSpec
 
         module = copy.deepcopy(self.module).cpu().eval()

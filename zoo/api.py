@@ -1,0 +1,302 @@
+"""zoo's Python API: what the ``zoo`` command does, as functions (the CLI is a thin shell over these).
+
+Every function takes what the matching command takes, under the same names (``run_seed`` is the
+training seed that picks a run, ``seed`` the evaluation seed), and raises a :class:`zoo.errors.ZooError`
+subclass for every expected failure. They are importable from the package itself::
+
+    import zoo
+
+    reports = zoo.check(["runs/"])
+    result = zoo.evaluate("runs/CartPole-v1__dqn__1__1700000000", episodes=20, seed=0)
+    print(result.metrics["return_mean"])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from zoo.artifacts.report import RunReport
+    from zoo.evaluator import EvalResult
+    from zoo.exporter import ExportResult
+    from zoo.hub.fetch import Source
+    from zoo.hub.push import Staging
+    from zoo.policy import Policy
+    from zoo.registry import Registry
+    from zoo.targets import EvalPlan, Target
+
+PathLike = str | os.PathLike
+
+
+def _registry(registry: Registry | PathLike | None) -> Registry:
+    """A loaded registry, the bundled one merged with a user file (a path), or the one given."""
+    from zoo.registry import Registry, load_registry
+
+    return registry if isinstance(registry, Registry) else load_registry(registry)
+
+
+def check(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = None, env_id: str | None = None,
+          run_seed: int | None = None, use_cache: bool = True, registry: Registry | PathLike | None = None,
+          on_progress: Callable[[int, int], None] | None = None) -> list[RunReport]:  # fmt: skip
+    """``zoo check``: one report per run found under ``paths`` (``.status`` is ok, warning or error;
+    ``.reason``, ``.hint``, ``.details``). Nothing is executed; "ok" means :func:`load_policy` succeeds."""
+    from zoo.artifacts.runs import RunFilter
+    from zoo.checker import check_paths
+
+    paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    return check_paths([Path(p) for p in paths], _registry(registry), RunFilter(exp_name, env_id, run_seed),
+                       use_cache=use_cache, on_progress=on_progress)  # fmt: skip
+
+
+def resolve(target: PathLike, *, exp_name: str | None = None, env_id: str | None = None,
+            run_seed: int | None = None, registry: Registry | PathLike | None = None) -> Target:  # fmt: skip
+    """The run, registry entry, env id and model file that ``target`` (a run dir, model file, or a file
+    ``zoo export`` wrote) names; the keywords narrow a folder of runs and override what names say."""
+    from zoo.targets import resolve_target
+
+    return resolve_target(
+        Path(target), _registry(registry), exp_name=exp_name, env_id=env_id, run_seed=run_seed
+    )
+
+
+def load_policy(target: PathLike | Target, *, exp_name: str | None = None, env_id: str | None = None,
+                run_seed: int | None = None, device: str = "cpu", seed: int = 0, trust_pickle: bool = False,
+                model_config: PathLike | None = None,
+                registry: Registry | PathLike | None = None) -> Policy:  # fmt: skip
+    """The target's policy, loaded safely: ``policy.act(obs_batch, deterministic=True)`` maps a batch
+    of raw observations to env actions. ``seed`` seeds the policy's own randomness."""
+    from zoo.evaluator import resolve_device
+    from zoo.frameworks import LoadOptions
+    from zoo.targets import load_target_policy
+
+    resolved = _target(target, exp_name, env_id, run_seed, registry)
+    options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
+                          model_config=Path(model_config) if model_config else None)  # fmt: skip
+    return load_target_policy(resolved, options)
+
+
+def _target(target, exp_name, env_id, run_seed, registry) -> Target:
+    from zoo.targets import Target
+
+    if isinstance(target, Target):
+        return target
+    return resolve(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
+
+
+def plan(target: PathLike | Target, *, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
+         deterministic: bool | None = None, device: str = "auto", out: PathLike | None | str = "default",
+         capture_video: bool = False, trust_pickle: bool = False, model_config: PathLike | None = None,
+         exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
+         registry: Registry | PathLike | None = None) -> EvalPlan:  # fmt: skip
+    """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
+
+    ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
+    file: ``FILE.eval.json``), None writes nothing."""
+    from zoo.targets import DEFAULT_OUT, plan_eval
+
+    resolved = _target(target, exp_name, env_id, run_seed, registry)
+    out_path = DEFAULT_OUT if out == "default" else (Path(out) if out is not None else None)
+    return plan_eval(resolved, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
+                     device=device, out=out_path, capture_video=capture_video, trust_pickle=trust_pickle,
+                     model_config=Path(model_config) if model_config else None)  # fmt: skip
+
+
+def evaluate(
+    target: PathLike | Target | EvalPlan, *, on_episode: Callable[[int], None] | None = None, **settings: Any
+) -> EvalResult:
+    """``zoo eval``: seeded, vectorized rollouts of the target's policy; writes eval.json (see
+    :func:`plan` for the settings and their defaults) and returns the :class:`~zoo.evaluator.EvalResult`.
+
+    The same seed gives the same result, bit for bit. ``result.videos`` lists the replays written with
+    ``capture_video=True``; ``result.warnings`` says what went wrong on the side (a video not recorded)."""
+    from zoo.targets import EvalPlan
+
+    planned = target if isinstance(target, EvalPlan) else plan(target, **settings)
+    return run_plan(planned, on_episode=on_episode)
+
+
+def run_plan(planned: EvalPlan, policy: Policy | None = None,
+             on_episode: Callable[[int], None] | None = None) -> EvalResult:  # fmt: skip
+    """Load the planned target's policy (unless given), roll it out, write eval.json atomically."""
+    from zoo.atomic import write_json_atomic
+    from zoo.envs import VideoLog, list_videos
+    from zoo.evaluator import evaluate as rollouts
+    from zoo.targets import env_spec, load_target_policy
+
+    target = planned.target
+    policy = policy if policy is not None else load_target_policy(target, planned.options)
+    log = VideoLog()
+    spec = dataclasses.replace(env_spec(target, planned.video_dir), video_log=log)
+    with warnings.catch_warnings():  # the recorder's failures arrive in the log; do not print them twice
+        warnings.filterwarnings("ignore", message="video capture")
+        result = rollouts(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
+                          deterministic=planned.deterministic, checkpoint=str(target.model_file),
+                          exp_name=target.entry.name, framework=target.entry.framework, device=planned.device,
+                          settings=planned.settings, source=planned.source, on_episode=on_episode)  # fmt: skip
+    if planned.video_dir is not None:
+        written = log.written or list_videos(planned.video_dir)
+        result.videos = [str(p) for p in written]
+    result.warnings = list(log.failures)
+    if planned.out_path is not None:
+        write_json_atomic(planned.out_path, result.to_json())
+    return result
+
+
+def export(target: PathLike | Target, out: PathLike | None = None, *, format: str | None = None,
+           opset: int | None = None, exporter: str = "auto", tolerance: float | None = None,
+           exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
+           trust_pickle: bool = False, model_config: PathLike | None = None,
+           registry: Registry | PathLike | None = None) -> ExportResult:  # fmt: skip
+    """``zoo export``: the target's policy as one ONNX or TorchScript file (raw observation in, env
+    action out, normalizer and action head baked in) plus its sidecar, parity-checked against the
+    source policy; a file that does not act like it is not kept."""
+    from zoo.envs import PRESET_DEPLOYMENT_NOTES
+    from zoo.errors import UsageError, ZooError
+    from zoo.exporter import DEFAULT_OPSET, export_paths, export_policy, onnx_exporters
+
+    resolved = _target(target, exp_name, env_id, run_seed, registry)
+    if resolved.exported is not None:
+        raise ZooError(f"{resolved.model_file} is already an exported policy",
+                       hint="export the run dir or checkpoint it came from")  # fmt: skip
+    fmt, out_path = export_paths(resolved.model_file, format, Path(out) if out is not None else None)
+    if fmt == "torchscript" and (opset is not None or exporter != "auto"):
+        raise UsageError("--opset and --exporter are ONNX settings; a TorchScript file has neither",
+                         hint="drop them, or export --format onnx")  # fmt: skip
+    opset = DEFAULT_OPSET if opset is None else opset
+    if fmt == "onnx":
+        onnx_exporters(exporter, opset)  # refuse an opset no exporter writes before the checkpoint is read
+    policy = load_policy(resolved, device="cpu", seed=0, trust_pickle=trust_pickle, model_config=model_config)
+    preset = resolved.adapter.env_spec(resolved.entry, resolved.env_id).preset
+    facts = {"task": resolved.env_id, "env": {"id": resolved.env_id, "preset": preset},
+             "exp_name": resolved.entry.name, "framework": resolved.entry.framework,
+             "checkpoint": str(resolved.model_file)}  # fmt: skip
+    return export_policy(policy, target=facts, preset_notes=PRESET_DEPLOYMENT_NOTES.get(preset, []), fmt=fmt,
+                         out=out_path, opset=opset, exporter=exporter, tolerance=tolerance)  # fmt: skip
+
+
+@dataclass
+class PushResult:
+    """What :func:`push` staged, and (unless a dry run) what the hub made of the upload."""
+
+    repo_id: str
+    staging: Staging
+    made: list[str]  # files made for this push (an eval.json, a replay), staged but not written to the run
+    upload: dict | None = None  # upload()'s answer: status, summary, commit_url, pr_url; None for a dry run
+
+    def to_json(self) -> dict:
+        staged = [{"name": f.name, "size": f.size, "what": f.what} for f in self.staging.files]
+        return {"repo_id": self.repo_id, "staged": str(self.staging.folder), "card": str(self.staging.card),
+                "files": staged, "made": self.made, "dry_run": self.upload is None, **(self.upload or {})}  # fmt: skip
+
+
+def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = None, dry_run: bool = True,
+         exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
+         revision: str | None = None, create_pr: bool = False, private: bool = False,
+         commit_message: str | None = None, episodes: int | None = None, seed: int = 0,
+         capture_video: bool = False, allow_large: bool = False, max_file_mb: float = 100,
+         stage_dir: PathLike | None = None, registry: Registry | PathLike | None = None,
+         notify: Callable[[str], None] | None = None) -> PushResult:  # fmt: skip
+    """``zoo push``: stage the run dir with a generated model card; upload it in one commit unless
+    ``dry_run`` (the default). The run dir is never written to: an eval.json (``episodes``, ``seed``) or a
+    replay (``capture_video``) that the run lacks is made in a temp folder and staged from there."""
+    from zoo.artifacts.cache import cache_dir
+    from zoo.errors import UsageError
+    from zoo.hub.consent import require_network
+    from zoo.hub.push import latest_replay, prepare, upload
+
+    target = resolve(run, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
+    if repo_id is None:
+        if not hf_entity:
+            raise UsageError(
+                "no repo id: pass --repo-id ORG/NAME, or --hf-entity ORG for the registry pattern"
+            )
+        if "repo" not in target.entry.hub:
+            raise UsageError(
+                f"registry entry {target.entry.name!r} has no hub.repo pattern", hint="pass --repo-id"
+            )
+        repo_id = target.entry.hub_repo(hf_entity=hf_entity, env_id=target.env_id, seed=target.run.seed or 0)
+    folder = Path(stage_dir) if stage_dir else cache_dir() / "push" / repo_id
+    with tempfile.TemporaryDirectory(prefix="zoo-push-") as work:  # what the push makes, until staged
+        has_eval = (target.run.path / "eval.json").is_file()
+        need_video = capture_video and latest_replay(target) is None
+        made: dict[str, Path] = {}
+        if not has_eval or need_video:
+            planned = plan(target, episodes=episodes, seed=seed, device="cpu", out=Path(work) / "eval.json",
+                           capture_video=need_video)  # fmt: skip
+            if need_video:
+                planned = dataclasses.replace(planned, video_dir=Path(work) / "videos")
+            why = "the run has no eval.json" if not has_eval else "to record a replay video"
+            if notify:
+                notify(
+                    f"evaluating first ({why}): {planned.episodes} episodes, seed {planned.seed}, {planned.mode}"
+                )
+            result = run_plan(planned)
+            if not has_eval:
+                made["eval.json"] = Path(work) / "eval.json"
+            if result.videos:
+                made["replay.mp4"] = Path(result.videos[-1])
+            for warning in result.warnings:
+                if notify:
+                    notify(f"warning: {warning}")
+        hub_work = Path(work) / "hub"
+        hub_work.mkdir()
+        staging = prepare(target, repo_id=repo_id, folder=folder, max_mb=max_file_mb, allow_large=allow_large,
+                          workdir=hub_work, made=made)  # fmt: skip
+    result = PushResult(repo_id, staging, sorted(made))
+    if dry_run:
+        return result
+    require_network(f"push {len(staging.files)} files to {repo_id}", "--yes", consented=True)
+    message = commit_message or f"zoo push: {target.entry.name} on {target.env_id}"
+    result.upload = upload(staging, private=private, revision=revision, create_pr=create_pr, message=message)
+    if "eval.json" in made:  # published: the run keeps the evaluation its card shows (a re-push is unchanged)
+        from zoo.atomic import write_text_atomic
+
+        write_text_atomic(
+            target.run.path / "eval.json", (staging.folder / "eval.json").read_text(encoding="utf-8")
+        )
+    return result
+
+
+def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_entity: str | None = None,
+          hf_repository: str | None = None, revision: str = "main", runs_dir: PathLike = "runs",
+          allow_download: bool = False, registry: Registry | PathLike | None = None,
+          **settings: Any) -> tuple[EvalPlan, Source]:  # fmt: skip
+    """``zoo enjoy`` without the rollout: the plan for a published model (a local run of ``runs_dir``
+    first, then the Hugging Face cache, then, only with ``allow_download``, the hub) and where its model
+    comes from. ``evaluate(plan)`` runs it. ``settings`` are :func:`plan`'s (``episodes``, ``out``, ...)."""
+    from zoo.artifacts.runs import Run, RunFilter
+    from zoo.checker import discover_runs
+    from zoo.hub.fetch import hub_file, resolve_model
+    from zoo.targets import Target
+
+    reg = _registry(registry)
+    entry = reg.get(exp_name)
+    where = hub_file(entry, env_id=env_id, run_seed=run_seed, hf_entity=hf_entity, hf_repository=hf_repository,
+                     revision=revision)  # fmt: skip
+    runs_dir = Path(runs_dir)
+    local = None
+    if runs_dir.is_dir():
+        runs = [
+            r for r in discover_runs([runs_dir], reg, RunFilter(exp_name, env_id, run_seed)) if r.model_file
+        ]
+        local = max(runs, key=lambda r: r.started_at or 0) if runs else None
+    source = resolve_model(where, local, allow_download)
+    run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
+                            exp_name=entry.name, env_id=env_id, seed=run_seed)  # fmt: skip
+    target = Target(run, entry, env_id, source.path)
+    out = settings.pop("out", "default")
+    if out == "default" and source.kind != "local-run":
+        out = Path("eval.json")
+    planned = plan(target, seed=seed, out=out, **settings)
+    return dataclasses.replace(planned, source=source.to_json()), source
+
+
+__all__ = ["PushResult", "check", "enjoy", "evaluate", "export", "load_policy", "plan", "push", "resolve",
+           "run_plan"]  # fmt: skip

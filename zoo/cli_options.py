@@ -1,0 +1,101 @@
+"""The ``zoo`` command's options, defined once: one name, one meaning, in every command that takes it.
+
+``--seed`` is always the evaluation seed (envs and the policy's own randomness) and ``--run-seed``
+always the training seed that picks a run (or a hub repo). Spellings of earlier releases stay as
+hidden aliases for one release and say what to type instead.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+Decorator = Callable[[Callable], Callable]
+
+
+def _stack(*decorators: Decorator) -> Decorator:
+    def apply(func: Callable) -> Callable:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+def alias(old: str, new: str, dest: str, **kind) -> Decorator:
+    """A hidden ``old`` spelling of option ``new``: its value fills ``dest`` when ``new`` was not given,
+    with a note saying what to type instead."""
+    key = f"zoo.alias.{dest}"
+
+    def remember(ctx: click.Context, _param: click.Parameter, value) -> None:
+        if value is not None:
+            click.echo(f"note: {old} is now {new}; {old} will be removed in the next release", err=True)
+            ctx.meta[key] = value
+
+    def apply(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def command(*args, **kwargs):
+            if kwargs.get(dest) in (None, False) and key in click.get_current_context().meta:
+                kwargs[dest] = click.get_current_context().meta[key]
+            return func(*args, **kwargs)
+
+        return click.option(old, f"{dest}_alias", hidden=True, expose_value=False, callback=remember,
+                            **kind)(command)  # fmt: skip
+
+    return apply
+
+
+exp_name = click.option(
+    "--exp-name", default=None, help="Experiment name (registry) when the path does not say."
+)
+env_id = click.option("--env-id", default=None, help="Env id when the path does not say.")
+run_seed = click.option("--run-seed", type=int, default=None,
+                        help="Training seed: pick the run with this seed in a runs folder.")  # fmt: skip
+#: Pick one run in a folder of runs, or say what a lone file is: eval, export, push.
+target_options = _stack(exp_name, env_id, run_seed)
+
+filter_options = _stack(
+    click.option("--exp-name", default=None, help="Only runs of this experiment."),
+    click.option("--env-id", default=None, help="Only runs on this env id."),
+    click.option("--run-seed", type=int, default=None, help="Only runs trained with this seed."),
+    alias("--seed", "--run-seed", "run_seed", type=int),
+)
+
+seed = click.option("--seed", type=int, default=0, show_default=True,
+                    help="Evaluation seed: of the envs and of the policy's own randomness.")  # fmt: skip
+episodes = _stack(
+    click.option(
+        "--episodes", "-n", type=click.IntRange(min=1), default=None, help="Episodes [registry default]."
+    ),
+    alias("--eval-episodes", "--episodes", "episodes", type=click.IntRange(min=1)),
+)
+num_envs = click.option("--num-envs", type=click.IntRange(min=1), default=8, show_default=True,
+                        help="Vectorized envs.")  # fmt: skip
+device = click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+                      help="Where the policy runs (exported files: the CPU).")  # fmt: skip
+mode = click.option("--deterministic/--stochastic", default=None,
+                    help="Greedy/mean actions, or the registry's published eval mode [registry default].")  # fmt: skip
+capture_video = click.option("--capture-video", is_flag=True,
+                             help="Record env 0's episodes (a failure only warns; the paths are printed).")  # fmt: skip
+trust_pickle = click.option("--trust-pickle", is_flag=True,
+                            help="Allow full unpickling of a file you trust. Never for downloads.")  # fmt: skip
+model_config = click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                            default=None, help="YAML with the policy architecture when the checkpoint has none "
+                            "(skrl: params/agent.yaml format).")  # fmt: skip
+as_json = click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+quiet = click.option("--quiet", "-q", is_flag=True, help="Only errors and warnings.")
+hf_entity = click.option("--hf-entity", default=None, envvar="ZOO_HF_ENTITY",
+                         help="Hub user or org for the registry's repo pattern (env: ZOO_HF_ENTITY).")  # fmt: skip
+revision = click.option("--revision", default=None, help="Hub branch, tag or commit [main].")
+
+
+def out(help_text: str) -> Decorator:
+    return click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        help=help_text)  # fmt: skip
+
+
+#: How one evaluation runs: zoo eval and zoo enjoy take exactly these.
+eval_options = _stack(seed, episodes, num_envs, device, mode, capture_video)

@@ -1,0 +1,220 @@
+"""The adapter contract: every question zoo's core asks a training library, answered in one class.
+
+A framework is one package ``zoo/frameworks/<name>/`` whose ``ADAPTER`` is an instance of a subclass
+of :class:`Adapter`. The core (``zoo check``, the evaluator, the exporter, the hub client) talks to
+frameworks only through these hooks, found with :func:`zoo.frameworks.get_adapter`; nothing outside
+the adapter package knows which library produced a policy.
+
+The hooks, in the order a model meets them:
+
+- registry: :meth:`Adapter.entry_problem` checks the framework's own fields of an entry;
+- discovery: :meth:`~Adapter.discover` finds runs from listings and names, :meth:`~Adapter.inputs`
+  names the files a verdict depends on, :meth:`~Adapter.env_id` resolves the env a run was trained on;
+- reading: :meth:`~Adapter.read` verifies a model file without running it and parses it into a
+  :class:`Checkpoint`; ``zoo check`` describes that checkpoint (:meth:`~Adapter.describe`) and the
+  loader builds the policy from the very same one (:meth:`~Adapter.load_policy`), so "ok" and "loads"
+  cannot drift apart;
+- evaluation: :meth:`~Adapter.env_spec` (the eval env), :meth:`~Adapter.video_dir` (where replays go);
+- sharing: :attr:`~Adapter.hub` (the Hub's name for the library, tags, default org, card template),
+  :meth:`~Adapter.hub_files` (what a repo holds beside the model), :meth:`~Adapter.card_context`.
+
+Defaults are given where one answer fits most libraries; the abstract methods are what every adapter
+must say for itself. ``tests/test_adapter_contract.py`` holds every adapter to this shape.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from zoo.artifacts.report import ERROR, WARNING, RunReport
+from zoo.errors import UsageError, ZooError
+
+if TYPE_CHECKING:
+    from zoo.artifacts.runs import Run
+    from zoo.envs import EnvSpec
+    from zoo.policy import Policy
+    from zoo.registry import Entry, Registry
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to load a policy: the same object whatever the framework (unused fields are ignored,
+    except ``model_config``, which an adapter that has no use for it refuses)."""
+
+    device: str = "cpu"
+    seed: int = 0  # the seed of the policy's own randomness (stochastic eval modes)
+    trust_pickle: bool = False  # full unpickling of a file the user trusts; never for downloads
+    model_config: Path | None = None  # the architecture, for checkpoints that do not state it
+
+
+@dataclass(frozen=True)
+class HubNaming:
+    """How a framework's models are named and described on a Hugging Face Hub."""
+
+    library_name: str  # the Hub's name for the library (the card's ``library_name``)
+    display_name: str  # the library's name in prose ("made with Stable-Baselines3")
+    tags: tuple[str, ...] = ()  # card tags beyond the env id and zoo's own
+    default_org: str | None = None  # the user or org ``zoo enjoy`` looks in when neither flag nor entry says
+    companions: tuple[str, ...] = ()  # files beside the model that evaluation needs; fetched when present
+    card_template: str = "default"  # ``cards_templates/<name>.md.j2``
+
+
+@dataclass
+class Checkpoint:
+    """A model file as :meth:`Adapter.read` found it: verified without running it, parsed into the
+    adapter's own view (subclasses add their fields). ``zoo check`` describes it; the loader builds
+    the policy from it."""
+
+    model_file: Path
+    format: str  # what ``zoo check`` shows: "torch-zip", "sb3-zip", ...
+    size: int | None
+
+
+class Adapter(ABC):
+    """One training library, as zoo's core sees it. Subclass it in ``zoo/frameworks/<name>/``."""
+
+    #: The registry's ``framework`` value, and the package name under ``zoo/frameworks/``.
+    name: ClassVar[str]
+    #: PyPI distributions of the library (reported by ``zoo --version`` when installed).
+    packages: ClassVar[tuple[str, ...]] = ()
+    #: TensorBoard tags under which training logs its episode return; the first one found is shown.
+    train_return_tags: ClassVar[tuple[str, ...]] = ()
+    #: What a run of this framework looks like on disk (the hint when ``zoo check`` finds nothing).
+    layout_hint: ClassVar[str]
+    #: Hub naming: library name, tags, default org, companions, card template.
+    hub: ClassVar[HubNaming]
+    #: Whether :attr:`LoadOptions.model_config` means anything to this framework.
+    takes_model_config: ClassVar[bool] = False
+
+    # ------------------------------------------------------------------ registry
+    @abstractmethod
+    def entry_problem(self, raw: dict) -> tuple[str, str] | None:
+        """``(field, problem)`` for the first framework-specific field of a raw registry entry that is wrong."""
+
+    # ------------------------------------------------------------------ discovery
+    @abstractmethod
+    def discover(self, root: Path) -> Iterator[Run]:
+        """The runs (or lone model files) under ``root``, from directory listings and names only."""
+
+    @abstractmethod
+    def inputs(self, run: Run) -> list[Path | None]:
+        """The files a verdict on ``run`` is read from: ``zoo check`` remembers it while they are unchanged."""
+
+    def env_id(self, run: Run) -> str | None:
+        """The env id the run was trained on: from its path by default; adapters also read configs."""
+        return run.env_id
+
+    # ------------------------------------------------------------------ reading
+    @abstractmethod
+    def read(self, run: Run, entry: Entry | None) -> Checkpoint:
+        """``run.model_file`` verified and parsed without executing it; a broken file raises.
+
+        A pickle that would need trust is not refused here: the checkpoint records it, ``describe``
+        reports it and ``load_policy`` refuses it unless :attr:`LoadOptions.trust_pickle` is set.
+        """
+
+    @abstractmethod
+    def describe(self, report: RunReport, registry: Registry) -> None:
+        """Fill ``zoo check``'s report on ``report.run``; raise a :class:`ZooError` for its headline error.
+
+        Warnings are ``report.flag(WARNING, ...)``; an error that ends the inspection is raised, and
+        :meth:`inspect_run` turns it into the report's reason, so adapters never catch to report.
+        """
+
+    def inspect_run(self, run: Run, registry: Registry) -> RunReport:
+        """``zoo check``'s verdict on one run, without executing any file."""
+        report = RunReport(run)
+        try:
+            self.describe(report, registry)
+        except ZooError as exc:
+            report.flag(ERROR, self.reason(exc, run), exc.hint)
+        return report
+
+    def reason(self, exc: ZooError, run: Run) -> str:
+        """The report line for an error raised while inspecting ``run`` (adapters may shorten paths)."""
+        return exc.message
+
+    @abstractmethod
+    def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> Policy:
+        """A ready :class:`~zoo.policy.Policy` for ``env_id``, built from ``checkpoint``.
+
+        Safe loading only (``torch.load(weights_only=True)``, restricted unpickling); full unpickling
+        only with ``options.trust_pickle``.
+        """
+
+    def check_options(self, options: LoadOptions) -> None:
+        """Refuse options this framework has no use for, before anything is read."""
+        if options.model_config is not None and not self.takes_model_config:
+            raise UsageError(f"--model-config is not used by {self.name} models (their checkpoint states the "
+                             "architecture)", hint="drop --model-config")  # fmt: skip
+
+    # ------------------------------------------------------------------ evaluation
+    def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
+        """The eval env: the entry's wrapper preset on ``env_id``."""
+        from zoo.envs import env_spec_for
+
+        return env_spec_for(entry, env_id, video_dir)
+
+    def video_dir(self, run: Run, model_file: Path) -> Path:
+        """Where ``--capture-video`` writes an evaluation's replays: ``videos/`` inside the run dir."""
+        run_dir = run.path if run.path.is_dir() else run.path.parent
+        return run_dir.resolve() / "videos" / f"{model_file.stem}-eval"
+
+    def replay_dirs(self, run: Run) -> list[Path]:
+        """Folders ``zoo push`` looks in for a replay, newest evaluation first."""
+        model = run.model_file or run.path
+        return [self.video_dir(run, model)]
+
+    # ------------------------------------------------------------------ sharing
+    def hub_files(self, model_file: Path, env_id: str, workdir: Path) -> dict[str, Path]:
+        """Files a hub repo of this model holds beside it, under the names the library's own hub tools
+        expect (huggingface_sb3's ``vec_normalize.pkl``, rl_zoo3's ``config.yml``). A file that must be
+        made is written into ``workdir``, a private folder the push deletes once it is staged."""
+        return {}
+
+    def card_context(self, entry: Entry, run: Run) -> dict[str, Any]:
+        """Extra values for the model card template (the layout in words, the training command)."""
+        return {}
+
+    # ------------------------------------------------------------------ helpers
+    def unused_fields(self, raw: dict, fields: tuple[str, ...], why: str) -> tuple[str, str] | None:
+        """For ``entry_problem``: the first of ``fields`` an entry sets although this framework reads it
+        from the checkpoint (a field that would be silently ignored is a typo waiting to bite)."""
+        given = next((key for key in fields if raw.get(key)), None)
+        return (given, f"not used by {self.name} entries ({why})") if given else None
+
+    # ------------------------------------------------------------------ helpers for describe()
+    def missing_extra(self, entry: Entry, env_id: str | None) -> str | None:
+        """The first optional extra that the entry (first) or the env needs and that is not installed."""
+        from zoo.envs import extras_for_env, missing_modules_for_extras
+
+        needed = list(dict.fromkeys([*entry.extras, *(extras_for_env(env_id) if env_id else [])]))
+        missing = missing_modules_for_extras(needed)
+        return missing[0] if missing else None
+
+    def env_spaces_or_warn(self, report: RunReport, entry: Entry, env_id: str) -> tuple | None:
+        """The eval env's ``(observation_space, action_space)``, or None after a warning saying why not
+        (a missing extra, an env that cannot be built here)."""
+        from zoo.envs import probe_spaces
+
+        missing = self.missing_extra(entry, env_id)
+        if missing:
+            report.flag(WARNING, f"missing optional extra {missing!r} to evaluate it",
+                        f"pip install 'rl-zoo-hub[{missing}]'")  # fmt: skip
+            return None
+        try:
+            return probe_spaces(self.env_spec(entry, env_id))
+        except ZooError as exc:
+            report.flag(WARNING, f"cannot build env to compare shapes: {exc.message}", exc.hint)
+            return None
+
+
+def does_not_fit(env_id: str, problem: str, hint: str = "check --env-id") -> ZooError:
+    """The loader's one error for a model whose spaces differ from the eval env's."""
+    from zoo.errors import LayoutMismatch
+
+    return LayoutMismatch(f"model does not fit {env_id}: {problem}", hint=hint)
