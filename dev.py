@@ -92,10 +92,10 @@ def hub_loop(zoo: Path, out: Path) -> int:
                 time.sleep(0.1)
         repo = "demo/CartPole-v1-dqn-seed1"
         steps = [
-            [zoo, "push", work / "runs" / run_dir.name, "--repo-id", repo, "--yes", "--eval-episodes", "20",
+            [zoo, "push", work / "runs" / run_dir.name, "--repo-id", repo, "--yes", "--episodes", "20",
              "--stage-dir", work / "stage"],
-            [zoo, "enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--seed", "1", "--hf-repository", repo,
-             "--runs-dir", work / "no-local-runs", "--allow-download", "--deterministic", "--eval-episodes", "20",
+            [zoo, "enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--run-seed", "1", "--hf-repository", repo,
+             "--runs-dir", work / "no-local-runs", "--allow-download", "--deterministic", "--episodes", "20",
              "--out", work / "enjoy.eval.json"],
         ]  # fmt: skip
         for cmd in steps:

@@ -142,4 +142,22 @@ def test_cleanrl_card_reproduces_the_exact_training_command(dqn_run, tmp_path):
     command = card.split("```bash\n", 2)[2].split("```", 1)[0]
     assert "python cleanrl/dqn.py" in command and "--total-timesteps 50000" in command
     assert "--env-id CartPole-v1" in command and "--seed 1" in command and "--learning-starts 1000" in command
+    assert "--batch-size 128" in command  # a real flag of dqn.py (only PPO computes its batch size)
     assert command.rstrip().endswith("--save-model")  # the run holds a model: it was trained with it
+
+
+def test_a_filter_that_matches_nothing_names_the_flag_given(dqn_run):
+    result = zoo("check", dqn_run.parent, "--run-seed", "7")
+    assert result.exit_code == 1 and "no run matches --run-seed 7" in result.stderr
+
+
+def test_push_refuses_a_secret_before_it_evaluates_anything(dqn_run, tmp_path):
+    (dqn_run / ".env").write_text("WANDB_API_KEY=abc\n")
+    result = zoo("push", dqn_run, "--hf-entity", "me", "--episodes", "2", "--stage-dir", tmp_path / "stage")
+    assert result.exit_code == 3 and "looks like a secret" in result.stderr
+    assert "evaluating first" not in result.stderr and not (tmp_path / "stage").exists()
+
+
+def test_check_of_a_model_file_names_its_run(dqn_run):
+    result = zoo("check", dqn_run / "dqn.cleanrl_model", env={"COLUMNS": "300"})
+    assert result.exit_code == 0 and dqn_run.name in result.stdout

@@ -289,3 +289,22 @@ def test_zoo_push_yes_twice_reports_unchanged_end_to_end(hub, tmp_path):
     assert one["status"] == "committed" and two["status"] == "unchanged" and two["commit"] == one["commit"]
     assert two["summary"].startswith("nothing changed: alice/dqn @ main already holds these files")
     assert "No files have been modified" not in second.stderr and ALICE not in first.stderr + second.stderr
+
+
+def test_a_run_evaluated_by_its_first_push_is_unchanged_on_the_second(hub, tmp_path):
+    """Without an eval.json, the first ``--yes`` push evaluates, publishes and keeps that eval.json in the
+    run dir; the card lists files by name, so the second push finds nothing to change."""
+    src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
+    run = tmp_path / "runs" / src.name
+    shutil.copytree(src, run)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "ZOO_ALLOW"))}
+    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
+               HF_HOME=str(tmp_path / "hf-home"), HF_TOKEN=ALICE)  # fmt: skip
+    cmd = [sys.executable, "-m", "zoo", "push", str(run), "--repo-id", "alice/dqn2", "--yes", "--json",
+           "--episodes", "2", "--stage-dir", str(tmp_path / "stage")]  # fmt: skip
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["made"] == ["eval.json"] and (run / "eval.json").is_file()
+    second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["status"] == "unchanged" and "evaluating first" not in second.stderr

@@ -229,6 +229,7 @@ def _enjoy(tmp_path: Path, folder: Path) -> str:
     return proc.stdout
 
 
+@pytest.mark.trains  # rl_zoo3.train, a few hundred steps
 @needs_rl_zoo3
 def test_rl_zoo3_load_from_hub_reads_a_zoo_pushed_run(hub, tmp_path):
     run = _train(tmp_path, "normalize:True")
@@ -262,6 +263,7 @@ lfh.download_from_hub("ppo", EnvironmentName("CartPole-v1"), 0, sys.argv[1], "de
 """
 
 
+@pytest.mark.trains  # rl_zoo3.train, a few hundred steps
 @needs_rl_zoo3
 def test_a_run_without_vecnormalize_loads_once_rl_zoo3_catches_hf_hub_2_errors(hub, tmp_path):
     run = _train(tmp_path)

@@ -169,6 +169,15 @@ def test_check_shows_the_training_return_rsl_rl_logs(trained, tmp_path):
     assert report["details"]["train_return"] == {"step": 3, "value": -812.5}
 
 
+def test_push_names_the_repo_by_the_seed_the_runner_config_holds(trained, tmp_path):
+    """Isaac Lab run dirs are named by date: the seed comes from params/agent.yaml, as zoo check says."""
+    result = zoo("push", trained["mlp"].run_dir, "--hf-entity", "lab", "--episodes", "1", "--json",
+                 "--stage-dir", tmp_path / "stage")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["repo_id"] == f"lab/{ENV_ID}-rsl_ppo-seed7"
+    assert "--run-seed 7" in (tmp_path / "stage" / "README.md").read_text()
+
+
 @pytest.mark.parametrize("kind", ["mlp", "lstm", "gru"])
 def test_eval_matches_rsl_rl_inference_policy_episode_for_episode(trained, kind, tmp_path):
     run = trained[kind]

@@ -94,18 +94,21 @@ def plan(target: PathLike | Target, *, episodes: int | None = None, seed: int = 
          deterministic: bool | None = None, device: str = "auto", out: PathLike | None | str = "default",
          capture_video: bool = False, trust_pickle: bool = False, model_config: PathLike | None = None,
          exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
-         registry: Registry | PathLike | None = None) -> EvalPlan:  # fmt: skip
+         registry: Registry | PathLike | None = None, source: dict | None = None,
+         video_dir: PathLike | None = None) -> EvalPlan:  # fmt: skip
     """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
 
     ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
-    file: ``FILE.eval.json``), None writes nothing."""
+    file: ``FILE.eval.json``), None writes nothing. ``source``: where the model came from, for eval.json.
+    ``video_dir``: where ``capture_video`` records (default: the framework's layout beside the run)."""
     from zoo.targets import DEFAULT_OUT, plan_eval
 
     resolved = _target(target, exp_name, env_id, run_seed, registry)
     out_path = DEFAULT_OUT if out == "default" else (Path(out) if out is not None else None)
     return plan_eval(resolved, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
                      device=device, out=out_path, capture_video=capture_video, trust_pickle=trust_pickle,
-                     model_config=Path(model_config) if model_config else None)  # fmt: skip
+                     model_config=Path(model_config) if model_config else None, source=source,
+                     video_dir=Path(video_dir) if video_dir else None)  # fmt: skip
 
 
 def evaluate(
@@ -209,7 +212,7 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
     from zoo.artifacts.cache import cache_dir
     from zoo.errors import UsageError
     from zoo.hub.consent import require_network
-    from zoo.hub.push import latest_replay, prepare, upload
+    from zoo.hub.push import check_publishable, latest_replay, prepare, upload
 
     target = resolve(run, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
     if repo_id is None:
@@ -223,15 +226,14 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
             )
         repo_id = target.entry.hub_repo(hf_entity=hf_entity, env_id=target.env_id, seed=target.run.seed or 0)
     folder = Path(stage_dir) if stage_dir else cache_dir() / "push" / repo_id
+    check_publishable(target, folder, max_mb=max_file_mb, allow_large=allow_large)  # refusals before an eval
     with tempfile.TemporaryDirectory(prefix="zoo-push-") as work:  # what the push makes, until staged
         has_eval = (target.run.path / "eval.json").is_file()
         need_video = capture_video and latest_replay(target) is None
         made: dict[str, Path] = {}
         if not has_eval or need_video:
             planned = plan(target, episodes=episodes, seed=seed, device="cpu", out=Path(work) / "eval.json",
-                           capture_video=need_video)  # fmt: skip
-            if need_video:
-                planned = dataclasses.replace(planned, video_dir=Path(work) / "videos")
+                           capture_video=need_video, video_dir=Path(work) / "videos")  # fmt: skip
             why = "the run has no eval.json" if not has_eval else "to record a replay video"
             if notify:
                 notify(
@@ -292,10 +294,10 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
                             exp_name=entry.name, env_id=env_id, seed=run_seed)  # fmt: skip
     target = Target(run, entry, env_id, source.path)
     out = settings.pop("out", "default")
-    if out == "default" and source.kind != "local-run":
-        out = Path("eval.json")
-    planned = plan(target, seed=seed, out=out, **settings)
-    return dataclasses.replace(planned, source=source.to_json()), source
+    if source.kind != "local-run":  # not into the Hugging Face cache: beside the caller
+        out = Path("eval.json") if out == "default" else out
+        settings.setdefault("video_dir", Path("videos") / f"{where.repo_id.replace('/', '--')}-eval")
+    return plan(target, seed=seed, out=out, source=source.to_json(), **settings), source
 
 
 __all__ = ["PushResult", "check", "enjoy", "evaluate", "export", "load_policy", "plan", "push", "resolve",

@@ -232,7 +232,11 @@ def _row_names(reports, paths: list[Path]) -> list[str]:
     runs = {os.path.abspath(r.run.path) for r in reports}
     if base in runs or os.path.isfile(base):
         base = os.path.dirname(base)
-    return [os.path.relpath(os.path.abspath(r.run.path), base) for r in reports]
+    names = [os.path.relpath(os.path.abspath(r.run.path), base) for r in reports]
+    return [
+        os.path.basename(os.path.abspath(r.run.path)) if n == "." else n
+        for n, r in zip(names, reports, strict=True)
+    ]
 
 
 def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
@@ -294,7 +298,7 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
     policy = load_target_policy(target, plan.options)  # refusals and bad files before the announcement
     if not quiet:
         err().print(f"evaluating [bold]{escape(str(target.model_file))}[/] ({target.entry.name}, {target.env_id}): "
-                    f"{plan.episodes} episodes, {plan.num_envs} envs, {seeds or f'seed {plan.seed}'}, {plan.mode} "
+                    f"{_count(plan.episodes, 'episode')}, {_count(plan.num_envs, 'env')}, {seeds or f'seed {plan.seed}'}, {plan.mode} "
                     f"[dim]({plan.mode_source})[/], device {plan.device}", markup=True)  # fmt: skip
     result = _run_with_progress(
         quiet, plan.episodes, lambda on_episode: api.run_plan(plan, policy, on_episode)
@@ -457,6 +461,10 @@ def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revi
         out().print("dry run: nothing was uploaded; pass --yes to push")
     else:
         out().print(result.upload["summary"])
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def _size(n: int) -> str:

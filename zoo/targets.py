@@ -64,7 +64,7 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
     if name is None:
         raise ZooError(f"{path}: cannot tell the experiment{why}", hint="pass --exp-name")
     entry = registry.get(name)
-    env = env_id or get_adapter(run.framework).env_id(run)
+    env = env_id or get_adapter(run.framework).env_id(run)  # the name, else the run's own config
     if env is None:
         raise ZooError(f"{path}: cannot tell the env id{why}", hint="pass --env-id (for example CartPole-v1)")
     model = _model_file(run, entry, env, exp_name is not None)
@@ -73,7 +73,8 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
             f"{run.path}: no model file",
             hint=f"expected {entry.model_filename(env_id=env)} (train with --save-model)",
         )
-    return Target(dataclasses.replace(run, model_file=model), entry, env, model)
+    adapter = get_adapter(run.framework)
+    return Target(dataclasses.replace(run, model_file=model, seed=adapter.run_seed(run)), entry, env, model)
 
 
 def _model_file(run: Run, entry: Entry, env_id: str, named: bool) -> Path | None:
@@ -137,8 +138,9 @@ DEFAULT_OUT = Path("<run dir>/eval.json")
 def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
               deterministic: bool | None = None, device: str = "auto", out: Path | None = DEFAULT_OUT,
               capture_video: bool = False, trust_pickle: bool = False, model_config: Path | None = None,
-              source: dict | None = None) -> EvalPlan:  # fmt: skip
-    """Fill what the caller leaves open from the registry entry; outputs default to the run's folders."""
+              source: dict | None = None, video_dir: Path | None = None) -> EvalPlan:  # fmt: skip
+    """Fill what the caller leaves open from the registry entry; outputs default to the run's folders
+    (``video_dir`` overrides where ``capture_video`` records, else the adapter's layout decides)."""
     from zoo.atomic import check_writable
     from zoo.evaluator import resolve_device
 
@@ -162,7 +164,10 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
     if target.exported is None:
         target.adapter.check_options(options)
     episodes = episodes or entry.eval["episodes"]
-    video_dir = target.adapter.video_dir(run, target.model_file) if capture_video else None
+    if capture_video:
+        video_dir = (video_dir or target.adapter.video_dir(run, target.model_file)).absolute()
+    else:
+        video_dir = None
     return EvalPlan(
         target=target, episodes=episodes, num_envs=min(num_envs, episodes), seed=seed,
         deterministic=entry.eval["deterministic"] if deterministic is None else deterministic,

@@ -69,7 +69,8 @@ class RunFilter:
         )
 
     def describe(self) -> str:
-        parts = [f"--{k.replace('_', '-')} {v}" for k, v in vars(self).items() if v is not None]
+        flags = {"exp_name": "--exp-name", "env_id": "--env-id", "seed": "--run-seed"}
+        parts = [f"{flags[k]} {v}" for k, v in vars(self).items() if v is not None]
         return " ".join(parts)
 
 

@@ -108,6 +108,10 @@ class Adapter(ABC):
         """The env id the run was trained on: from its path by default; adapters also read configs."""
         return run.env_id
 
+    def run_seed(self, run: Run) -> int | None:
+        """The seed the run was trained with (hub repo names carry it): from its path by default."""
+        return run.seed
+
     # ------------------------------------------------------------------ reading
     @abstractmethod
     def read(self, run: Run, entry: Entry | None) -> Checkpoint:

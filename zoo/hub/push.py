@@ -121,9 +121,8 @@ def exported_policies(sources: list[tuple[str, Path]]) -> list[dict]:
             if path.suffix in EXPORT_SUFFIXES and f"{name}.metadata.json" in names]  # fmt: skip
 
 
-def stage(
-    repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_file: str, card_text: str
-) -> Staging:
+def stage(repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_file: str, card_text: str,
+          labels: dict[str, str] | None = None) -> Staging:  # fmt: skip
     """Copy ``sources`` and the card into a fresh folder, then rename it over ``folder``."""
     with private_workdir(folder.parent, f".{folder.name}.") as work:
         tmp = work / "stage"
@@ -133,7 +132,8 @@ def stage(
             dest = tmp / name
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, dest)
-            staging.files.append(StagedFile(name, source, dest.stat().st_size, describe(name, model_file)))
+            what = (labels or {}).get(name) or describe(name, model_file)
+            staging.files.append(StagedFile(name, source, dest.stat().st_size, what))
         (tmp / "README.md").write_text(card_text, encoding="utf-8")
         staging.files.append(
             StagedFile("README.md", folder / "README.md", len(card_text.encode()), "this model card")
@@ -334,9 +334,13 @@ def _push_error(exc: Exception, repo_id: str, target: str, token: str | None) ->
     return NetworkError(f"push to {repo_id} failed: HTTP {status}{': ' + said if said else ''}")
 
 
-def card_files(staging_sources: list[tuple[str, Path]], model_file: str) -> list[dict]:
-    names = [name for name, _ in staging_sources] + ["README.md"]
-    return [{"name": n, "what": describe(n, model_file)} for n in names]
+def card_files(
+    staging_sources: list[tuple[str, Path]], model_file: str, labels: dict[str, str]
+) -> list[dict]:
+    """The card's file table, by name (a file made by one push and kept in the run dir by the next lists
+    the same way, so that re-pushing an unchanged run changes nothing)."""
+    names = sorted(name for name, _ in staging_sources) + ["README.md"]
+    return [{"name": n, "what": labels.get(n) or describe(n, model_file)} for n in names]
 
 
 def load_eval(path: Path) -> dict:
@@ -346,7 +350,7 @@ def load_eval(path: Path) -> dict:
         raise ZooError(f"cannot read {path}: {exc}", hint="rerun zoo eval on the run") from None
 
 
-def _hub_names(target, taken: set[str], workdir: Path) -> list[tuple[str, Path]]:
+def _hub_names(target, taken: set[str], workdir: Path) -> tuple[list[tuple[str, Path]], dict[str, str]]:
     """The model (and the adapter's hub files) also under the names the framework's hub tools expect.
 
     huggingface_sb3 looks for ``{algo}-{env_id}.zip`` and ``vec_normalize.pkl``; a run dir holds them
@@ -358,7 +362,12 @@ def _hub_names(target, taken: set[str], workdir: Path) -> list[tuple[str, Path]]
         extra[hub_name] = target.model_file.resolve()
     files = target.adapter.hub_files(target.model_file, target.env_id, workdir)
     extra.update({name: path.resolve() for name, path in files.items()})
-    return [(name, path) for name, path in extra.items() if name not in taken]
+    library = target.adapter.hub.display_name
+    labels = {
+        name: f"the model under the name {library}'s hub tools load" for name in extra if name not in files
+    }
+    labels.update({name: f"for {library}'s own hub tools" for name in files})
+    return [(name, path) for name, path in extra.items() if name not in taken], labels
 
 
 def latest_replay(target) -> Path | None:
@@ -370,6 +379,16 @@ def latest_replay(target) -> Path | None:
     return None
 
 
+def check_publishable(target, folder: Path, *, max_mb: float, allow_large: bool) -> list[tuple[str, Path]]:
+    """The run dir's files, after every refusal (a file, secrets, links leaving the run, oversized files,
+    an unwritable --stage-dir): called before anything is evaluated for the push, and again when staging."""
+    run = target.run
+    if not run.path.is_dir():
+        raise ZooError(f"{run.path} is a file; zoo push publishes a run dir", hint="give the run dir")
+    check_writable(folder, "--stage-dir", folder=True)
+    return collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
+
+
 def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: bool, workdir: Path,
             made: dict[str, Path] | None = None) -> Staging:  # fmt: skip
     """Stage the run dir, the files ``made`` for this push (an eval.json, a replay the run lacks), the
@@ -378,10 +397,7 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
     from zoo.hub.card import render_card
 
     run = target.run
-    if not run.path.is_dir():
-        raise ZooError(f"{run.path} is a file; zoo push publishes a run dir", hint="give the run dir")
-    check_writable(folder, "--stage-dir", folder=True)
-    sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
+    sources = check_publishable(target, folder, max_mb=max_mb, allow_large=allow_large)
     made = dict(made or {})
     replay = made.pop("replay.mp4", None) or latest_replay(target)
     if replay is not None:
@@ -389,14 +405,15 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
         sources.append(("replay.mp4", replay.resolve()))
     taken = {name for name, _ in sources}
     sources += [(name, path) for name, path in made.items() if name not in taken]
-    sources += _hub_names(target, {name for name, _ in sources}, workdir)
+    hub_sources, labels = _hub_names(target, {name for name, _ in sources}, workdir)
+    sources += hub_sources
     eval_file = dict(sources).get("eval.json")
     if eval_file is None:
         raise ZooError(f"{run.path} has no eval.json to put on the card", hint="run zoo eval on it first")
     context = {
         "env_id": target.env_id, "seed": run.seed if run.seed is not None else 0, "repo_id": repo_id,
         "model_file": target.model_file.name, "eval": load_eval(eval_file),
-        "files": card_files(sources, target.model_file.name), "exports": exported_policies(sources),
+        "files": card_files(sources, target.model_file.name, labels), "exports": exported_policies(sources),
     }  # fmt: skip
     card = render_card(target, context)
-    return stage(repo_id, folder, sources, target.model_file.name, str(card))
+    return stage(repo_id, folder, sources, target.model_file.name, str(card), labels)

@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 
 LAYOUTS = ("state_dict", "dict", "tuple")
 HEADS = ("q_values", "c51", "gaussian", "deterministic_actor")
-#: Hyperparameters CleanRL's scripts compute at runtime: not flags of the training command.
-RUNTIME_ARGS = ("batch_size", "minibatch_size", "num_iterations")
+#: Hyperparameters CleanRL's PPO scripts compute at runtime (``batch_size = num_envs * num_steps``): logged
+#: with ``vars(args)`` but not flags to pass. DQN, C51, TD3 and DDPG take ``--batch-size`` as a real flag.
+RUNTIME_ARGS = ("minibatch_size", "num_iterations")
+PPO_RUNTIME_ARGS = ("batch_size",)
 
 _LAYOUT_TEXT = {
     "state_dict": "`torch.save(model.state_dict())`",
@@ -192,10 +194,12 @@ def train_command(entry: Entry, hyperparameters: str | None) -> str | None:
     if not hyperparameters:
         return None
     argv = [f"python cleanrl/{entry.name}.py"]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in hyperparameters.splitlines()]
+    rows = [cells for cells in rows if len(cells) == 2 and cells[0] not in ("param", "-", "exp_name")]
+    computed = (*RUNTIME_ARGS, *(PPO_RUNTIME_ARGS if any(c[0] == "num_minibatches" for c in rows) else ()))
     logged = set()
-    for line in hyperparameters.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 2 or cells[0] in ("param", "-", "exp_name", *RUNTIME_ARGS) or cells[1] == "None":
+    for cells in rows:
+        if cells[0] in computed or cells[1] == "None":
             continue
         logged.add(cells[0])
         flag = "--" + cells[0].replace("_", "-")

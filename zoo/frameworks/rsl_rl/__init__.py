@@ -89,6 +89,10 @@ class RslRlAdapter(Adapter):
         """The gymnasium id the run's env config names (``params/env.yaml`` / ``cfgs.pkl``), if any."""
         return run.env_id or read_run_config(_run_dir(run)).env_id
 
+    def run_seed(self, run: Run) -> int | None:
+        """The runner config's ``seed`` (Isaac Lab's run dirs are named by date, not seed)."""
+        return run.seed if run.seed is not None else read_run_config(_run_dir(run)).seed
+
     def read(self, run: Run, entry: Entry | None) -> RslRlCheckpoint:
         assert run.model_file is not None  # discovery claims only folders holding a model_{iter}.pt
         config = read_run_config(_run_dir(run))
