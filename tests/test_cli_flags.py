@@ -161,3 +161,11 @@ def test_push_refuses_a_secret_before_it_evaluates_anything(dqn_run, tmp_path):
 def test_check_of_a_model_file_names_its_run(dqn_run):
     result = zoo("check", dqn_run / "dqn.cleanrl_model", env={"COLUMNS": "300"})
     assert result.exit_code == 0 and dqn_run.name in result.stdout
+
+
+def test_push_labels_the_run_model_as_the_weights(dqn_run, tmp_path):
+    result = zoo("push", dqn_run, "--hf-entity", "me", "-n", "1", "--json", "--stage-dir", tmp_path / "stage")
+    assert result.exit_code == 0, result.stderr
+    what = {f["name"]: f["what"] for f in result.json()["files"]}
+    assert what["dqn.cleanrl_model"] == "the model weights" and what["eval.json"] == "zoo eval results"
+    assert "evaluating first (the run has no eval.json): 1 episode," in result.stderr

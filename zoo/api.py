@@ -236,9 +236,8 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
                            capture_video=need_video, video_dir=Path(work) / "videos")  # fmt: skip
             why = "the run has no eval.json" if not has_eval else "to record a replay video"
             if notify:
-                notify(
-                    f"evaluating first ({why}): {planned.episodes} episodes, seed {planned.seed}, {planned.mode}"
-                )
+                episodes = f"{planned.episodes} episode{'' if planned.episodes == 1 else 's'}"
+                notify(f"evaluating first ({why}): {episodes}, seed {planned.seed}, {planned.mode}")
             result = run_plan(planned)
             if not has_eval:
                 made["eval.json"] = Path(work) / "eval.json"

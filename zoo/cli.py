@@ -311,7 +311,7 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
         m = result.metrics
         success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
         where = f" -> {plan.out_path}" if plan.out_path else ""
-        err().print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {plan.episodes} episodes "
+        err().print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {_count(plan.episodes, 'episode')} "
                     f"(length {m['length_mean']:.1f}{success}) in {result.wall_clock_seconds:.1f}s{where}")  # fmt: skip
         if result.videos:
             err().print(f"videos: {len(result.videos)} in {Path(result.videos[0]).parent}")

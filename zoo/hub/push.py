@@ -362,12 +362,11 @@ def _hub_names(target, taken: set[str], workdir: Path) -> tuple[list[tuple[str, 
         extra[hub_name] = target.model_file.resolve()
     files = target.adapter.hub_files(target.model_file, target.env_id, workdir)
     extra.update({name: path.resolve() for name, path in files.items()})
-    library = target.adapter.hub.display_name
-    labels = {
-        name: f"the model under the name {library}'s hub tools load" for name in extra if name not in files
-    }
-    labels.update({name: f"for {library}'s own hub tools" for name in files})
-    return [(name, path) for name, path in extra.items() if name not in taken], labels
+    library, model = target.adapter.hub.display_name, target.model_file.resolve()
+    staged = {name: path for name, path in extra.items() if name not in taken}
+    labels = {name: f"the model under the name {library}'s hub tools load" if path == model
+              else f"for {library}'s own hub tools" for name, path in staged.items()}  # fmt: skip
+    return list(staged.items()), labels
 
 
 def latest_replay(target) -> Path | None:
