@@ -24,6 +24,19 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.trains)
 
 
+@pytest.fixture
+def dqn_run(tmp_path):
+    """A private copy of the bundled dqn run, as ``runs/<name>`` (it has no eval.json)."""
+    import shutil
+
+    from helpers import EXAMPLES
+
+    src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
+    dst = tmp_path / "runs" / src.name
+    shutil.copytree(src, dst)
+    return dst
+
+
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own zoo cache dir: no test reads another's memo or the user's."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,14 +13,6 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runs"
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
-
-
-@pytest.fixture
-def dqn_run(tmp_path):
-    src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
-    dst = tmp_path / "runs" / src.name
-    shutil.copytree(src, dst)
-    return dst
 
 
 @pytest.mark.parametrize("command", ["eval", "export"])

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import pytest
-from helpers import EXAMPLES, zoo
+from helpers import zoo
 
 SENTINEL = "hf_SENTINELtoken0123456789abcdefghijklmnop"
 
 
 @pytest.fixture
-def run_copy(tmp_path):
-    """A private copy of the bundled dqn run (it has no eval.json: pushing evaluates it first)."""
-    src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
-    dst = tmp_path / "runs" / src.name
-    shutil.copytree(src, dst)
-    return dst
+def run_copy(dqn_run):
+    """The bundled dqn run, copied (it has no eval.json: pushing evaluates it first)."""
+    return dqn_run
 
 
 def _push(run, *args, env=None):

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from helpers import EXAMPLES
@@ -259,15 +260,21 @@ def test_an_unreachable_hub_is_a_network_message(run_files, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- CLI
-def test_zoo_push_yes_twice_reports_unchanged_end_to_end(hub, tmp_path):
-    """The real ``zoo push RUN --repo-id X --yes --json`` on an evaluated run: upload's fields reach the
-    CLI's summary, and pushing the same run again is "unchanged"."""
+def _run_and_env(hub, tmp_path) -> tuple[Path, dict]:
+    """A copy of the bundled dqn run, and the environment of a ``zoo`` process pushing as alice."""
     src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
     run = tmp_path / "runs" / src.name
     shutil.copytree(src, run)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "ZOO_ALLOW"))}
     env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
                HF_HOME=str(tmp_path / "hf-home"), HF_TOKEN=ALICE)  # fmt: skip
+    return run, env
+
+
+def test_zoo_push_yes_twice_reports_unchanged_end_to_end(hub, tmp_path):
+    """The real ``zoo push RUN --repo-id X --yes --json`` on an evaluated run: upload's fields reach the
+    CLI's summary, and pushing the same run again is "unchanged"."""
+    run, env = _run_and_env(hub, tmp_path)
     zoo = [sys.executable, "-m", "zoo"]
     evaluated = subprocess.run([*zoo, "eval", str(run), "-n", "2", "--quiet", "--out", str(run / "eval.json")],
                                capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
@@ -294,12 +301,7 @@ def test_zoo_push_yes_twice_reports_unchanged_end_to_end(hub, tmp_path):
 def test_a_run_evaluated_by_its_first_push_is_unchanged_on_the_second(hub, tmp_path):
     """Without an eval.json, the first ``--yes`` push evaluates, publishes and keeps that eval.json in the
     run dir; the card lists files by name, so the second push finds nothing to change."""
-    src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
-    run = tmp_path / "runs" / src.name
-    shutil.copytree(src, run)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "ZOO_ALLOW"))}
-    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HOME=str(tmp_path / "hf-home"), HF_TOKEN=ALICE)  # fmt: skip
+    run, env = _run_and_env(hub, tmp_path)
     cmd = [sys.executable, "-m", "zoo", "push", str(run), "--repo-id", "alice/dqn2", "--yes", "--json",
            "--episodes", "2", "--stage-dir", str(tmp_path / "stage")]  # fmt: skip
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)

@@ -777,7 +777,9 @@ def test_push_card_uses_the_hub_name_of_stable_baselines3(models, tmp_path):
     assert card.data.library_name == "stable-baselines3"  # what the Hub and huggingface_sb3 use, not "sb3"
     assert {"stable-baselines3", "Pendulum-v1", "reinforcement-learning"} <= set(card.data.tags)
     assert "made with Stable-Baselines3" in card.text and "made with sb3" not in card.text
-    listed = zoo("push", run, "--repo-id", "me/ppo-Pendulum-v1", "--json", "--stage-dir", tmp_path / "s").json()
+    listed = zoo(
+        "push", run, "--repo-id", "me/ppo-Pendulum-v1", "--json", "--stage-dir", tmp_path / "s"
+    ).json()
     what = {f["name"]: f["what"] for f in listed["files"]}
     assert what["Pendulum-v1.zip"] == "the model weights"
     assert what["vec_normalize.pkl"] == "for Stable-Baselines3's own hub tools"
