@@ -32,6 +32,25 @@ def mib(n: int) -> str:
     return f"{n / (1 << 20):.0f} MiB" if n < 1 << 30 else f"{n / (1 << 30):.0f} GiB"
 
 
+def read_model_file(path: Path, max_bytes: int) -> tuple[bytes, int, str | None, str | None]:
+    """``(data, size, kind, problem)`` of a model file read the one bounded way: the whole file when it
+    holds at most ``max_bytes`` (else its first 4 bytes, enough to say what it is), its size; ``kind`` and
+    ``problem`` say why it cannot be read (``missing``, or ``unreadable``: not a regular file, an OS error)."""
+    import stat
+
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            return b"", 0, "unreadable", "not a regular file"
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1 if st.st_size <= max_bytes else 4)
+    except FileNotFoundError:
+        return b"", 0, "missing", "file not found"
+    except OSError as exc:
+        return b"", 0, "unreadable", exc.strerror or str(exc)
+    return data, max(st.st_size, len(data)), None, None
+
+
 def read_pickle_file(path: Path, what: str, hint: str = "re-save or re-download the file") -> bytes:
     """A pickle file read whole, refused by its size (before it is read) over :data:`MAX_PICKLE_BYTES`."""
     try:

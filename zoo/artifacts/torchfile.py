@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io
 import re
-import stat
 import struct
 import zipfile
 import zlib
@@ -312,20 +311,13 @@ def _inspect_pickle_stream(info: TorchFileInfo, head: bytes) -> None:
 def inspect_torch_file(path: str | Path) -> TorchFileInfo:
     """Describe a model file statically; every outcome is a value, never an exception."""
     path = Path(path)
-    try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            return TorchFileInfo(path, 0, "unreadable", problem="not a regular file")
-        with path.open("rb") as fh:
-            head = fh.read(limits.MAX_PICKLE_BYTES) if st.st_size <= limits.MAX_PICKLE_BYTES else fh.read(4)
-    except FileNotFoundError:
-        return TorchFileInfo(path, 0, "missing", problem="file not found")
-    except OSError as exc:
-        return TorchFileInfo(path, 0, "unreadable", problem=exc.strerror or str(exc))
-    info = TorchFileInfo(path, st.st_size, "not-torch")
+    head, size, kind, problem = limits.read_model_file(path, limits.MAX_PICKLE_BYTES)
+    if kind is not None:
+        return TorchFileInfo(path, 0, kind, problem=problem)
+    info = TorchFileInfo(path, size, "not-torch")
     if not head:
         info.kind, info.problem = "empty", "file is empty"
-    elif head[:4] == b"PK\x03\x04" and len(head) == st.st_size:
+    elif head[:4] == b"PK\x03\x04" and len(head) == size:
         _inspect_zip(info, io.BytesIO(head), memoryview(head))
     elif head[:4] == b"PK\x03\x04":
         try:
@@ -334,7 +326,7 @@ def inspect_torch_file(path: str | Path) -> TorchFileInfo:
         except OSError as exc:
             info.problem = f"cannot read: {exc.strerror or exc}"
     elif head[:1] in _PICKLE_START:
-        if len(head) < st.st_size:
+        if len(head) < size:
             with path.open("rb") as fh:
                 head = fh.read(limits.MAX_PICKLE_BYTES)
         _inspect_pickle_stream(info, head)
