@@ -93,19 +93,50 @@ def build_model(entry: Entry, part: str, spaces: tuple, kwargs: Mapping[str, Any
         return model_class(entry, part)(vector_env_view(*spaces), **dict(kwargs))
 
 
-def expected_shapes(entry: Entry, part: str, spaces: tuple, kwargs: Mapping[str, Any]) -> dict[str, tuple]:
-    """State-dict shapes the registry's model class has for these spaces (meta device: no memory)."""
+class Shape(tuple):
+    """A state-dict key's shape in the registry's model class, plus the other shapes its loader takes.
+
+    A plain ``tuple`` of the model's own shape (so it compares and prints as one); ``alternatives`` are
+    the shapes older or newer CleanRL scripts saved for the same key, which the model class reshapes on
+    ``load_state_dict`` (:func:`zoo.frameworks.cleanrl.models.saved_shape_alternatives`).
+    """
+
+    alternatives: tuple[tuple[int, ...], ...]
+
+    def __new__(cls, shape, alternatives=()) -> Shape:
+        self = super().__new__(cls, tuple(shape))
+        self.alternatives = tuple(tuple(a) for a in alternatives if tuple(a) != tuple(shape))
+        return self
+
+    def accepts(self, shape) -> bool:
+        shape = tuple(shape)
+        return shape == tuple(self) or shape in self.alternatives
+
+    def describe(self) -> str:
+        return " or ".join(str(s) for s in (tuple(self), *self.alternatives))
+
+
+def expected_shapes(entry: Entry, part: str, spaces: tuple, kwargs: Mapping[str, Any]) -> dict[str, Shape]:
+    """State-dict shapes the registry's model class has for these spaces (meta device: no memory), each
+    with the alternative shapes the class's loader also accepts for that key."""
+    from zoo.frameworks.cleanrl.models import saved_shape_alternatives
+
     model = build_model(entry, part, spaces, kwargs, device="meta")
-    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    alternatives = saved_shape_alternatives(model)
+    return {k: Shape(v.shape, alternatives.get(k, ())) for k, v in model.state_dict().items()}
 
 
 def shape_problems(found: Mapping[str, Any], expected: Mapping[str, tuple]) -> list[str]:
-    """Human lines for each key missing, unexpected or of another shape."""
+    """Human lines for each key missing, unexpected or of a shape the loader does not take."""
     problems = []
-    for key in expected:
+    for key, shape in expected.items():
         if key not in found:
             problems.append(f"missing {key}")
-        elif tuple(found[key].shape) != expected[key]:
-            problems.append(f"{key} is {tuple(found[key].shape)} in the file, the env needs {expected[key]}")
+            continue
+        shape = shape if isinstance(shape, Shape) else Shape(shape)
+        if not shape.accepts(found[key].shape):
+            problems.append(
+                f"{key} is {tuple(found[key].shape)} in the file, the env needs {shape.describe()}"
+            )
     problems += [f"unexpected {key}" for key in found if key not in expected]
     return problems

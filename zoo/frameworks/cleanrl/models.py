@@ -142,12 +142,36 @@ class ContinuousQNetwork(nn.Module):
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
+def saved_shape_alternatives(model: nn.Module) -> dict[str, tuple[tuple[int, ...], ...]]:
+    """State-dict key -> the other shapes a saved file may hold for it, which ``load_state_dict`` takes.
+
+    Collected from every submodule's ``_saved_shape_alternatives()`` (keys prefixed as in the state dict),
+    so ``zoo check`` (:func:`zoo.frameworks.cleanrl.checkpoint.expected_shapes`) and the loader accept
+    exactly the same shapes. Works on the meta device: only shapes are read.
+    """
+    found: dict[str, tuple[tuple[int, ...], ...]] = {}
+    for prefix, module in model.named_modules():
+        own = getattr(module, "_saved_shape_alternatives", None)
+        if own is None:
+            continue
+        for name, shapes in own().items():
+            found[f"{prefix}.{name}" if prefix else name] = shapes
+    return found
+
+
 class DeterministicActor(nn.Module):
     """``ddpg``/``td3_continuous_action.py``: tanh actor rescaled to the action bounds.
 
-    ``action_scale``/``action_bias`` are buffers of shape ``(1, act_dim)`` because
-    CleanRL computes them from the *vector* env's batched action space.
+    ``action_scale``/``action_bias`` are buffers of shape ``(1, act_dim)``: CleanRL computed them from
+    the *vector* env's batched action space (``env.action_space``, one env) in ``ddpg_continuous_action``
+    and in ``td3_continuous_action`` up to 35896b1f. Since 9d709007 ("Add TD3 and SAC support for vec
+    envs", 2025-01-23) ``td3_continuous_action`` computes them from ``env.single_action_space``: shape
+    ``(act_dim,)``. Both load: a ``(act_dim,)`` buffer is reshaped to ``(1, act_dim)`` on load, which
+    broadcasts in :meth:`forward` to the same actions.
     """
+
+    #: Buffers CleanRL has saved both as ``(1, act_dim)`` and as ``(act_dim,)``.
+    RESHAPED_BUFFERS = ("action_scale", "action_bias")
 
     def __init__(self, envs):
         super().__init__()
@@ -161,6 +185,19 @@ class DeterministicActor(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = F.relu(self.fc2(F.relu(self.fc1(x))))
         return torch.tanh(self.fc_mu(x)) * self.action_scale + self.action_bias
+
+    def _saved_shape_alternatives(self) -> dict[str, tuple[tuple[int, ...], ...]]:
+        """``(act_dim,)`` for the ``(1, act_dim)`` buffers (td3_continuous_action since 9d709007)."""
+        return {name: (tuple(getattr(self, name).shape[1:]),) for name in self.RESHAPED_BUFFERS}
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # ``Module.load_state_dict`` passes its own copy of the mapping: replacing entries is safe.
+        alternatives = self._saved_shape_alternatives()
+        for name in self.RESHAPED_BUFFERS:
+            value = state_dict.get(prefix + name)
+            if value is not None and tuple(value.shape) in alternatives[name]:
+                state_dict[prefix + name] = value.reshape(getattr(self, name).shape)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
 class ResidualBlock(nn.Module):
