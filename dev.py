@@ -4,7 +4,7 @@
     python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval` on the bundled example runs,
                           # `zoo export` one to ONNX and `zoo eval` the exported file, and offline
                           # sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
-    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video], then the whole test suite
+    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool], then the whole test suite
     python3 dev.py test --fast   # the same without the tests that train or are marked slow
 
 torch is installed first and pinned (2.13.0, a CPU build): any open requirement would pull a
@@ -111,7 +111,7 @@ def hub_loop(zoo: Path, out: Path) -> int:
 
 def test() -> int:
     """The whole suite; ``--fast`` leaves out the tests that train or are marked slow (a development loop)."""
-    setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video")
+    setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool")
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     args = sys.argv[2:]
     if "--fast" in args:

@@ -24,7 +24,10 @@ MUJOCO_ENVS = (
     "Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum",
     "InvertedPendulum", "Pusher", "Reacher", "Swimmer", "Walker2d",
 )  # fmt: skip
-PRESETS = ("classic", "normalized_continuous", "atari")
+#: EnvPool's Atari ids (``Breakout-v5``); the same test as zoo.envpool_atari.is_envpool_id, kept here so
+#: that this check imports neither gymnasium nor ale-py.
+_ENVPOOL_ID = re.compile(r"[A-Z][A-Za-z0-9]*-v5")
+PRESETS = ("classic", "normalized_continuous", "atari", "envpool")
 
 #: What each preset's wrappers do to observations and actions, which a deployed (exported) policy
 #: must reproduce itself; the exporter writes these into the sidecar's ``left_to_caller``.
@@ -39,6 +42,13 @@ PRESET_DEPLOYMENT_NOTES = {
         "Atari preprocessing: no-op reset (up to 30), max-pool and skip 4 frames, fire on reset, 84x84 "
         "grayscale, stack the last 4 frames; pass pixel values 0..255 as float32",
     ],
+    "envpool": [
+        "EnvPool Atari preprocessing (envpool.make defaults, as CleanRL's *_envpool* scripts train): ALE v5 "
+        "game with repeat_action_probability 0; on reset and after each life loss 0-29 single-frame no-ops "
+        "then one FIRE; repeat each action 4 frames and max-pool the last two ALE-grayscale frames; 84x84 "
+        "INTER_AREA resize; stack the last 4 frames (uint8, channel-first); pass pixel values 0..255 as "
+        "float32 (EnvPool itself, or zoo.envpool_atari.EnvPoolAtari, does all of this)",
+    ],
 }
 
 
@@ -47,7 +57,7 @@ def extras_for_env(env_id: str) -> list[str]:
     base = env_id.split("/")[-1].split("-v")[0]
     if base in MUJOCO_ENVS:
         return ["mujoco"]
-    if env_id.startswith("ALE/") or "NoFrameskip" in env_id:
+    if env_id.startswith("ALE/") or "NoFrameskip" in env_id or _ENVPOOL_ID.fullmatch(env_id):
         return ["atari"]
     return []
 
@@ -197,6 +207,8 @@ def _record_video(env, video_dir: str, log: VideoLog | None = None):
 def _make_base(spec: EnvSpec, record: bool):
     import gymnasium as gym
 
+    if spec.preset == "envpool":
+        return _make_envpool(spec, record)
     if spec.preset == "atari":
         _import_ale()
     kwargs = {"render_mode": "rgb_array"} if record else {}
@@ -222,11 +234,34 @@ def _import_ale() -> None:
         raise ZooError("Atari envs need the atari extra: pip install 'rl-zoo-hub[atari]'") from None
 
 
+def _make_envpool(spec: EnvSpec, record: bool):
+    """zoo's rebuild of EnvPool's Atari env, scored as CleanRL's ppo_envpool_jax_eval scores it.
+
+    The training config (``episodic_life=True``) stays, because it changes the observations (no-ops +
+    FIRE after each life loss); the reward is left unclipped and an episode is a full game.
+    """
+    _import_ale()
+    try:
+        import cv2  # noqa: F401 - the atari extra's opencv: EnvPool resizes with INTER_AREA
+    except ImportError:
+        raise ZooError("EnvPool Atari envs need the atari extra: pip install 'rl-zoo-hub[atari]'") from None
+    from zoo.envpool_atari import EnvPoolAtari
+
+    try:
+        env = EnvPoolAtari(spec.env_id, episodic_life=True, reward_clip=False, episode="game",
+                           render_mode="rgb_array" if record else None)  # fmt: skip
+    except ValueError as exc:
+        raise ZooError(f"cannot create env {spec.env_id!r}: {exc}") from None
+    if record:
+        env = _record_video(env, spec.video_dir, spec.video_log)
+    return env
+
+
 def _wrap(env, preset: str):
     import gymnasium as gym
     import numpy as np
 
-    if preset == "classic":
+    if preset in ("classic", "envpool"):  # envpool: preprocessing and full-game episodes are in the env
         return gym.wrappers.RecordEpisodeStatistics(env)
     if preset == "normalized_continuous":
         # CleanRL ppo_continuous_action: the observation normalizer is not saved with the

@@ -165,6 +165,9 @@ def validate_entry(source: Path, name: str, raw: Any) -> Entry:
     hub = raw.get("hub", {})
     if not isinstance(hub, dict) or not isinstance(hub.get("repo", ""), str):
         raise _fail(source, name, "hub.repo", "expected a string pattern")
+    tags = hub.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise _fail(source, name, "hub.tags", "expected a list of strings (extra model-card tags)")
     return Entry(
         name=name, framework=framework, algorithm=str(raw.get("algorithm", name)), format=fmt,
         filename=filename, layout=raw.get("layout", {}), model=raw.get("model", {}),

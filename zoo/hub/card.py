@@ -35,7 +35,16 @@ def card_metadata(target, eval_data: dict):
         metric_value=f"{metrics['return_mean']:.2f} +/- {metrics['return_std']:.2f}",
     )  # fmt: skip
     tags = list(
-        dict.fromkeys([env_id, *hub.tags, "reinforcement-learning", "deep-reinforcement-learning", "zoo"])
+        dict.fromkeys(
+            [
+                env_id,
+                *hub.tags,
+                *entry.hub.get("tags", ()),
+                "reinforcement-learning",
+                "deep-reinforcement-learning",
+                "zoo",
+            ]
+        )
     )
     library = entry.hub.get("library_name", hub.library_name)
     return ModelCardData(library_name=library, tags=tags, model_name=entry.algorithm, eval_results=[result])

@@ -8,6 +8,7 @@ state dicts); the registry says which. Models are the classes in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,15 +17,17 @@ from typing import TYPE_CHECKING, Any
 from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
-from zoo.errors import BrokenFile, LayoutMismatch
+from zoo.errors import BrokenFile, LayoutMismatch, ZooError
 from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
 from zoo.frameworks.cleanrl import discover as _discover
+from zoo.frameworks.cleanrl.discover import MODEL_SUFFIX
 
 if TYPE_CHECKING:
+    from zoo.artifacts.flaxfile import FlaxFileInfo
     from zoo.registry import Entry, Registry
 
-LAYOUTS = ("state_dict", "dict", "tuple")
-HEADS = ("q_values", "c51", "gaussian", "deterministic_actor")
+LAYOUTS = ("state_dict", "dict", "tuple", "flax")
+HEADS = ("q_values", "c51", "gaussian", "deterministic_actor", "categorical")
 #: Hyperparameters CleanRL's PPO scripts compute at runtime (``batch_size = num_envs * num_steps``): logged
 #: with ``vars(args)`` but not flags to pass. DQN, C51, TD3 and DDPG take ``--batch-size`` as a real flag.
 RUNTIME_ARGS = ("minibatch_size", "num_iterations")
@@ -34,6 +37,7 @@ _LAYOUT_TEXT = {
     "state_dict": "`torch.save(model.state_dict())`",
     "dict": "`torch.save({{'{w}': state_dict, '{a}': vars(args)}})`",
     "tuple": "`torch.save(({parts}))`, one state dict per part",
+    "flax": "`flax.serialization.to_bytes(...)` of the params of {parts}",
 }
 _SHAPES_CACHE: dict[tuple, dict[str, tuple]] = {}
 
@@ -42,14 +46,27 @@ _SHAPES_CACHE: dict[tuple, dict[str, tuple]] = {}
 class CleanRLCheckpoint(Checkpoint):
     """A verified ``.cleanrl_model``: its torch-file facts and per-part tensor descriptions."""
 
-    info: TorchFileInfo | None = None
-    parts: dict[str, Mapping] = field(default_factory=dict)  # part -> {key: tensor description}
+    info: TorchFileInfo | None = None  # a torch file's facts
+    flax: FlaxFileInfo | None = None  # a flax msgpack file's facts (JAX scripts)
+    parts: dict[str, Mapping] = field(default_factory=dict)  # part -> {key: tensor description} / flax params
     kwargs: dict[str, Any] = field(default_factory=dict)  # model kwargs stored in the file (C51's atoms)
+
+    def tensor_count(self) -> int:
+        """How many tensors the parts hold (flax params are nested: counted leaf by leaf)."""
+        if self.flax is not None:
+            from zoo.artifacts.flaxfile import tensor_shapes
+
+            return sum(len(tensor_shapes(tree)) for tree in self.parts.values())
+        return sum(len(sd) for sd in self.parts.values())
 
     def split(self, entry: Entry) -> None:
         """The decoded file's parts, as the entry's layout names them; a file laid out otherwise raises."""
+        from zoo.frameworks.cleanrl import flaxlayout
         from zoo.frameworks.cleanrl.checkpoint import split_parts
 
+        if self.flax is not None:
+            self.parts, self.kwargs = flaxlayout.split(entry, self.flax.content)
+            return
         assert self.info is not None
         self.parts, self.kwargs = split_parts(entry, self.info.content)
 
@@ -71,8 +88,16 @@ class CleanRLAdapter(Adapter):
         parts = layout.get("parts")
         if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
             return "layout.parts", "expected a non-empty list of part names"
-        if layout["kind"] != "tuple" and len(parts) != 1:
+        if layout["kind"] not in ("tuple", "flax") and len(parts) != 1:
             return "layout.parts", f"layout {layout['kind']!r} holds exactly one part"
+        if layout["kind"] == "flax":
+            from zoo.frameworks.cleanrl.flaxlayout import entry_problem as flax_problem
+
+            problem = flax_problem(raw)
+            if problem:
+                return problem
+        elif raw.get("format") == "flax-msgpack":
+            return "layout.kind", "flax-msgpack files use layout kind 'flax'"
         if layout["kind"] == "dict":
             for key in ("weights_key", "args_key"):
                 if not isinstance(layout.get(key), str):
@@ -102,11 +127,24 @@ class CleanRLAdapter(Adapter):
         """The file's torch facts and, when the static check decoded it, its parts as the layout names
         them (a file only torch's own loader can decide is split once ``flag_torch_file`` confirmed it)."""
         assert run.model_file is not None and entry is not None
+        if entry.layout["kind"] == "flax":
+            from zoo.artifacts.flaxfile import read_flax_file, refuse_broken
+
+            flax = read_flax_file(run.model_file)
+            refuse_broken(flax)  # no pickle to trust in a msgpack file: broken is broken
+            checkpoint = CleanRLCheckpoint(run.model_file, flax.kind, flax.size, flax=flax)
+            checkpoint.split(entry)
+            return checkpoint
         info = inspect_torch_file(run.model_file)
         checkpoint = CleanRLCheckpoint(run.model_file, info.kind, info.size, info=info)
         if info.decoded and not info.confirm:
             checkpoint.split(entry)
         return checkpoint
+
+    def reason(self, exc: ZooError, run: Run) -> str:
+        """A file's error without its path: the row already names the run."""
+        prefix = f"{run.model_file}: " if run.model_file else None
+        return exc.message.removeprefix(prefix) if prefix else exc.message
 
     def describe(self, report: RunReport, registry: Registry) -> None:
         run = report.run
@@ -117,6 +155,11 @@ class CleanRLAdapter(Adapter):
         entry = registry.get(run.exp_name or "")
         report.details["algorithm"] = entry.algorithm
         if run.model_file is None:
+            snapshot = re.compile(rf"{re.escape(run.exp_name or '')}-offline-\d+\{MODEL_SUFFIX}")
+            if run.other_model_files and all(snapshot.fullmatch(p.name) for p in run.other_model_files):
+                raise BrokenFile(f"missing model: only the offline-phase snapshots qdagger writes every 100,000 "
+                                 f"steps ({run.other_model_files[-1].name}, ...)",
+                                 "train with --save-model, or zoo eval one snapshot file with --exp-name")  # fmt: skip
             if run.other_model_files:
                 names = ", ".join(p.name for p in run.other_model_files)
                 raise LayoutMismatch(f"exp_name mismatch: run is {run.exp_name!r}, model file is {names}",
@@ -124,14 +167,16 @@ class CleanRLAdapter(Adapter):
             raise BrokenFile("missing model: no .cleanrl_model in the run dir", "train with --save-model")
         checkpoint = self.read(run, entry)
         info = checkpoint.info
-        assert info is not None
-        if info.kind not in ("missing", "unreadable"):
-            report.details.update(size=info.size, format=info.kind)
-        if not flag_torch_file(report, info, not_torch_hint="is this a CleanRL model file?"):
-            return
-        if info.confirm:  # torch's loader decided it, and what it loaded is the content
-            checkpoint.split(entry)
-        report.details["tensors"] = sum(len(sd) for sd in checkpoint.parts.values())
+        if checkpoint.flax is not None:
+            report.details.update(size=checkpoint.size, format=checkpoint.format)
+        elif info is not None:
+            if info.kind not in ("missing", "unreadable"):
+                report.details.update(size=info.size, format=info.kind)
+            if not flag_torch_file(report, info, not_torch_hint="is this a CleanRL model file?"):
+                return
+            if info.confirm:  # torch's loader decided it, and what it loaded is the content
+                checkpoint.split(entry)
+        report.details["tensors"] = checkpoint.tensor_count()
         if checkpoint.kwargs:
             report.details["model_kwargs"] = checkpoint.kwargs
         if run.env_id is None:
@@ -139,7 +184,10 @@ class CleanRLAdapter(Adapter):
                         "pass --env-id to zoo eval")  # fmt: skip
             return
         spaces = self.env_spaces_or_warn(report, entry, run.env_id)
-        problem = spaces and _fit_problem(checkpoint, entry, run.env_id, spaces)
+        problem = spaces and (
+            _flax_fit(checkpoint, entry, spaces) if checkpoint.flax is not None
+            else _fit_problem(checkpoint, entry, run.env_id, spaces)
+        )  # fmt: skip
         if problem:
             raise LayoutMismatch(f"shapes do not match {entry.name} on {run.env_id}{problem[0]}: {problem[1]}",
                                  "check the env id and exp_name of this run")  # fmt: skip
@@ -150,7 +198,10 @@ class CleanRLAdapter(Adapter):
         from zoo.frameworks.cleanrl.checkpoint import build_model, split_parts
         from zoo.frameworks.cleanrl.policy import CleanRLPolicy
 
-        assert isinstance(checkpoint, CleanRLCheckpoint) and checkpoint.info is not None
+        assert isinstance(checkpoint, CleanRLCheckpoint)
+        if checkpoint.flax is not None:
+            return self._load_flax(checkpoint, entry, env_id, options)
+        assert checkpoint.info is not None
         loaded = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
         parts, kwargs = split_parts(entry, loaded)
         spaces = probe_spaces(self.env_spec(entry, env_id))
@@ -162,6 +213,23 @@ class CleanRLAdapter(Adapter):
         part = entry.policy["part"]
         module = build_model(entry, part, spaces, kwargs, device=options.device)
         module.load_state_dict(parts[part])
+        return CleanRLPolicy(module, entry.policy["head"], spaces[0], spaces[1], entry.eval, options.device,
+                             options.seed)  # fmt: skip
+
+    def _load_flax(self, checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str, options: LoadOptions):
+        """A JAX script's params in zoo's torch port of its flax module (no jax needed)."""
+        from zoo.envs import probe_spaces
+        from zoo.frameworks.cleanrl import flaxlayout
+        from zoo.frameworks.cleanrl.policy import CleanRLPolicy
+
+        spaces = probe_spaces(self.env_spec(entry, env_id))
+        problem = flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces)
+        if problem:
+            raise does_not_fit(env_id, problem[1] + problem[0], "check --env-id and --exp-name")
+        part = entry.policy["part"]
+        module = flaxlayout.build(
+            entry, part, checkpoint.parts[part], spaces, checkpoint.kwargs, options.device
+        )
         return CleanRLPolicy(module, entry.policy["head"], spaces[0], spaces[1], entry.eval, options.device,
                              options.seed)  # fmt: skip
 
@@ -218,6 +286,12 @@ def _quoted(value: str) -> str:
     import shlex
 
     return shlex.quote(value)
+
+
+def _flax_fit(checkpoint: CleanRLCheckpoint, entry: Entry, spaces: tuple) -> tuple[str, str] | None:
+    from zoo.frameworks.cleanrl import flaxlayout
+
+    return flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces)
 
 
 def _fit_problem(checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str,

@@ -6,6 +6,8 @@ Heads (``policy.head`` in the registry):
   ``dqn_eval``/``c51_eval`` use epsilon 0.05).
 - ``gaussian``: the mean action; stochastic mode samples ``Normal(mean, exp(logstd))``
   like ``ppo_eval``.
+- ``categorical``: the module gives logits; the argmax, and in stochastic mode a sample from
+  ``Categorical(logits)`` (CleanRL's JAX PPO evals sample Gumbel-max, the same distribution).
 - ``deterministic_actor``: the tanh-rescaled actor; stochastic mode adds
   ``N(0, action_scale * exploration_noise)`` and clips, like ``ddpg_eval``/``td3_eval``.
 
@@ -62,6 +64,12 @@ class CleanRLPolicy:
                     random_actions = self._rng.integers(self.action_space.n, size=len(actions))
                     actions = np.where(explore, random_actions, actions)
                 return actions, state
+            if self.head == "categorical":
+                logits = self.module(x)
+                if deterministic:
+                    return logits.argmax(dim=1).cpu().numpy(), state
+                probs = torch.softmax(logits.double().cpu(), dim=1)
+                return torch.multinomial(probs, 1, generator=self._torch_rng).squeeze(1).numpy(), state
             if self.head == "gaussian":
                 mean = self.module.actor_mean(x)
                 if not deterministic:
@@ -88,10 +96,12 @@ class CleanRLPolicy:
 
         module = copy.deepcopy(self.module).cpu().eval()
         obs_shape, groups = obs_layout(self.observation_space)
-        if self.head in ("q_values", "c51"):
-            what = (
-                "argmax over expected Q-values (C51 atoms)" if self.head == "c51" else "argmax over Q-values"
-            )
+        if self.head in ("q_values", "c51", "categorical"):
+            what = {
+                "c51": "argmax over expected Q-values (C51 atoms)",
+                "categorical": "argmax over the actor's logits",
+            }
+            what = what.get(self.head, "argmax over Q-values")
             return ExportSpec(ArgmaxActions(module), obs_shape, groups, None, baked=[what])
         if self.head == "gaussian":
             return ExportSpec(module.actor_mean, obs_shape, groups, None, baked=["Gaussian mean"])
