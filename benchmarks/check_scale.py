@@ -10,6 +10,8 @@ times, in one run and each in a fresh subprocess over the same tree:
 - ``zoo check ROOT --json`` cold (an empty zoo cache) and warm (the verdict memo the cold call left).
 
 It prints each time and the ratios to the naive loop; the targets are cold >= 5x and warm >= 30x.
+With flax installed it also checks a tree of the same size holding CleanRL ``dqn_jax`` runs (flax
+msgpack files, read without jax) and prints their times as ratios to the torch tree's: about 1x.
 
     python benchmarks/check_scale.py [--runs 10000] [--keep DIR]
 """
@@ -17,6 +19,7 @@ It prints each time and the ratios to the naive loop; the targets are cold >= 5x
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -59,15 +62,49 @@ def _seed_files(workdir: Path) -> tuple[Path, Path]:
     return model, events
 
 
-def build_tree(root: Path, runs: int) -> None:
+def _jax_model(workdir: Path) -> Path:
+    """A dqn_jax model as dqn_jax.py saves it: ``flax.serialization.to_bytes(q_state.params)``."""
+    import flax
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    class QNetwork(nn.Module):  # dqn_jax.py's network (cleanrl 1.2.0, lines 94-104)
+        action_dim: int
+
+        @nn.compact
+        def __call__(self, x: jnp.ndarray):
+            x = nn.relu(nn.Dense(120)(x))
+            x = nn.relu(nn.Dense(84)(x))
+            return nn.Dense(self.action_dim)(x)
+
+    model = workdir / "dqn_jax.cleanrl_model"
+    params = QNetwork(action_dim=2).init(jax.random.PRNGKey(0), jnp.zeros((1, 4)))
+    model.write_bytes(flax.serialization.to_bytes(params))
+    return model
+
+
+def build_tree(root: Path, runs: int, exp_name: str = "dqn") -> None:
+    """``runs`` run dirs of ``exp_name`` (dqn: a torch state dict; dqn_jax: flax params), each with a log."""
     model, events = _seed_files(root.parent)
+    if exp_name == "dqn_jax":
+        model = _jax_model(root.parent)
     runs_dir = root / "runs"
     runs_dir.mkdir(parents=True)
     for i in range(runs):
-        run = runs_dir / f"CartPole-v1__dqn__{i}__{1700000000 + i}"
+        run = runs_dir / f"CartPole-v1__{exp_name}__{i}__{1700000000 + i}"
         run.mkdir()
-        shutil.copyfile(model, run / "dqn.cleanrl_model")
+        shutil.copyfile(model, run / f"{exp_name}.cleanrl_model")
         shutil.copyfile(events, run / events.name)
+
+
+def time_check(root: Path, env: dict, label: str) -> float:
+    t_zoo, zoo = timed([sys.executable, "-m", "zoo", "check", str(root), "--json"], env)
+    reports = json.loads(zoo.stdout)
+    ok = sum(r["status"] == "ok" for r in reports)
+    print(f"zoo check ({label}){' ' * (17 - len(label))}: {t_zoo:8.3f}s  ({len(reports)} runs, {ok} ok, exit {zoo.returncode})",
+          end="")  # fmt: skip
+    return t_zoo
 
 
 def timed(cmd: list[str], env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
@@ -101,12 +138,21 @@ def main() -> None:
         t_naive, naive = timed([sys.executable, "-c", NAIVE, str(root / "runs")])
         assert naive.returncode == 0, naive.stderr[-2000:]
         print(f"naive torch.load + EventAcc. : {t_naive:8.3f}s  ({naive.stdout.strip()} runs read)")
+        torch_times = {}
         for label in ("cold", "warm"):
-            t_zoo, zoo = timed([sys.executable, "-m", "zoo", "check", str(root), "--json"], env)
-            reports = json.loads(zoo.stdout)
-            ok = sum(r["status"] == "ok" for r in reports)
-            print(f"zoo check ({label})            : {t_zoo:8.3f}s  ({len(reports)} runs, {ok} ok, exit {zoo.returncode})"
-                  f"  {t_naive / t_zoo:5.1f}x faster than naive, {t_zoo / args.runs * 1000:.3f} ms per run")  # fmt: skip
+            torch_times[label] = t_zoo = time_check(root, env, label)
+            print(f"  {t_naive / t_zoo:5.1f}x faster than naive, {t_zoo / args.runs * 1000:.3f} ms per run")
+        if importlib.util.find_spec("flax") is None:
+            print("no flax here: the JAX variant (dqn_jax runs) needs pip install 'rl-zoo-hub[jax]'")
+            return
+        jax_root = work / "jax-tree"
+        if not (jax_root / "runs").is_dir():
+            build_tree(jax_root, args.runs, "dqn_jax")
+        jax_env = dict(env, ZOO_CACHE_DIR=str(work / "jax-cache"))
+        shutil.rmtree(work / "jax-cache", ignore_errors=True)
+        for label in ("cold", "warm"):
+            t_jax = time_check(jax_root, jax_env, f"JAX, {label}")
+            print(f"  {t_jax / torch_times[label]:5.2f}x the torch tree's time")
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

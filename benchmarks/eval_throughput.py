@@ -1,6 +1,7 @@
 """Env steps per second of ``zoo eval``'s rollout loop, side by side with its limits.
 
-For each env (CartPole-v1 and HalfCheetah-v5, 8 envs each) this measures, in one run:
+For each env (CartPole-v1, HalfCheetah-v5 and BreakoutNoFrameskip-v4 on CleanRL's Atari wrapper stack,
+8 envs each) this measures, in one run:
 
   (a) a gymnasium SyncVectorEnv stepping random actions: the limit any evaluator can reach;
   (b) zoo's rollout loop (``zoo.evaluator.rollout``) with a CleanRL policy from the registry;
@@ -9,7 +10,8 @@ For each env (CartPole-v1 and HalfCheetah-v5, 8 envs each) this measures, in one
 
 Every variant's sub-envs are wrapped in the same step counter, so the rates count real env
 steps (including the extra steps a vector env takes to fill per-env quotas). Targets:
-CartPole (b) >= 0.5 x (a) and >= 2 x (c); HalfCheetah (b) >= 0.85 x (a). CartPole uses the
+CartPole (b) >= 0.5 x (a) and >= 2 x (c); HalfCheetah (b) >= 0.85 x (a); Breakout (b) >= 0.8 x (a)
+(a Nature-CNN forward pass per step; SB3's evaluate_policy is not run there). CartPole uses the
 bundled trained dqn (500-step episodes, what a user evaluates); HalfCheetah has no bundled run, so
 it is measured with fresh weights of two policy sizes: the TD3 actor (256x256) and the PPO agent
 (64x64).
@@ -28,9 +30,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+import zoo
 from zoo.envs import EnvSpec, env_factory
 from zoo.evaluator import rollout, single_cpu_thread
-from zoo.frameworks.cleanrl import load_policy
 from zoo.frameworks.cleanrl.checkpoint import build_model
 from zoo.frameworks.cleanrl.policy import CleanRLPolicy
 from zoo.registry import load_registry
@@ -78,7 +80,7 @@ def zoo_policy(exp_name: str, spec: EnvSpec) -> tuple[CleanRLPolicy, str]:
     entry = load_registry().get(exp_name)
     trained = sorted(EXAMPLES.glob(f"{spec.env_id}__{exp_name}__*/{exp_name}.cleanrl_model"))
     if trained:
-        policy = load_policy(trained[-1], entry, spec.env_id, device="cpu", seed=0)
+        policy = zoo.load_policy(trained[-1], exp_name=exp_name, env_id=spec.env_id)
         return policy, f"trained {exp_name} from examples/runs"
     probe = env_factory(spec, 0)()
     spaces = (probe.observation_space, probe.action_space)
@@ -89,11 +91,13 @@ def zoo_policy(exp_name: str, spec: EnvSpec) -> tuple[CleanRLPolicy, str]:
     ), f"{exp_name} (fresh weights)"
 
 
-def zoo_rollout(policy: CleanRLPolicy, spec: EnvSpec, num_envs: int, episodes: int) -> float:
+def zoo_rollout(
+    policy: CleanRLPolicy, spec: EnvSpec, num_envs: int, episodes: int, deterministic: bool = True
+) -> float:
     envs = gym.vector.SyncVectorEnv([counted(env_factory(spec, i)) for i in range(num_envs)])
     try:
         with single_cpu_thread("cpu"):
-            return rate(lambda: rollout(policy, envs, episodes, seed=0, deterministic=True))
+            return rate(lambda: rollout(policy, envs, episodes, seed=0, deterministic=deterministic))
     finally:
         envs.close()
 
@@ -111,7 +115,7 @@ def sb3_evaluate(spec: EnvSpec, num_envs: int, episodes: int, algo: str) -> floa
         venv.close()
 
 
-def cleanrl_single(policy: CleanRLPolicy, spec: EnvSpec, episodes: int) -> float:
+def cleanrl_single(policy: CleanRLPolicy, spec: EnvSpec, episodes: int, deterministic: bool = True) -> float:
     env = counted(env_factory(spec, 0))()
 
     def run():
@@ -119,7 +123,7 @@ def cleanrl_single(policy: CleanRLPolicy, spec: EnvSpec, episodes: int) -> float
             obs, _ = env.reset(seed=ep)
             done = False
             while not done:
-                action, _ = policy.act(obs[None], deterministic=True)
+                action, _ = policy.act(obs[None], deterministic=deterministic)
                 obs, _r, term, trunc, _ = env.step(action[0])
                 done = term or trunc
 
@@ -129,14 +133,22 @@ def cleanrl_single(policy: CleanRLPolicy, spec: EnvSpec, episodes: int) -> float
         env.close()
 
 
-def bench(env_id: str, exp_name: str, sb3_algo: str, episodes: int, num_envs: int = 8) -> dict:
-    spec = EnvSpec(env_id, "classic")  # the same raw env under every variant: only the loops differ
+def bench(env_id: str, exp_name: str, sb3_algo: str | None, episodes: int, num_envs: int = 8,
+          preset: str = "classic") -> dict:  # fmt: skip
+    """The same env stack under every variant (``preset``): only the loops differ."""
+    spec = EnvSpec(env_id, preset)
     policy, label = zoo_policy(exp_name, spec)
-    zoo_rollout(policy, spec, num_envs, num_envs)  # warm-up: imports, first forward passes
+    if preset == "atari":  # fresh weights act alike every step (a stuck paddle plays for ever): the policy
+        policy.epsilon, label = (
+            1.0,
+            f"{label}, forward pass every step, epsilon 1",
+        )  # still runs, acts at random
+    deterministic = preset != "atari"
+    zoo_rollout(policy, spec, num_envs, num_envs, deterministic)  # warm-up: imports, first forward passes
     a = random_actions(spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs))
-    b = zoo_rollout(policy, spec, num_envs, episodes)
-    c = sb3_evaluate(spec, num_envs, episodes, sb3_algo)
-    d = cleanrl_single(policy, spec, max(2, episodes // 8))
+    b = zoo_rollout(policy, spec, num_envs, episodes, deterministic)
+    c = sb3_evaluate(spec, num_envs, episodes, sb3_algo) if sb3_algo else None
+    d = cleanrl_single(policy, spec, max(2, episodes // 8), deterministic)
     return {"a": a, "b": b, "c": c, "d": d, "policy": label}
 
 
@@ -144,7 +156,8 @@ def report(env_id: str, r: dict, targets: str) -> None:
     print(f"\n{env_id}, 8 envs, policy: {r['policy']} (env steps per second)")
     print(f"  (a) SyncVectorEnv, random actions : {r['a']:10,.0f}")
     print(f"  (b) zoo eval rollout loop         : {r['b']:10,.0f}   b/a = {r['b'] / r['a']:.2f}")
-    print(f"  (c) SB3 evaluate_policy           : {r['c']:10,.0f}   b/c = {r['b'] / r['c']:.2f}")
+    if r["c"] is not None:
+        print(f"  (c) SB3 evaluate_policy           : {r['c']:10,.0f}   b/c = {r['b'] / r['c']:.2f}")
     print(f"  (d) CleanRL-style single env      : {r['d']:10,.0f}   b/d = {r['b'] / r['d']:.2f}")
     print(f"  targets: {targets}")
 
@@ -155,6 +168,7 @@ def main() -> None:
     )
     parser.add_argument("--episodes-cartpole", type=int, default=400)
     parser.add_argument("--episodes-cheetah", type=int, default=16)
+    parser.add_argument("--episodes-breakout", type=int, default=16)
     args = parser.parse_args()
     torch.manual_seed(0)
     np.random.seed(0)
@@ -165,6 +179,8 @@ def main() -> None:
     for exp_name, algo in (("td3_continuous_action", "td3"), ("ppo_continuous_action", "ppo")):
         cheetah = bench("HalfCheetah-v5", exp_name, algo, args.episodes_cheetah)
         report("HalfCheetah-v5", cheetah, "b/a >= 0.85")
+    breakout = bench("BreakoutNoFrameskip-v4", "dqn_atari", None, args.episodes_breakout, preset="atari")
+    report("BreakoutNoFrameskip-v4 (CleanRL's Atari stack)", breakout, "b/a >= 0.8")
 
 
 if __name__ == "__main__":
