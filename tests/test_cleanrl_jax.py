@@ -21,7 +21,7 @@ from helpers import zoo
 
 jax = pytest.importorskip("jax", reason="needs jax and flax: pip install 'rl-zoo-hub[jax]'")
 flax = pytest.importorskip("flax")
-from test_cleanrl_flax_models import _scramble, _wheel_classes  # noqa: E402 - after the skip
+from test_cleanrl_flax_models import _scramble, _script_args, _wheel_classes  # noqa: E402 - after the skip
 
 from zoo.envs import EnvSpec, make_vector_env  # noqa: E402
 from zoo.evaluator import rollout  # noqa: E402
@@ -39,6 +39,36 @@ def _save_dqn(run: Path, env_id: str = "CartPole-v1", seed: int = 1):
     run.mkdir(parents=True, exist_ok=True)
     (run / "dqn_jax.cleanrl_model").write_bytes(flax.serialization.to_bytes(params))
     return net, params
+
+
+def _save_c51(run: Path):
+    """A c51_jax run: ``{"model_weights": q_state.params, "args": vars(args)}`` (c51_jax.py:273-280)."""
+    args = _script_args("c51_jax", [])
+    net = _wheel_classes("c51_jax")["QNetwork"](action_dim=2, n_atoms=args["n_atoms"])
+    params = _scramble(net.init(jax.random.PRNGKey(0), np.zeros((1, 4), np.float32)), seed=6)
+    run.mkdir(parents=True, exist_ok=True)
+    saved = {"model_weights": params, "args": args}
+    (run / "c51_jax.cleanrl_model").write_bytes(flax.serialization.to_bytes(saved))
+    atoms = jax.numpy.asarray(np.linspace(args["v_min"], args["v_max"], num=args["n_atoms"]))
+    return lambda x: (net.apply(params, x) * atoms).sum(axis=-1)  # c51_jax_eval.py: Q from the pmfs
+
+
+def _save_ddpg(run: Path):
+    """A ddpg_continuous_action_jax run: ``[actor, qf1]`` params, as the upstream script saves them."""
+    env = gymnasium.make("Pendulum-v1")
+    vector_act = gymnasium.vector.utils.batch_space(env.action_space, 1)
+    classes = _wheel_classes("ddpg_continuous_action_jax")
+    actor = classes["Actor"](action_dim=1, action_scale=jax.numpy.array((vector_act.high - vector_act.low) / 2.0),
+                             action_bias=jax.numpy.array((vector_act.high + vector_act.low) / 2.0))  # fmt: skip
+    obs, act = np.zeros((1, 3), np.float32), vector_act.sample()
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+    saved = [
+        _scramble(actor.init(keys[0], obs), 7),
+        _scramble(classes["QNetwork"]().init(keys[1], obs, act), 8),
+    ]
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "ddpg_continuous_action_jax.cleanrl_model").write_bytes(flax.serialization.to_bytes(saved))
+    return lambda x: actor.apply(saved[0], x)
 
 
 def _save_td3(run: Path):
@@ -75,18 +105,18 @@ class FlaxPolicy:
         pass
 
 
-def _reference_returns(policy, env_id: str) -> list[float]:
-    envs = make_vector_env(EnvSpec(env_id), 3)
+def _reference_returns(policy, env_id: str, preset: str = "classic", episodes: int = EPISODES,
+                       num_envs: int = 3) -> list[float]:  # fmt: skip
+    envs = make_vector_env(EnvSpec(env_id, preset), num_envs)
     try:
-        return [e.return_ for e in rollout(policy, envs, EPISODES, seed=4, deterministic=True)]
+        return [e.return_ for e in rollout(policy, envs, episodes, seed=4, deterministic=True)]
     finally:
         envs.close()
 
 
-def _zoo_returns(run: Path, out: Path) -> list[float]:
-    result = zoo(
-        "eval", run, "--deterministic", "-n", EPISODES, "--num-envs", 3, "--seed", 4, "-q", "--out", out
-    )
+def _zoo_returns(run: Path, out: Path, episodes: int = EPISODES, num_envs: int = 3) -> list[float]:
+    result = zoo("eval", run, "--deterministic", "-n", episodes, "--num-envs", num_envs, "--seed", 4, "-q",
+                 "--out", out)  # fmt: skip
     assert result.exit_code == 0, result.stderr
     return [e["return"] for e in json.loads(out.read_text())["episodes"]]
 
@@ -110,6 +140,39 @@ def test_td3_jax_run_evaluates_like_the_flax_actor(tmp_path):
     flax_policy = FlaxPolicy(lambda x: actor.apply(params, x), env.observation_space, env.action_space, False)
     ours, theirs = _zoo_returns(run, tmp_path / "eval.json"), _reference_returns(flax_policy, "Pendulum-v1")
     np.testing.assert_allclose(ours, theirs, rtol=1e-4)  # float32 actions agree to ~1e-6
+
+
+def test_c51_jax_run_evaluates_like_the_flax_module(tmp_path):
+    run = tmp_path / "runs" / "CartPole-v1__c51_jax__1__1700000000"
+    q_values = _save_c51(run)
+    assert zoo("check", run, "--json").json()[0]["status"] == "ok"
+    env = gymnasium.make("CartPole-v1")
+    flax_policy = FlaxPolicy(q_values, env.observation_space, env.action_space, True)
+    assert _zoo_returns(run, tmp_path / "eval.json") == _reference_returns(flax_policy, "CartPole-v1")
+
+
+def test_ddpg_jax_run_evaluates_like_the_flax_actor(tmp_path):
+    run = tmp_path / "runs" / "Pendulum-v1__ddpg_continuous_action_jax__1__1700000000"
+    act = _save_ddpg(run)
+    assert zoo("check", run, "--json").json()[0]["status"] == "ok"
+    env = gymnasium.make("Pendulum-v1")
+    flax_policy = FlaxPolicy(act, env.observation_space, env.action_space, False)
+    ours, theirs = _zoo_returns(run, tmp_path / "eval.json"), _reference_returns(flax_policy, "Pendulum-v1")
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4)
+
+
+def test_dqn_atari_jax_run_plays_breakout_like_the_flax_module(tmp_path):
+    """The Atari port on CleanRL's wrapper stack (the atari preset), episode for episode."""
+    run = tmp_path / "runs" / "BreakoutNoFrameskip-v4__dqn_atari_jax__1__1700000000"
+    frames = gymnasium.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    net = _wheel_classes("dqn_atari_jax")["QNetwork"](action_dim=4)
+    params = _scramble(net.init(jax.random.PRNGKey(0), np.zeros((1, 4, 84, 84), np.float32)), seed=9)
+    run.mkdir(parents=True)
+    (run / "dqn_atari_jax.cleanrl_model").write_bytes(flax.serialization.to_bytes(params))
+    assert zoo("check", run, "--json").json()[0]["status"] == "ok"
+    flax_policy = FlaxPolicy(lambda x: net.apply(params, x), frames, gymnasium.spaces.Discrete(4), True)
+    theirs = _reference_returns(flax_policy, "BreakoutNoFrameskip-v4", "atari", episodes=2, num_envs=2)
+    assert _zoo_returns(run, tmp_path / "eval.json", episodes=2, num_envs=2) == theirs
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
