@@ -40,6 +40,7 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
+from helpers import spaces as helper_spaces
 
 from zoo.errors import LayoutMismatch, UnsupportedError, ZooError
 from zoo.frameworks.cleanrl import flax_models as fm
@@ -125,13 +126,7 @@ ASYMMETRIC_ACT = gymnasium.spaces.Box(
 )
 
 
-@functools.cache
-def _env_spaces(env_id: str):
-    env = gymnasium.make(env_id)
-    try:
-        return env.observation_space, env.action_space
-    finally:
-        env.close()
+_env_spaces = functools.cache(helper_spaces)  # built once per env id
 
 
 SPACES = {

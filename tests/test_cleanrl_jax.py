@@ -53,39 +53,22 @@ def _save_c51(run: Path):
     return lambda x: (net.apply(params, x) * atoms).sum(axis=-1)  # c51_jax_eval.py: Q from the pmfs
 
 
-def _save_ddpg(run: Path):
-    """A ddpg_continuous_action_jax run: ``[actor, qf1]`` params, as the upstream script saves them."""
+def _save_actor_critics(run: Path, script: str, critics: int, seed: int):
+    """A td3 (``[actor, qf1, qf2]``) or ddpg (``[actor, qf1]``) JAX run on Pendulum, saved as the upstream
+    scripts save it; returns the flax actor's act function, the reference."""
     env = gymnasium.make("Pendulum-v1")
-    vector_act = gymnasium.vector.utils.batch_space(env.action_space, 1)
-    classes = _wheel_classes("ddpg_continuous_action_jax")
-    actor = classes["Actor"](action_dim=1, action_scale=jax.numpy.array((vector_act.high - vector_act.low) / 2.0),
-                             action_bias=jax.numpy.array((vector_act.high + vector_act.low) / 2.0))  # fmt: skip
-    obs, act = np.zeros((1, 3), np.float32), vector_act.sample()
-    keys = jax.random.split(jax.random.PRNGKey(3), 2)
-    saved = [
-        _scramble(actor.init(keys[0], obs), 7),
-        _scramble(classes["QNetwork"]().init(keys[1], obs, act), 8),
-    ]
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "ddpg_continuous_action_jax.cleanrl_model").write_bytes(flax.serialization.to_bytes(saved))
-    return lambda x: actor.apply(saved[0], x)
-
-
-def _save_td3(run: Path):
-    """A td3_continuous_action_jax run: [actor, qf1, qf2] params, as the upstream script saves them."""
-    env = gymnasium.make("Pendulum-v1")
-    vector_act = gymnasium.vector.utils.batch_space(env.action_space, 1)
-    classes = _wheel_classes("td3_continuous_action_jax")
+    vector_act = gymnasium.vector.utils.batch_space(env.action_space, 1)  # the scripts' envs.action_space
+    classes = _wheel_classes(script)
     actor = classes["Actor"](action_dim=1, action_scale=jax.numpy.array((vector_act.high - vector_act.low) / 2.0),
                              action_bias=jax.numpy.array((vector_act.high + vector_act.low) / 2.0))  # fmt: skip
     qf = classes["QNetwork"]()
     obs, act = np.zeros((1, 3), np.float32), vector_act.sample()
-    keys = jax.random.split(jax.random.PRNGKey(2), 3)
-    saved = [_scramble(actor.init(keys[0], obs), 3), _scramble(qf.init(keys[1], obs, act), 4),
-             _scramble(qf.init(keys[2], obs, act), 5)]  # fmt: skip
+    keys = jax.random.split(jax.random.PRNGKey(seed), 1 + critics)
+    saved = [_scramble(actor.init(keys[0], obs), seed + 1)]
+    saved += [_scramble(qf.init(key, obs, act), seed + 2 + i) for i, key in enumerate(keys[1:])]
     run.mkdir(parents=True, exist_ok=True)
-    (run / "td3_continuous_action_jax.cleanrl_model").write_bytes(flax.serialization.to_bytes(saved))
-    return actor, saved[0]
+    (run / f"{script}.cleanrl_model").write_bytes(flax.serialization.to_bytes(saved))
+    return lambda x: actor.apply(saved[0], x)
 
 
 class FlaxPolicy:
@@ -132,16 +115,6 @@ def test_dqn_jax_run_checks_ok_and_evaluates_like_the_flax_module(tmp_path):
     assert _zoo_returns(run, tmp_path / "eval.json") == _reference_returns(flax_policy, "CartPole-v1")
 
 
-def test_td3_jax_run_evaluates_like_the_flax_actor(tmp_path):
-    run = tmp_path / "runs" / "Pendulum-v1__td3_continuous_action_jax__1__1700000000"
-    actor, params = _save_td3(run)
-    assert zoo("check", run, "--json").json()[0]["status"] == "ok"
-    env = gymnasium.make("Pendulum-v1")
-    flax_policy = FlaxPolicy(lambda x: actor.apply(params, x), env.observation_space, env.action_space, False)
-    ours, theirs = _zoo_returns(run, tmp_path / "eval.json"), _reference_returns(flax_policy, "Pendulum-v1")
-    np.testing.assert_allclose(ours, theirs, rtol=1e-4)  # float32 actions agree to ~1e-6
-
-
 def test_c51_jax_run_evaluates_like_the_flax_module(tmp_path):
     run = tmp_path / "runs" / "CartPole-v1__c51_jax__1__1700000000"
     q_values = _save_c51(run)
@@ -151,14 +124,16 @@ def test_c51_jax_run_evaluates_like_the_flax_module(tmp_path):
     assert _zoo_returns(run, tmp_path / "eval.json") == _reference_returns(flax_policy, "CartPole-v1")
 
 
-def test_ddpg_jax_run_evaluates_like_the_flax_actor(tmp_path):
-    run = tmp_path / "runs" / "Pendulum-v1__ddpg_continuous_action_jax__1__1700000000"
-    act = _save_ddpg(run)
+@pytest.mark.parametrize(("script", "critics", "seed"),
+                         [("td3_continuous_action_jax", 2, 2), ("ddpg_continuous_action_jax", 1, 3)])  # fmt: skip
+def test_actor_critic_jax_runs_evaluate_like_the_flax_actor(tmp_path, script, critics, seed):
+    run = tmp_path / "runs" / f"Pendulum-v1__{script}__1__1700000000"
+    act = _save_actor_critics(run, script, critics=critics, seed=seed)
     assert zoo("check", run, "--json").json()[0]["status"] == "ok"
     env = gymnasium.make("Pendulum-v1")
     flax_policy = FlaxPolicy(act, env.observation_space, env.action_space, False)
     ours, theirs = _zoo_returns(run, tmp_path / "eval.json"), _reference_returns(flax_policy, "Pendulum-v1")
-    np.testing.assert_allclose(ours, theirs, rtol=1e-4)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4)  # float32 actions agree to ~1e-6
 
 
 def test_dqn_atari_jax_run_plays_breakout_like_the_flax_module(tmp_path):

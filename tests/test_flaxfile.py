@@ -26,7 +26,6 @@ from zoo.artifacts.flaxfile import (
     MAX_DEPTH,
     MAX_FLAX_BYTES,
     as_sequence,
-    load_flax_file,
     read_flax_bytes,
     read_flax_file,
     refuse_broken,
@@ -296,9 +295,7 @@ def test_crafted_params_read_and_load(tmp_path):
         "q.Dense_0.kernel": (4, 2),
         "q.Dense_0.bias": (2,),
     }
-    assert np.array_equal(
-        load_flax_file(tmp_path / "model.cleanrl_model")["params"]["Dense_0"]["kernel"], kernel
-    )
+    refuse_broken(info)  # a sound file: nothing to refuse
 
 
 def test_empty_missing_and_unreadable(tmp_path):
@@ -307,7 +304,7 @@ def test_empty_missing_and_unreadable(tmp_path):
     info = read_flax_file(tmp_path)
     assert_refused(info, "unreadable", "not a regular file")
     with pytest.raises(BrokenFile, match="cannot read"):
-        load_flax_file(tmp_path)
+        refuse_broken(info)
 
 
 @pytest.mark.parametrize(

@@ -129,7 +129,7 @@ def run_plan(planned: EvalPlan, policy: Policy | None = None,
              on_episode: Callable[[int], None] | None = None) -> EvalResult:  # fmt: skip
     """Load the planned target's policy (unless given), roll it out, write eval.json atomically."""
     from zoo.atomic import write_json_atomic
-    from zoo.envs import VideoLog, list_videos
+    from zoo.envs import VideoLog
     from zoo.evaluator import evaluate as rollouts
     from zoo.targets import env_spec, load_target_policy
 
@@ -144,8 +144,7 @@ def run_plan(planned: EvalPlan, policy: Policy | None = None,
                           exp_name=target.entry.name, framework=target.entry.framework, device=planned.device,
                           settings=planned.settings, source=planned.source, on_episode=on_episode)  # fmt: skip
     if planned.video_dir is not None:
-        written = log.written or list_videos(planned.video_dir)
-        result.videos = [str(p) for p in written]
+        result.videos = [str(p) for p in log.written]
     result.warnings = list(log.failures)
     if planned.out_path is not None:
         write_json_atomic(planned.out_path, result.to_json())

@@ -355,13 +355,6 @@ def refuse_broken(info: FlaxFileInfo) -> None:
         raise BrokenFile(f"{info.path}: {info.problem or info.kind}")
 
 
-def load_flax_file(path: str | Path) -> Any:
-    """The state dict of a flax file (:func:`read_flax_file`'s ``content``), or :class:`BrokenFile`."""
-    info = read_flax_file(path)
-    refuse_broken(info)
-    return info.content
-
-
 # ---------------------------------------------------------------------------------------------- helpers
 def as_sequence(value: Any) -> list | None:
     """The list a dict keyed ``"0"`` ... ``"n-1"`` stands for (how ``to_bytes`` writes lists and tuples:

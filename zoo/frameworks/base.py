@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from zoo.artifacts.report import ERROR, WARNING, RunReport
-from zoo.errors import UsageError, ZooError
+from zoo.errors import LayoutMismatch, UsageError, ZooError
 
 if TYPE_CHECKING:
     from zoo.artifacts.runs import Run
@@ -219,6 +219,4 @@ class Adapter(ABC):
 
 def does_not_fit(env_id: str, problem: str, hint: str = "check --env-id") -> ZooError:
     """The loader's one error for a model whose spaces differ from the eval env's."""
-    from zoo.errors import LayoutMismatch
-
     return LayoutMismatch(f"model does not fit {env_id}: {problem}", hint=hint)

@@ -371,10 +371,12 @@ def _hub_names(target, taken: set[str], workdir: Path) -> tuple[list[tuple[str, 
 
 def latest_replay(target) -> Path | None:
     """The newest replay in the folders the run's adapter records evaluations (then training) into."""
+    from zoo.envs import list_videos
+
     for folder in target.adapter.replay_dirs(target.run):
-        mp4s = sorted(folder.glob("*.mp4"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
-        if mp4s:
-            return mp4s[-1]
+        videos = list_videos(folder)  # in episode order: the last one is the newest
+        if videos:
+            return videos[-1]
     return None
 
 

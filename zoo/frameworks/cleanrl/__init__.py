@@ -9,6 +9,7 @@ state dicts); the registry says which. Models are the classes in
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import BrokenFile, LayoutMismatch, ZooError
 from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
 from zoo.frameworks.cleanrl import discover as _discover
+from zoo.frameworks.cleanrl import flaxlayout
 from zoo.frameworks.cleanrl.discover import MODEL_SUFFIX
 
 if TYPE_CHECKING:
@@ -61,7 +63,6 @@ class CleanRLCheckpoint(Checkpoint):
 
     def split(self, entry: Entry) -> None:
         """The decoded file's parts, as the entry's layout names them; a file laid out otherwise raises."""
-        from zoo.frameworks.cleanrl import flaxlayout
         from zoo.frameworks.cleanrl.checkpoint import split_parts
 
         if self.flax is not None:
@@ -91,9 +92,7 @@ class CleanRLAdapter(Adapter):
         if layout["kind"] not in ("tuple", "flax") and len(parts) != 1:
             return "layout.parts", f"layout {layout['kind']!r} holds exactly one part"
         if layout["kind"] == "flax":
-            from zoo.frameworks.cleanrl.flaxlayout import entry_problem as flax_problem
-
-            problem = flax_problem(raw)
+            problem = flaxlayout.entry_problem(raw)
             if problem:
                 return problem
         elif raw.get("format") == "flax-msgpack":
@@ -185,7 +184,7 @@ class CleanRLAdapter(Adapter):
             return
         spaces = self.env_spaces_or_warn(report, entry, run.env_id)
         problem = spaces and (
-            _flax_fit(checkpoint, entry, spaces) if checkpoint.flax is not None
+            flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces) if checkpoint.flax is not None
             else _fit_problem(checkpoint, entry, run.env_id, spaces)
         )  # fmt: skip
         if problem:
@@ -219,7 +218,6 @@ class CleanRLAdapter(Adapter):
     def _load_flax(self, checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str, options: LoadOptions):
         """A JAX script's params in zoo's torch port of its flax module (no jax needed)."""
         from zoo.envs import probe_spaces
-        from zoo.frameworks.cleanrl import flaxlayout
         from zoo.frameworks.cleanrl.policy import CleanRLPolicy
 
         spaces = probe_spaces(self.env_spec(entry, env_id))
@@ -274,24 +272,12 @@ def train_command(entry: Entry, hyperparameters: str | None) -> str | None:
         if cells[1] in ("True", "False"):  # tyro's boolean flags
             argv.append(flag if cells[1] == "True" else f"--no-{flag[2:]}")
         else:
-            argv.append(f"{flag} {_quoted(cells[1])}")
+            argv.append(f"{flag} {shlex.quote(cells[1])}")
     if len(argv) == 1:
         return None
     if "save_model" not in logged:  # the run holds a model, so it was trained with --save-model
         argv.append("--save-model")
     return " \\\n    ".join(argv)
-
-
-def _quoted(value: str) -> str:
-    import shlex
-
-    return shlex.quote(value)
-
-
-def _flax_fit(checkpoint: CleanRLCheckpoint, entry: Entry, spaces: tuple) -> tuple[str, str] | None:
-    from zoo.frameworks.cleanrl import flaxlayout
-
-    return flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces)
 
 
 def _fit_problem(checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str,
