@@ -68,17 +68,19 @@ def resolve(target: PathLike, *, exp_name: str | None = None, env_id: str | None
 
 def load_policy(target: PathLike | Target, *, exp_name: str | None = None, env_id: str | None = None,
                 run_seed: int | None = None, device: str = "cpu", seed: int = 0, trust_pickle: bool = False,
-                model_config: PathLike | None = None,
+                model_config: PathLike | None = None, trust_wrappers: Iterable[str] = (),
                 registry: Registry | PathLike | None = None) -> Policy:  # fmt: skip
     """The target's policy, loaded safely: ``policy.act(obs_batch, deterministic=True)`` maps a batch
-    of raw observations to env actions. ``seed`` seeds the policy's own randomness."""
+    of raw observations to env actions. ``seed`` seeds the policy's own randomness; ``trust_wrappers``
+    names env wrapper classes beyond zoo's allowlist that the run's config may use (their code runs)."""
     from zoo.evaluator import resolve_device
     from zoo.frameworks import LoadOptions
     from zoo.targets import load_target_policy
 
     resolved = _target(target, exp_name, env_id, run_seed, registry)
     options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
-                          model_config=Path(model_config) if model_config else None)  # fmt: skip
+                          model_config=Path(model_config) if model_config else None,
+                          trusted_wrappers=frozenset(trust_wrappers))  # fmt: skip
     return load_target_policy(resolved, options)
 
 
@@ -95,7 +97,7 @@ def plan(target: PathLike | Target, *, episodes: int | None = None, seed: int = 
          capture_video: bool = False, trust_pickle: bool = False, model_config: PathLike | None = None,
          exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
          registry: Registry | PathLike | None = None, source: dict | None = None,
-         video_dir: PathLike | None = None) -> EvalPlan:  # fmt: skip
+         video_dir: PathLike | None = None, trust_wrappers: Iterable[str] = ()) -> EvalPlan:  # fmt: skip
     """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
 
     ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
@@ -108,7 +110,8 @@ def plan(target: PathLike | Target, *, episodes: int | None = None, seed: int = 
     return plan_eval(resolved, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
                      device=device, out=out_path, capture_video=capture_video, trust_pickle=trust_pickle,
                      model_config=Path(model_config) if model_config else None, source=source,
-                     video_dir=Path(video_dir) if video_dir else None)  # fmt: skip
+                     video_dir=Path(video_dir) if video_dir else None,
+                     trusted_wrappers=frozenset(trust_wrappers))  # fmt: skip
 
 
 def evaluate(
@@ -136,7 +139,7 @@ def run_plan(planned: EvalPlan, policy: Policy | None = None,
     target = planned.target
     policy = policy if policy is not None else load_target_policy(target, planned.options)
     log = VideoLog()
-    spec = dataclasses.replace(env_spec(target, planned.video_dir), video_log=log)
+    spec = dataclasses.replace(env_spec(target, planned.video_dir, planned.options), video_log=log)
     with warnings.catch_warnings():  # the recorder's failures arrive in the log; do not print them twice
         warnings.filterwarnings("ignore", message="video capture")
         result = rollouts(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
@@ -154,14 +157,15 @@ def run_plan(planned: EvalPlan, policy: Policy | None = None,
 def export(target: PathLike | Target, out: PathLike | None = None, *, format: str | None = None,
            opset: int | None = None, exporter: str = "auto", tolerance: float | None = None,
            exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
-           trust_pickle: bool = False, model_config: PathLike | None = None,
+           trust_pickle: bool = False, model_config: PathLike | None = None, trust_wrappers: Iterable[str] = (),
            registry: Registry | PathLike | None = None) -> ExportResult:  # fmt: skip
     """``zoo export``: the target's policy as one ONNX or TorchScript file (raw observation in, env
     action out, normalizer and action head baked in) plus its sidecar, parity-checked against the
     source policy; a file that does not act like it is not kept."""
-    from zoo.envs import PRESET_DEPLOYMENT_NOTES
     from zoo.errors import UsageError, ZooError
     from zoo.exporter import DEFAULT_OPSET, export_paths, export_policy, onnx_exporters
+    from zoo.frameworks import LoadOptions
+    from zoo.targets import env_spec
 
     resolved = _target(target, exp_name, env_id, run_seed, registry)
     if resolved.exported is not None:
@@ -174,12 +178,13 @@ def export(target: PathLike | Target, out: PathLike | None = None, *, format: st
     opset = DEFAULT_OPSET if opset is None else opset
     if fmt == "onnx":
         onnx_exporters(exporter, opset)  # refuse an opset no exporter writes before the checkpoint is read
-    policy = load_policy(resolved, device="cpu", seed=0, trust_pickle=trust_pickle, model_config=model_config)
-    preset = resolved.adapter.env_spec(resolved.entry, resolved.env_id).preset
-    facts = {"task": resolved.env_id, "env": {"id": resolved.env_id, "preset": preset},
+    policy = load_policy(resolved, device="cpu", seed=0, trust_pickle=trust_pickle, model_config=model_config,
+                         trust_wrappers=trust_wrappers)  # fmt: skip
+    spec = env_spec(resolved, options=LoadOptions(trusted_wrappers=frozenset(trust_wrappers)))
+    facts = {"task": resolved.env_id, "env": spec.to_json(),
              "exp_name": resolved.entry.name, "framework": resolved.entry.framework,
              "checkpoint": str(resolved.model_file)}  # fmt: skip
-    return export_policy(policy, target=facts, preset_notes=PRESET_DEPLOYMENT_NOTES.get(preset, []), fmt=fmt,
+    return export_policy(policy, target=facts, preset_notes=spec.deployment_notes(), fmt=fmt,
                          out=out_path, opset=opset, exporter=exporter, tolerance=tolerance)  # fmt: skip
 
 

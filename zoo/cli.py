@@ -269,13 +269,14 @@ def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
 @opt.target_options
 @opt.eval_options
 @opt.trust_pickle
+@opt.trust_wrapper
 @opt.out("Where to write eval.json [run dir/eval.json].")
 @opt.model_config
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
 @opt.quiet
 @click.pass_context
 def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, device, deterministic,
-             capture_video, trust_pickle, out_path, model_config, as_json, quiet) -> None:  # fmt: skip
+             capture_video, trust_pickle, trust_wrappers, out_path, model_config, as_json, quiet) -> None:  # fmt: skip
     """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
@@ -285,7 +286,7 @@ def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, 
     plan = api.plan(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
                     num_envs=num_envs, device=device, deterministic=deterministic, capture_video=capture_video,
                     trust_pickle=trust_pickle, model_config=model_config, out=out_path or "default",
-                    registry=_registry(ctx))  # fmt: skip
+                    trust_wrappers=trust_wrappers, registry=_registry(ctx))  # fmt: skip
     _evaluate(plan, quiet, as_json)
 
 
@@ -333,12 +334,13 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
               help="Parity tolerance for continuous actions [1e-5]; discrete actions must match exactly.")  # fmt: skip
 @opt.target_options
 @opt.trust_pickle
+@opt.trust_wrapper
 @opt.model_config
 @click.option("--json", "as_json", is_flag=True, help="Print the sidecar on stdout.")
 @opt.quiet
 @click.pass_context
 def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name, env_id, run_seed, trust_pickle,
-               model_config, as_json, quiet) -> None:  # fmt: skip
+               trust_wrappers, model_config, as_json, quiet) -> None:  # fmt: skip
     """Export TARGET's policy as TorchScript or ONNX: raw observation in, env action out.
 
     The framework's observation normalizer and action head are baked in. The written file is loaded
@@ -348,7 +350,7 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 
     result = api.export(target, out_path, format=fmt, opset=opset, exporter=exporter, tolerance=tolerance,
                         exp_name=exp_name, env_id=env_id, run_seed=run_seed, trust_pickle=trust_pickle,
-                        model_config=model_config, registry=_registry(ctx))  # fmt: skip
+                        model_config=model_config, trust_wrappers=trust_wrappers, registry=_registry(ctx))  # fmt: skip
     for note in result.notes:
         err().print(f"[yellow]note:[/] {escape(note)}", markup=True)
     if as_json:
@@ -386,6 +388,7 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
               help="Local runs folder searched first.")  # fmt: skip
 @opt.eval_options
+@opt.trust_wrapper
 @opt.out("eval.json path [run dir for a local run, else ./eval.json].")
 @click.option(
     "--allow-download", is_flag=True, help="Consent to download from the hub (else: local and cache only)."
@@ -394,7 +397,8 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @opt.quiet
 @click.pass_context
 def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revision, runs_dir, seed, episodes,
-              num_envs, device, deterministic, capture_video, out_path, allow_download, as_json, quiet) -> None:  # fmt: skip
+              num_envs, device, deterministic, capture_video, trust_wrappers, out_path, allow_download, as_json,
+              quiet) -> None:  # fmt: skip
     """Evaluate a published model: local run first, then the HF cache, then (with consent) the hub.
 
     Flags follow CleanRL's enjoy, with zoo's meaning of --seed: the evaluation seed (--run-seed picks
@@ -406,7 +410,8 @@ def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revisio
                              hf_repository=hf_repository, revision=revision, runs_dir=runs_dir,
                              allow_download=allow_download, registry=_registry(ctx), episodes=episodes,
                              num_envs=num_envs, device=device, deterministic=deterministic,
-                             capture_video=capture_video, out=out_path or "default")  # fmt: skip
+                             capture_video=capture_video, trust_wrappers=trust_wrappers,
+                             out=out_path or "default")  # fmt: skip
     if not quiet:
         err().print(f"model: {source.describe()}")
     _evaluate(plan, quiet, as_json, seeds=f"run seed {run_seed}, eval seed {seed}")

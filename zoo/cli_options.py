@@ -82,6 +82,9 @@ capture_video = click.option("--capture-video", is_flag=True,
                              help="Record env 0's episodes (a failure only warns; the paths are printed).")  # fmt: skip
 trust_pickle = click.option("--trust-pickle", is_flag=True,
                             help="Allow full unpickling of a file you trust. Never for downloads.")  # fmt: skip
+trust_wrapper = click.option("--trust-wrapper", "trust_wrappers", multiple=True, metavar="MODULE.CLASS",
+                             help="Run this env wrapper class that the run's config names but zoo's allowlist "
+                             "does not (its code runs). Repeatable.")  # fmt: skip
 model_config = click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                             default=None, help="YAML with the policy architecture when the checkpoint has none "
                             "(skrl: params/agent.yaml format).")  # fmt: skip

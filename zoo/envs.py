@@ -9,6 +9,7 @@ trick the training stack adds on top.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import warnings
@@ -27,7 +28,9 @@ MUJOCO_ENVS = (
 #: EnvPool's Atari ids (``Breakout-v5``); the same test as zoo.envpool_atari.is_envpool_id, kept here so
 #: that this check imports neither gymnasium nor ale-py.
 _ENVPOOL_ID = re.compile(r"[A-Z][A-Za-z0-9]*-v5")
-PRESETS = ("classic", "normalized_continuous", "atari", "envpool")
+#: ``run_config``: the wrappers a run's own training config names (rl_zoo3's ``env_wrapper`` and
+#: ``frame_stack``), carried in :attr:`EnvSpec.wrappers` and built through :mod:`zoo.env_wrappers`.
+PRESETS = ("classic", "normalized_continuous", "atari", "envpool", "run_config")
 
 #: What each preset's wrappers do to observations and actions, which a deployed (exported) policy
 #: must reproduce itself; the exporter writes these into the sidecar's ``left_to_caller``.
@@ -101,13 +104,51 @@ class VideoLog:
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """What the evaluator needs to build one env: id, preset and video settings."""
+    """What the evaluator needs to build one env: id, preset and video settings.
+
+    The ``run_config`` preset also carries the ``gym.make`` keyword arguments and the wrappers (in
+    order, on top of ``RecordEpisodeStatistics``) that the run's config names, and the wrapper
+    classes the user trusts beyond :data:`zoo.env_wrappers.ALLOWED`; all frozen (see
+    :func:`zoo.env_wrappers.freeze`), so a spec is hashable and its spaces are probed once."""
 
     env_id: str
     preset: str = "classic"
     video_dir: str | None = None
     #: Where env 0's recorder reports the files it wrote and its failures (None: warnings only).
     video_log: VideoLog | None = field(default=None, compare=False, repr=False)
+    env_kwargs: tuple = ()
+    wrappers: tuple = ()  # of zoo.env_wrappers.WrapperRef
+    trusted_wrappers: frozenset[str] = frozenset()
+
+    def to_json(self) -> dict:
+        """The env as an exported policy's sidecar records it (no video settings, no trust)."""
+        from zoo.env_wrappers import _jsonable, thaw_kwargs
+
+        data: dict = {"id": self.env_id, "preset": self.preset}
+        if self.preset == "run_config":
+            data["env_kwargs"] = _jsonable(thaw_kwargs(self.env_kwargs))
+            data["wrappers"] = [ref.to_json() for ref in self.wrappers]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict, trusted_wrappers: frozenset[str] = frozenset()) -> EnvSpec:
+        from zoo.env_wrappers import WrapperRef, freeze
+
+        return cls(env_id=data["id"], preset=data["preset"], env_kwargs=freeze(dict(data.get("env_kwargs") or {})),
+                   wrappers=tuple(WrapperRef.from_json(w) for w in data.get("wrappers") or ()),
+                   trusted_wrappers=trusted_wrappers)  # fmt: skip
+
+    def deployment_notes(self) -> list[str]:
+        """What a deployed (exported) policy must reproduce of this env's wrappers itself."""
+        if self.preset != "run_config":
+            return PRESET_DEPLOYMENT_NOTES.get(self.preset, [])
+        from zoo.env_wrappers import describe, thaw_kwargs
+
+        stack = "; then ".join(describe(ref) for ref in self.wrappers)
+        notes = [f"the env wrappers the run was trained behind, in order: {stack}"] if stack else []
+        if self.env_kwargs:
+            notes.append(f"make the env with {dict(thaw_kwargs(self.env_kwargs))}")
+        return notes
 
 
 def list_videos(video_dir: str | os.PathLike, since: float | None = None) -> list[Path]:
@@ -209,9 +250,11 @@ def _make_base(spec: EnvSpec, record: bool):
 
     if spec.preset == "envpool":
         return _make_envpool(spec, record)
-    if spec.preset == "atari":
+    if spec.preset == "atari" or (spec.preset == "run_config" and "atari" in extras_for_env(spec.env_id)):
         _import_ale()
-    kwargs = {"render_mode": "rgb_array"} if record else {}
+    kwargs = {key: value for key, value in spec.env_kwargs}
+    if record:
+        kwargs["render_mode"] = "rgb_array"
     if record:
         _headless_rendering()  # before gym.make: MuJoCo reads MUJOCO_GL when it is imported
     try:
@@ -257,10 +300,15 @@ def _make_envpool(spec: EnvSpec, record: bool):
     return env
 
 
-def _wrap(env, preset: str):
+def _wrap(env, spec: EnvSpec):
     import gymnasium as gym
     import numpy as np
 
+    preset = spec.preset
+    if preset == "run_config":
+        from zoo.env_wrappers import apply
+
+        return apply(gym.wrappers.RecordEpisodeStatistics(env), spec.wrappers, spec.trusted_wrappers)
     if preset in ("classic", "envpool"):  # envpool: preprocessing and full-game episodes are in the env
         return gym.wrappers.RecordEpisodeStatistics(env)
     if preset == "normalized_continuous":
@@ -299,7 +347,7 @@ def env_factory(spec: EnvSpec, index: int) -> Callable:
     """A thunk for the vector env; only env 0 records video."""
 
     def thunk():
-        return _wrap(_make_base(spec, record=spec.video_dir is not None and index == 0), spec.preset)
+        return _wrap(_make_base(spec, record=spec.video_dir is not None and index == 0), spec)
 
     return thunk
 
@@ -319,13 +367,13 @@ def env_spec_for(entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
 
 
 def probe_spaces(spec: EnvSpec):
-    """``(single_observation_space, single_action_space)`` of the wrapped env, built once per env and preset."""
-    return _probe(spec.env_id, spec.preset)
+    """``(single_observation_space, single_action_space)`` of the wrapped env, built once per env stack."""
+    return _probe(dataclasses.replace(spec, video_dir=None, video_log=None))
 
 
 @lru_cache(maxsize=64)
-def _probe(env_id: str, preset: str):
-    env = env_factory(EnvSpec(env_id, preset), 0)()
+def _probe(spec: EnvSpec):
+    env = env_factory(spec, 0)()
     try:
         return env.observation_space, env.action_space
     finally:

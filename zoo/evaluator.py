@@ -95,34 +95,57 @@ def episode_quotas(episodes: int, num_envs: int) -> np.ndarray:
     return quotas
 
 
+class _Quotas:
+    """Per-env episode quotas and the episodes each env finished, fed one vector step's ``info`` at a time."""
+
+    def __init__(self, episodes: int, num_envs: int, on_episode: Callable[[int], None] | None):
+        self.episodes, self.on_episode = episodes, on_episode
+        self.quotas = episode_quotas(episodes, num_envs)
+        self.counts = np.zeros(num_envs, dtype=np.int64)
+        self.per_env: list[list[Episode]] = [[] for _ in range(num_envs)]
+        self.finished = 0
+
+    @property
+    def filled(self) -> bool:
+        return self.finished >= self.episodes
+
+    def record(self, info: dict, offset: int = 0) -> None:
+        """The episodes that ended in this step of the vector env whose first sub-env is env ``offset``."""
+        if "_episode" not in info:
+            return
+        has_success = info.get("_is_success")
+        for j in np.flatnonzero(info["_episode"]):
+            i = offset + j
+            if self.counts[i] < self.quotas[i]:
+                success = bool(info["is_success"][j]) if has_success is not None and has_success[j] else None
+                self.per_env[i].append(
+                    Episode(int(i), float(info["episode"]["r"][j]), int(info["episode"]["l"][j]), success)
+                )
+                self.finished += 1
+                if self.on_episode is not None:
+                    self.on_episode(self.finished)
+            self.counts[i] += 1
+
+    def in_env_order(self) -> list[Episode]:
+        return [e for env_episodes in self.per_env for e in env_episodes]
+
+
 def rollout(policy: Policy, envs, episodes: int, seed: int, deterministic: bool,
             on_episode: Callable[[int], None] | None = None) -> list[Episode]:  # fmt: skip
     """Step ``envs`` with ``policy`` until every sub-env has filled its quota."""
     num_envs = envs.num_envs
-    quotas = episode_quotas(episodes, num_envs)
-    counts = np.zeros(num_envs, dtype=np.int64)
-    per_env: list[list[Episode]] = [[] for _ in range(num_envs)]
+    log = _Quotas(episodes, num_envs, on_episode)
     obs, _ = envs.reset(seed=seed)
     state = None
-    finished = 0
     prev_done = np.zeros(num_envs, dtype=bool)
-    while finished < episodes:
-        actions, state = policy.act(obs, state, deterministic)
+    masked = getattr(policy, "uses_action_masks", False)
+    while not log.filled:
+        if masked:
+            actions, state = policy.act(obs, state, deterministic, action_masks=action_masks(envs))
+        else:
+            actions, state = policy.act(obs, state, deterministic)
         obs, _rew, terminated, truncated, info = envs.step(actions)
-        if "_episode" in info:
-            has_success = info.get("_is_success")
-            for i in np.flatnonzero(info["_episode"]):
-                if counts[i] < quotas[i]:
-                    success = (
-                        bool(info["is_success"][i]) if has_success is not None and has_success[i] else None
-                    )
-                    per_env[i].append(
-                        Episode(int(i), float(info["episode"]["r"][i]), int(info["episode"]["l"][i]), success)
-                    )
-                    finished += 1
-                    if on_episode is not None:
-                        on_episode(finished)
-                counts[i] += 1
+        log.record(info)
         if policy.is_recurrent:
             # NEXT_STEP autoreset: an env done at step t ignores the action of step t+1 and returns
             # its reset observation then, so recurrent state is cleared after both steps.
@@ -130,7 +153,19 @@ def rollout(policy: Policy, envs, episodes: int, seed: int, deterministic: bool,
             if (done | prev_done).any():
                 policy.reset(done | prev_done)
             prev_done = done
-    return [e for env_episodes in per_env for e in env_episodes]
+    return log.in_env_order()
+
+
+def action_masks(envs) -> np.ndarray:
+    """Every sub-env's ``action_masks()`` stacked, ``(num_envs, ...)`` bool: the valid actions of this step."""
+    from zoo.errors import ZooError
+
+    try:
+        masks = envs.call("action_masks")
+    except AttributeError:
+        raise ZooError("the policy acts on action masks, but the env has no action_masks() method",
+                       hint="evaluate it on the env it was trained on (with its action-mask wrapper)") from None  # fmt: skip
+    return np.stack([np.asarray(m, dtype=bool) for m in masks])
 
 
 @contextmanager

@@ -17,6 +17,11 @@ class Policy(Protocol):
     same seed gives the same result, bit for bit.
 
     Policies that can be exported also provide ``export_spec() -> ExportSpec``.
+
+    A policy that acts on the env's action masks (MaskablePPO) sets ``uses_action_masks = True``;
+    the evaluator then calls ``act(obs, state, deterministic, action_masks=masks)`` each step, with
+    ``masks`` every sub-env's ``action_masks()`` stacked (bool, ``(num_envs, ...)``). Policies that
+    do not set it are called without masks and never query the env for them.
     """
 
     observation_space: Any

@@ -138,7 +138,8 @@ DEFAULT_OUT = Path("<run dir>/eval.json")
 def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
               deterministic: bool | None = None, device: str = "auto", out: Path | None = DEFAULT_OUT,
               capture_video: bool = False, trust_pickle: bool = False, model_config: Path | None = None,
-              source: dict | None = None, video_dir: Path | None = None) -> EvalPlan:  # fmt: skip
+              source: dict | None = None, video_dir: Path | None = None,
+              trusted_wrappers: frozenset[str] = frozenset()) -> EvalPlan:  # fmt: skip
     """Fill what the caller leaves open from the registry entry; outputs default to the run's folders
     (``video_dir`` overrides where ``capture_video`` records, else the adapter's layout decides)."""
     from zoo.atomic import check_writable
@@ -160,7 +161,7 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
     if out_path is not None:
         check_writable(out_path, "--out")  # before the rollout, not after minutes of it
     options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
-                          model_config=model_config)  # fmt: skip
+                          model_config=model_config, trusted_wrappers=trusted_wrappers)  # fmt: skip
     if target.exported is None:
         target.adapter.check_options(options)
     episodes = episodes or entry.eval["episodes"]
@@ -189,18 +190,26 @@ def load_target_policy(target: Target, options: LoadOptions):
     if target.exported is not None:
         from zoo.exporter.runtime import load_exported
 
-        return load_exported(target.model_file, target.exported, target.entry, target.env_id)
+        return load_exported(
+            target.model_file, target.exported, target.entry, target.env_id, env_spec(target, options=options)
+        )
     adapter = target.adapter
     adapter.check_options(options)
     checkpoint = adapter.read(target.run, target.entry)
     return adapter.load_policy(checkpoint, target.entry, target.env_id, options)
 
 
-def env_spec(target: Target, video_dir: Path | None = None):
-    """The eval env of ``target``: the adapter's, or the one an exported file's sidecar describes."""
+def env_spec(target: Target, video_dir: Path | None = None, options: LoadOptions | None = None):
+    """The eval env of ``target``: the adapter's, or the one an exported file's sidecar describes
+    (``options.trusted_wrappers``: wrapper classes beyond the allowlist the user named)."""
+    from zoo.env_wrappers import refuse_untrusted
     from zoo.envs import EnvSpec
 
     video = str(video_dir) if video_dir else None
+    trusted = options.trusted_wrappers if options is not None else frozenset()
     if target.exported is not None:
-        return EnvSpec(env_id=target.env_id, preset=target.exported["env"]["preset"], video_dir=video)
-    return target.adapter.env_spec(target.entry, target.env_id, video_dir=video)
+        spec = EnvSpec.from_json({**target.exported["env"], "id": target.env_id}, trusted)
+        refuse_untrusted(spec.wrappers, trusted, f"{target.model_file}'s sidecar")
+        return dataclasses.replace(spec, video_dir=video)
+    return target.adapter.env_spec(target.entry, target.env_id, video_dir=video, model_file=target.model_file,
+                                   trusted_wrappers=trusted)  # fmt: skip

@@ -172,11 +172,11 @@ class ExportedPolicy:
         self.runner.reset(done_mask)
 
 
-def load_exported(path: Path, meta: dict, entry, env_id: str) -> ExportedPolicy:
-    """An exported file behind the Policy protocol, checked to fit the eval env its sidecar names."""
-    from zoo.envs import EnvSpec, probe_spaces
+def load_exported(path: Path, meta: dict, entry, env_id: str, spec) -> ExportedPolicy:
+    """An exported file behind the Policy protocol, checked to fit ``spec``, the eval env its sidecar names."""
+    from zoo.envs import probe_spaces
 
-    spaces = probe_spaces(EnvSpec(env_id=env_id, preset=meta["env"]["preset"]))
+    spaces = probe_spaces(spec)
     problem = fit_problem(meta, *spaces)
     if problem:
         raise ZooError(f"{path} does not fit {env_id}: {problem}",

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from zoo.artifacts.report import ERROR, WARNING, RunReport
-from zoo.errors import LayoutMismatch, UsageError, ZooError
+from zoo.errors import LayoutMismatch, RefusedError, UsageError, ZooError
 
 if TYPE_CHECKING:
     from zoo.artifacts.runs import Run
@@ -49,6 +49,7 @@ class LoadOptions:
     seed: int = 0  # the seed of the policy's own randomness (stochastic eval modes)
     trust_pickle: bool = False  # full unpickling of a file the user trusts; never for downloads
     model_config: Path | None = None  # the architecture, for checkpoints that do not state it
+    trusted_wrappers: frozenset[str] = frozenset()  # env wrapper classes the user named (--trust-wrapper)
 
 
 @dataclass(frozen=True)
@@ -157,8 +158,12 @@ class Adapter(ABC):
                              "architecture)", hint="drop --model-config")  # fmt: skip
 
     # ------------------------------------------------------------------ evaluation
-    def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
-        """The eval env: the entry's wrapper preset on ``env_id``."""
+    def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None, *, model_file: Path | None = None,
+                 trusted_wrappers: frozenset[str] = frozenset()) -> EnvSpec:  # fmt: skip
+        """The eval env: the entry's wrapper preset on ``env_id``.
+
+        An adapter whose runs carry their own env config (rl_zoo3's ``config.yml``) reads it beside
+        ``model_file`` and refuses a wrapper class that is neither allowlisted nor in ``trusted_wrappers``."""
         from zoo.envs import env_spec_for
 
         return env_spec_for(entry, env_id, video_dir)
@@ -200,9 +205,10 @@ class Adapter(ABC):
         missing = missing_modules_for_extras(needed)
         return missing[0] if missing else None
 
-    def env_spaces_or_warn(self, report: RunReport, entry: Entry, env_id: str) -> tuple | None:
-        """The eval env's ``(observation_space, action_space)``, or None after a warning saying why not
-        (a missing extra, an env that cannot be built here)."""
+    def env_spaces_or_warn(self, report: RunReport, entry: Entry, env_id: str,
+                           spec: EnvSpec | None = None) -> tuple | None:  # fmt: skip
+        """The eval env's ``(observation_space, action_space)`` (of ``spec``, else the entry's preset), or
+        None after a warning saying why not (a missing extra, an env that cannot be built here)."""
         from zoo.envs import probe_spaces
 
         missing = self.missing_extra(entry, env_id)
@@ -211,7 +217,9 @@ class Adapter(ABC):
                         f"pip install 'rl-zoo-hub[{missing}]'")  # fmt: skip
             return None
         try:
-            return probe_spaces(self.env_spec(entry, env_id))
+            return probe_spaces(spec or self.env_spec(entry, env_id))
+        except RefusedError:
+            raise
         except ZooError as exc:
             report.flag(WARNING, f"cannot build env to compare shapes: {exc.message}", exc.hint)
             return None
