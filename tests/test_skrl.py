@@ -19,9 +19,7 @@ import numpy as np
 import pytest
 import yaml
 from helpers import Canary, assert_exports_act_like_checkpoint, zoo
-
-from zoo.envs import EnvSpec
-from zoo.evaluator import evaluate
+from skrl_helpers import loaded_agent, runner_for, skrl_returns, zoo_returns
 
 TIMESTEPS = 1000
 RUN = "2026-11-30_10-00-00_ppo_torch"
@@ -77,17 +75,16 @@ trainer:
 """
 
 
-def _vec_env():
-    import gymnasium as gym
-    from skrl.envs.wrappers.torch import wrap_env
-
-    return wrap_env(gym.make_vec("Pendulum-v1", num_envs=4, vectorization_mode="sync"), wrapper="gymnasium")
-
-
-def _runner(cfg: dict):
-    from skrl.utils.runner.torch import Runner
-
-    return Runner(_vec_env(), copy.deepcopy(cfg))
+def _as_skrl_1(cfg: dict) -> dict:
+    """The same config in skrl 1.x's words: observations are "states", their scaler state_preprocessor."""
+    cfg = copy.deepcopy(cfg)
+    for model in cfg["models"].values():
+        if isinstance(model, dict):
+            for container in model.get("network", []):
+                container["input"] = "STATES"
+    for suffix in ("", "_kwargs"):
+        cfg["agent"][f"state_preprocessor{suffix}"] = cfg["agent"].pop(f"observation_preprocessor{suffix}")
+    return cfg
 
 
 def _copy_params(src: Path, dst: Path) -> None:
@@ -106,7 +103,7 @@ def skrl_runs(tmp_path_factory):
         logs = root / "logs" / "skrl" / "Pendulum-v1"
         cfg = yaml.safe_load(AGENT_CFG)
         cfg["agent"]["experiment"].update(directory=str(logs), experiment_name=RUN)
-        runner = _runner(cfg)
+        runner = runner_for(cfg, "Pendulum-v1")
         run = logs / RUN
         (run / "params").mkdir(parents=True)  # Isaac Lab's train.py: dump_yaml(params/agent.yaml, agent_cfg)
         (run / "params" / "agent.yaml").write_text(yaml.safe_dump(cfg))
@@ -114,7 +111,8 @@ def skrl_runs(tmp_path_factory):
         final = run / "checkpoints" / f"agent_{TIMESTEPS}.pt"
 
         v1 = logs / f"{RUN}_v1"  # the 1.x layout: observation scaler saved as state_preprocessor
-        _copy_params(run, v1)
+        (v1 / "params").mkdir(parents=True)
+        (v1 / "params" / "agent.yaml").write_text(yaml.safe_dump(_as_skrl_1(cfg)))
         modules = torch.load(final, weights_only=True)
         modules["state_preprocessor"] = modules.pop("observation_preprocessor")
         (v1 / "checkpoints").mkdir()
@@ -135,7 +133,7 @@ def skrl_runs(tmp_path_factory):
         shared_cfg["agent"]["experiment"]["experiment_name"] = SHARED
         (logs / SHARED / "params").mkdir(parents=True)
         (logs / SHARED / "params" / "agent.yaml").write_text(yaml.safe_dump(shared_cfg))
-        _runner(shared_cfg).trainer.train()
+        runner_for(shared_cfg, "Pendulum-v1").trainer.train()
 
         bare = root / "runs" / "torch" / "25-11-30_10-00-00-000000_PPO"  # skrl's default name, no agent.yaml
         (bare / "checkpoints").mkdir(parents=True)
@@ -151,39 +149,9 @@ def skrl_runs(tmp_path_factory):
         torch.set_num_threads(threads)
 
 
-class SkrlActShim:
-    """skrl's own inference path as a zoo Policy: PPO.act (with its observation preprocessor), mean action."""
-
-    is_recurrent = False
-
-    def __init__(self, agent, observation_space, action_space):
-        self.agent, self.observation_space, self.action_space = agent, observation_space, action_space
-
-    def act(self, obs_batch, state=None, deterministic=True):
-        import torch
-
-        with torch.no_grad():
-            _, outputs = self.agent.act(torch.as_tensor(obs_batch), None, timestep=0, timesteps=1)
-        return outputs["mean_actions"].numpy(), state
-
-    def reset(self, done_mask):
-        pass
-
-
 def _skrl_returns(cfg: dict, checkpoint: Path, scratch: Path) -> list[float]:
-    """Episode returns of skrl's own agent loaded from ``checkpoint`` (trusted: the fixture wrote it)."""
-    import gymnasium as gym
-
-    cfg = copy.deepcopy(cfg)  # an agent that writes nothing into the runs under test
-    cfg["agent"]["experiment"].update(directory=str(scratch), write_interval=0, checkpoint_interval=0)
-    agent = _runner(cfg).agent
-    agent.load(str(checkpoint))
-    agent.enable_training_mode(False)
-    env = gym.make("Pendulum-v1")
-    shim = SkrlActShim(agent, env.observation_space, env.action_space)
-    result = evaluate(shim, EnvSpec("Pendulum-v1"), episodes=10, num_envs=8, seed=0, deterministic=True,
-                      checkpoint="skrl", exp_name="skrl_ppo", framework="skrl", device="cpu")  # fmt: skip
-    return [e.return_ for e in result.episodes]
+    """Episode returns of skrl's own agent loaded from ``checkpoint``, 10 episodes on 8 envs (zoo's defaults)."""
+    return skrl_returns(loaded_agent(cfg, checkpoint, scratch, "Pendulum-v1"), "Pendulum-v1", 10, 8)
 
 
 @pytest.fixture(scope="session")
@@ -192,13 +160,9 @@ def skrl_reference(skrl_runs):
 
 
 def _eval_returns(target, out: Path, *args, env=None) -> list[float]:
-    result = zoo(
-        "eval", target, "--quiet", "--deterministic", "--device", "cpu", "--out", out, *args, env=env
-    )
-    assert result.exit_code == 0, result.stderr
-    data = json.loads(out.read_text())
-    assert data["framework"] == "skrl" and data["num_episodes"] == 10 and data["task"] == "Pendulum-v1"
-    return [e["return"] for e in data["episodes"]]
+    returns = zoo_returns(target, out, *args, env=env)
+    assert json.loads(out.read_text())["task"] == "Pendulum-v1"
+    return returns
 
 
 def _check(path, *args):
@@ -341,7 +305,7 @@ def test_export_that_loses_the_scaler_is_refused_and_leaves_nothing(skrl_runs, t
 
     def without_scaler(self):  # a test double of the export wrapper whose normalizer went missing
         spec = real(self)
-        spec.module.net.normalize = lambda x: x
+        spec.module.network.normalize = lambda x: x
         return spec
 
     monkeypatch.setattr(SkrlPolicy, "export_spec", without_scaler)

@@ -2,9 +2,10 @@
 
 skrl (2.x, and 1.x checkpoints) writes ``{experiment}/checkpoints/agent_{step}.pt``: a dict of
 module state dicts (``policy``, ``value``, ``optimizer``, ``observation_preprocessor``, ...).
-zoo loads it with ``torch.load(weights_only=True)`` and never imports skrl: the policy is an
-MLP whose sizes come from the weights and whose activations come from ``params/agent.yaml``
-(Isaac Lab) or a model config (:mod:`zoo.frameworks.skrl.config`).
+zoo loads it with ``torch.load(weights_only=True)`` and never imports skrl: the policy (an MLP,
+a CNN or a GRU/LSTM in front of an MLP; Gaussian, multivariate Gaussian, categorical or
+deterministic) is rebuilt from the weights' shapes and what ``params/agent.yaml`` (Isaac Lab) or
+a model config says (:mod:`zoo.frameworks.skrl.config`, :mod:`zoo.frameworks.skrl.architecture`).
 """
 
 from __future__ import annotations
@@ -20,16 +21,15 @@ from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import LayoutMismatch, UnsupportedError, ZooError
 from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
 from zoo.frameworks.skrl import discover as _discover
+from zoo.frameworks.skrl.architecture import Architecture, architecture, shape_problems, unused_keys
 from zoo.frameworks.skrl.checkpoint import (
+    Normalizer,
     companion_modules,
-    linear_chain,
     load_modules,
     normalizer,
-    shape_problems,
     split_agent,
-    unused_keys,
 )
-from zoo.frameworks.skrl.config import RunConfig, run_config, scaler_spec
+from zoo.frameworks.skrl.config import GENERATION_2, RunConfig, check_policy_input, run_config, scaler_spec
 from zoo.frameworks.skrl.discover import parse_checkpoint, step_of
 
 if TYPE_CHECKING:
@@ -146,10 +146,9 @@ class SkrlAdapter(Adapter):
                         "pass --exp-name (for example skrl_ppo) to zoo eval")  # fmt: skip
         elif entry is None:
             registry.get(name)  # the registry's "unknown experiment" error, with its suggestions
-        layers = linear_chain(modules["policy"], config.policy)
-        norm, note = normalizer(modules, layers[0].in_features)
-        scaler_spec(config.agent, norm.key if norm else "observation_preprocessor", config.policy.source)
-        _describe_policy(report, modules, layers, config, norm, note)
+        arch = architecture(modules["policy"], config.policy, strict=False)
+        norm, note = _observation_scaler(modules, arch, config)
+        _describe_policy(report, modules, arch, config, norm, note)
         env_id = self.env_id(run)
         if env_id is None:
             report.flag(WARNING, "env id unknown (not in the experiment names nor params/env.yaml)",
@@ -159,20 +158,23 @@ class SkrlAdapter(Adapter):
         spaces = entry and self.env_spaces_or_warn(report, entry, env_id)
         if not spaces:
             return
-        problems = shape_problems(modules, layers, spaces, config.policy.kind)
+        kind = config.policy.kind if config.policy.known else None
+        problems = shape_problems(modules["policy"], arch, spaces, kind, norm)
         if problems:
             raise LayoutMismatch(
                 f"policy does not fit {env_id}: {problems[0]}", "check the env id of this run"
             )
-        if config.policy.activations is None:
+        if not config.policy.known:
             report.flag(WARNING, "activation functions unknown: no params/agent.yaml beside checkpoints/",
                         "zoo eval needs --model-config PATH (see docs/frameworks/skrl.md)")  # fmt: skip
 
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
         """``options.model_config`` (``--model-config``, else ``params/agent.yaml`` of the experiment)
-        supplies what the weights do not say: activations and the output expression."""
+        supplies what the weights do not say: the policy class, activations, conv strides and padding,
+        the recurrent core and the output expression."""
         from zoo.envs import probe_spaces
-        from zoo.frameworks.skrl.policy import SkrlPolicy, build_module
+        from zoo.frameworks.skrl.modules import build_network
+        from zoo.frameworks.skrl.policy import SkrlPolicy
 
         assert isinstance(checkpoint, SkrlCheckpoint)
         config = (
@@ -180,26 +182,41 @@ class SkrlAdapter(Adapter):
         )
         assert config is not None
         modules = load_modules(checkpoint.model_file, options.trust_pickle)
-        layers = linear_chain(modules["policy"], config.policy)
-        norm, _ = normalizer(modules, layers[0].in_features)
+        policy_state = modules["policy"]
+        arch = architecture(policy_state, config.policy)
+        norm, _ = _observation_scaler(modules, arch, config)
         spaces = probe_spaces(self.env_spec(entry, env_id))
-        problems = shape_problems(modules, layers, spaces, config.policy.kind)
+        problems = shape_problems(policy_state, arch, spaces, config.policy.kind, norm)
         if problems:
             raise does_not_fit(env_id, problems[0])
-        unused = unused_keys(modules["policy"], layers, config.policy)
+        unused = unused_keys(policy_state, arch, config.policy)
         if unused:
-            raise _not_mlp(unused)
-        scaler = scaler_spec(
-            config.agent, norm.key if norm else "observation_preprocessor", config.policy.source
-        )
-        module = build_module(modules["policy"], layers, config.policy, norm, scaler)
-        log_std = modules["policy"].get("log_std_parameter")
-        return SkrlPolicy(module, config.policy, log_std, spaces[0], spaces[1], options.device, options.seed)
+            raise _not_rebuildable(unused)
+        network = build_network(policy_state, arch, config.policy, norm, _scaler(config, norm),
+                                tuple(spaces[0].shape))  # fmt: skip
+        return SkrlPolicy(network, config.policy, policy_state.get("log_std_parameter"), *spaces,
+                          options.device, options.seed)  # fmt: skip
 
 
-def _not_mlp(unused: list[str]) -> UnsupportedError:
-    return UnsupportedError(f"policy holds tensors an MLP does not use: {', '.join(unused[:3])}",
-                            hint="only feed-forward MLP policies are supported")  # fmt: skip
+def _observation_scaler(
+    modules: dict, arch: Architecture, config: RunConfig
+) -> tuple[Normalizer | None, str | None]:
+    """The scaler applied to observations (and a note on one that is not), after refusing a policy that
+    reads skrl 2.x's privileged state: the config says the generation, else a 2.x scaler key does."""
+    generation = config.generation or (GENERATION_2 if "observation_preprocessor" in modules else None)
+    check_policy_input(config.policy, generation)
+    norm, note = normalizer(modules, arch.flat_input, generation)
+    _scaler(config, norm)  # its settings are checked by zoo check too
+    return norm, note
+
+
+def _scaler(config: RunConfig, norm: Normalizer | None):
+    return scaler_spec(config.agent, norm.key if norm else "observation_preprocessor", config.policy.source)
+
+
+def _not_rebuildable(unused: list[str]) -> UnsupportedError:
+    return UnsupportedError(f"policy holds tensors zoo's rebuilt network does not use: {', '.join(unused[:3])}",
+                            hint="zoo rebuilds MLP, CNN and GRU/LSTM policies (see docs/frameworks/skrl.md)")  # fmt: skip
 
 
 def _describe_checkpoints(report: RunReport, run: Run) -> None:
@@ -213,12 +230,20 @@ def _describe_checkpoints(report: RunReport, run: Run) -> None:
     report.details["layout"] = "agent" if module == "agent" else "per-module"
 
 
-def _describe_policy(report: RunReport, modules: dict, layers, config: RunConfig, norm, note) -> None:
+def _activations(arch: Architecture) -> list[str | None] | str | None:
+    """The hidden layers' activations: one name when they share it (None: unknown, no config)."""
+    names = [layer.activation for layer in arch.weighted[:-1]]
+    return names[0] if len(set(names)) == 1 else names
+
+
+def _describe_policy(report: RunReport, modules: dict, arch: Architecture, config: RunConfig,
+                     norm: Normalizer | None, note: str | None) -> None:  # fmt: skip
     spec = config.policy
+    rnn = arch.rnn
     report.details["policy"] = {
-        "kind": spec.kind,
-        "sizes": [layers[0].in_features, *(x.out_features for x in layers)],
-        "activations": spec.activations, "output": spec.output_text, "config": spec.source,
+        "kind": spec.kind if spec.known else None, "sizes": arch.sizes(), "layers": [layer.kind for layer in arch.layers],
+        "rnn": {"type": rnn.rnn_type, "num_layers": rnn.num_layers, "hidden_size": rnn.hidden_size} if rnn else None,
+        "activations": _activations(arch), "output": spec.output_text if spec.known else None, "config": spec.source,
     }  # fmt: skip
     report.details["preprocessor"] = (
         {"key": norm.key, "generation": norm.generation, "size": int(norm.state["running_mean"].shape[0])}
@@ -226,9 +251,9 @@ def _describe_policy(report: RunReport, modules: dict, layers, config: RunConfig
     )  # fmt: skip
     if note:
         report.notes.append(note)
-    unused = unused_keys(modules["policy"], layers, spec)
+    unused = unused_keys(modules["policy"], arch, spec)
     if unused:
-        raise _not_mlp(unused)
+        raise _not_rebuildable(unused)
 
 
 ADAPTER = SkrlAdapter()

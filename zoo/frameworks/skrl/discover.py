@@ -84,10 +84,12 @@ def env_id_from_names(experiment_dir: Path) -> str | None:
 
 
 def algorithm_from_name(name: str) -> str | None:
-    """``ppo`` from ``25-11-30_10-00-00-000000_PPO`` (skrl) or ``2025-11-30_10-00-00_ppo_torch`` (Isaac Lab)."""
-    for token in reversed(_name_tokens(name)):
-        if token.lower() in ALGORITHMS:
-            return token.lower()
+    """``ppo`` from ``25-11-30_10-00-00-000000_PPO`` (skrl) or ``2025-11-30_10-00-00_ppo_torch`` (Isaac Lab);
+    ``ppo_rnn`` from skrl's ``..._PPO_RNN`` (skrl names the dir after the agent class)."""
+    tokens = [t.lower() for t in _name_tokens(name)]
+    for i in reversed(range(len(tokens))):
+        if tokens[i] in ALGORITHMS:
+            return f"{tokens[i]}_rnn" if tokens[i + 1 : i + 2] == ["rnn"] else tokens[i]
     return None
 
 
