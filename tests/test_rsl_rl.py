@@ -94,10 +94,12 @@ class InferenceShim:
     def act(self, obs_batch, state=None, deterministic=True):
         from tensordict import TensorDict
 
+        groups = (
+            obs_batch if isinstance(obs_batch, dict) else {"policy": obs_batch}
+        )  # as the VecEnvs give them
         with torch.inference_mode():
-            obs = TensorDict(
-                {"policy": torch.as_tensor(obs_batch, dtype=torch.float32)}, batch_size=[len(obs_batch)]
-            )
+            obs = TensorDict({k: torch.as_tensor(v, dtype=torch.float32) for k, v in groups.items()},
+                             batch_size=[len(next(iter(groups.values())))])  # fmt: skip
             actions = self.policy(obs).numpy()
         return actions, state
 
@@ -106,8 +108,9 @@ class InferenceShim:
             self.policy.reset(torch.as_tensor(done_mask))
 
 
-def _rsl_rl_returns(runner) -> list[float]:
-    envs = make_vector_env(EnvSpec(ENV_ID), NUM_ENVS)
+def rsl_rl_returns(runner, env_id: str = ENV_ID) -> list[float]:
+    """The returns of rsl_rl's own inference policy, stepped by zoo's evaluator as ``zoo_eval`` steps zoo's."""
+    envs = make_vector_env(EnvSpec(env_id), NUM_ENVS)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -119,13 +122,13 @@ def _rsl_rl_returns(runner) -> list[float]:
     return [e.return_ for e in episodes]
 
 
-def _zoo_eval(target: Path, out: Path, *args: str):
+def zoo_eval(target: Path, out: Path, *args: str):
     return zoo("eval", target, "--deterministic", "--episodes", EPISODES, "--num-envs", NUM_ENVS, "--seed", 0,
                "--out", out, "--quiet", *args)  # fmt: skip
 
 
-def _zoo_returns(target: Path, out: Path, *args: str) -> list[float]:
-    result = _zoo_eval(target, out, *args)
+def zoo_returns(target: Path, out: Path, *args: str) -> list[float]:
+    result = zoo_eval(target, out, *args)
     assert result.exit_code == 0, result.stderr
     data = json.loads(out.read_text())
     assert data["framework"] == "rsl_rl" and data["exp_name"] == "rsl_ppo" and data["deterministic"] is True
@@ -181,8 +184,8 @@ def test_push_names_the_repo_by_the_seed_the_runner_config_holds(trained, tmp_pa
 @pytest.mark.parametrize("kind", ["mlp", "lstm", "gru"])
 def test_eval_matches_rsl_rl_inference_policy_episode_for_episode(trained, kind, tmp_path):
     run = trained[kind]
-    ours = _zoo_returns(run.run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
-    theirs = _rsl_rl_returns(run.runner)
+    ours = zoo_returns(run.run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
+    theirs = rsl_rl_returns(run.runner)
     assert len(ours) == EPISODES
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9)
     assert len(set(np.round(ours, 6))) > 1  # real, differing episodes
@@ -197,7 +200,7 @@ def _policy(run: Trained, clip_actions: float | None = None):
     return policy
 
 
-def _sample_obs(policy, shape: tuple[int, ...], seed: int) -> np.ndarray:
+def sample_obs(policy, shape: tuple[int, ...], seed: int) -> np.ndarray:
     """Observations drawn from (a copy of) the policy's observation space, seeded."""
     import copy
 
@@ -207,7 +210,7 @@ def _sample_obs(policy, shape: tuple[int, ...], seed: int) -> np.ndarray:
     return np.stack([space.sample() for _ in range(n)]).astype(np.float32).reshape(*shape, -1)
 
 
-def _onnx(module, args: tuple, path: Path, input_names, output_names):
+def onnx_session(module, args: tuple, path: Path, input_names, output_names):
     """Legacy ONNX export at opset 17, batch axis dynamic (the exporter's own dynamo path is tested via the CLI)."""
     import onnxruntime as ort
 
@@ -230,7 +233,7 @@ def test_export_spec_of_an_mlp_actor_is_act_deterministic(trained, tmp_path):
     }
     assert spec.baked == ["EmpiricalNormalization", "Gaussian mean"]
     assert any("unclipped" in line for line in spec.left_to_caller)
-    obs = _sample_obs(policy, (256,), seed=1)
+    obs = sample_obs(policy, (256,), seed=1)
     expected = policy.act(obs, deterministic=True)[0]
     with torch.no_grad():
         eager = spec.module(torch.from_numpy(obs)).numpy()
@@ -239,7 +242,9 @@ def test_export_spec_of_an_mlp_actor_is_act_deterministic(trained, tmp_path):
     assert eager.shape == expected.shape == (256, 1) and len(set(np.round(expected[:, 0], 4))) > 100
     diffs = {"eager": float(np.abs(eager - expected).max())}
     assert diffs["eager"] <= 1e-6
-    session = _onnx(spec.module, (torch.from_numpy(obs[:2]),), tmp_path / "mlp.onnx", ["obs"], ["actions"])
+    session = onnx_session(
+        spec.module, (torch.from_numpy(obs[:2]),), tmp_path / "mlp.onnx", ["obs"], ["actions"]
+    )
     onnx_out = [session.run(None, {"obs": o})[0] for o in (obs, obs[:1])]
     for name, (big, one) in {"trace": traced_out, "onnx": onnx_out}.items():
         diffs[name] = float(max(np.abs(big - expected).max(), np.abs(one - expected[:1]).max()))
@@ -262,7 +267,7 @@ def test_export_spec_of_a_recurrent_actor_carries_the_state_like_act(trained, ki
     assert spec.recurrent is not None and (spec.recurrent.rnn_type, spec.recurrent.num_layers,
                                            spec.recurrent.hidden_dim) == (kind, layers, 16)  # fmt: skip
     assert "zero the state of an env at the start of its episode" in spec.left_to_caller
-    obs = _sample_obs(policy, (steps, envs), seed=2)
+    obs = sample_obs(policy, (steps, envs), seed=2)
     mask = np.arange(envs) < envs // 2
     expected = []
     for t in range(steps):
@@ -300,7 +305,7 @@ def test_export_spec_of_a_recurrent_actor_carries_the_state_like_act(trained, ki
         else (["obs", "h_in"], ["actions", "h_out"])
     )
     onnx_module = spec.module if lstm else GruOnly(spec.module).eval()
-    session = _onnx(onnx_module, example[: len(names[0])], tmp_path / f"{kind}.onnx", *names)
+    session = onnx_session(onnx_module, example[: len(names[0])], tmp_path / f"{kind}.onnx", *names)
 
     def onnx_step(sess):
         def step(o, h, c):
@@ -326,7 +331,7 @@ def test_export_spec_of_a_recurrent_actor_carries_the_state_like_act(trained, ki
 @pytest.mark.parametrize("kind", ["mlp", "lstm"])
 def test_export_spec_bakes_the_normalizer_and_leaves_the_policy_untouched(trained, kind):
     policy = _policy(trained[kind])
-    obs = _sample_obs(policy, (64,), seed=3)
+    obs = sample_obs(policy, (64,), seed=3)
     before = policy.act(obs)[0]
     policy.reset(np.ones(64, dtype=bool))
     spec = policy.export_spec()
@@ -385,8 +390,12 @@ def test_export_spec_of_untrained_actor_variants_matches_act():
 def _legacy_checkpoint(src: Path, dst: Path, normalizer_outside: bool) -> Path:
     """A real 5.x checkpoint renamed to the rsl-rl-lib < 4 ``ActorCritic[Recurrent]`` key names.
 
-    ``normalizer_outside`` writes the 2.x layout (``obs_norm_state_dict`` beside the model), else the
-    3.x one (``actor_obs_normalizer.*`` inside ``model_state_dict``).
+    The mapping is the old versions' own, read from rsl-rl-lib 2.2.4's and 3.1.1's source
+    (``OnPolicyRunner.save`` writes ``model_state_dict`` of the ``ActorCritic[Recurrent]``, whose
+    attributes are ``actor``, ``memory_a``, ``actor_obs_normalizer``, ``std``). ``normalizer_outside``
+    writes the 2.x layout (``obs_norm_state_dict`` beside the model), else the 3.x one
+    (``actor_obs_normalizer.*`` inside ``model_state_dict``). Files written by those versions
+    themselves are tested in test_rsl_rl_legacy.py; this covers the 3.x recurrent layout they lack.
     """
     ckpt = torch.load(src, weights_only=True)
     renames = (("mlp.", "actor."), ("rnn.", "memory_a."), ("obs_normalizer.", "actor_obs_normalizer."),
@@ -426,10 +435,10 @@ def test_legacy_model_state_dict_checkpoint_gives_the_same_returns(trained, kind
         yaml.dump({"policy": policy, "algorithm": {"class_name": "PPO"}})
     )
     report = zoo("check", legacy_dir, "--json").json()[0]
-    assert report["details"]["checkpoint"] == "model_state_dict (legacy ActorCritic)"
+    assert report["details"]["checkpoint"] == "model_state_dict (rsl-rl-lib < 4 ActorCritic)"
     assert report["status"] == "warning" and "env id unknown" in report["reason"]  # no env.yaml
-    new = _zoo_returns(run.run_dir, tmp_path / "new.json", "--env-id", ENV_ID)
-    old = _zoo_returns(legacy_dir, tmp_path / "old.json", "--env-id", ENV_ID)
+    new = zoo_returns(run.run_dir, tmp_path / "new.json", "--env-id", ENV_ID)
+    old = zoo_returns(legacy_dir, tmp_path / "old.json", "--env-id", ENV_ID)
     assert old == new
 
 
@@ -447,12 +456,12 @@ def test_genesis_layout_with_cfgs_pkl(trained, tmp_path):
     assert report["run"]["path"] == str(log_dir) and report["details"]["config"] == "cfgs.pkl"
     assert report["details"]["clip_actions"] == 100.0 and report["run"]["seed"] == 7
     assert report["run"]["env_id"] is None and "pass --env-id" in report["hint"]
-    no_env = _zoo_eval(log_dir, tmp_path / "e.json")
+    no_env = zoo_eval(log_dir, tmp_path / "e.json")
     assert no_env.exit_code == 1 and "cannot tell the env id" in no_env.stderr
-    clipped = _zoo_returns(
+    clipped = zoo_returns(
         log_dir, tmp_path / "genesis.json", "--env-id", ENV_ID
     )  # |actions| << 100: no effect
-    assert clipped == _zoo_returns(run.run_dir, tmp_path / "isaac.json", "--env-id", ENV_ID)
+    assert clipped == zoo_returns(run.run_dir, tmp_path / "isaac.json", "--env-id", ENV_ID)
 
 
 def test_malicious_cfgs_pkl_is_refused_and_never_runs(trained, tmp_path):
@@ -465,7 +474,7 @@ def test_malicious_cfgs_pkl_is_refused_and_never_runs(trained, tmp_path):
     assert (
         report["status"] == "error" and "unsafe pickle" in report["reason"] and "system" in report["reason"]
     )
-    result = _zoo_eval(log_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
+    result = zoo_eval(log_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
     assert result.exit_code == 3 and "unsafe pickle" in result.stderr and "Traceback" not in result.stderr
     assert not canary.exists()
 
@@ -476,7 +485,7 @@ def test_malicious_checkpoint_is_refused_and_never_runs(tmp_path):
     write_malicious(run_dir / "model_5.pt", canary)
     report = zoo("check", run_dir, "--json").json()[0]
     assert report["status"] == "error" and report["details"]["dangerous_globals"] == ["posix.system"]
-    result = _zoo_eval(run_dir / "model_5.pt", tmp_path / "eval.json", "--env-id", ENV_ID)
+    result = zoo_eval(run_dir / "model_5.pt", tmp_path / "eval.json", "--env-id", ENV_ID)
     assert result.exit_code == 3 and "unsafe pickle" in result.stderr
     assert not canary.exists()
 
@@ -511,12 +520,13 @@ def test_config_that_contradicts_the_weights_is_one_error_line(trained, tmp_path
     contradictions = (
         ({"rnn_type": "gru"}, "the config says rnn_type 'gru', the weights are a LSTM"),
         ({"activation": "softsign"}, "activation 'softsign' is not one of rsl_rl's"),
+        ({"state_dependent_std": True}, "the config sets state_dependent_std (rsl-rl-lib 3.x)"),
     )
     for actor, reason in contradictions:
         (run_dir / "params" / "agent.yaml").write_text(yaml.dump({"actor": actor}))
         report = zoo("check", run_dir, "--json").json()[0]
         assert report["status"] == "error" and reason in report["reason"]
-        result = _zoo_eval(run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
+        result = zoo_eval(run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
         assert result.exit_code == 1 and reason in result.stderr and "Traceback" not in result.stderr
     (run_dir / "params" / "agent.yaml").write_text(yaml.dump({"actor": {}}))
     checkpoint = torch.load(trained["mlp"].model, weights_only=True)
@@ -524,9 +534,9 @@ def test_config_that_contradicts_the_weights_is_one_error_line(trained, tmp_path
     torch.save(checkpoint, run_dir / "model_2.pt")
     reason = "the weights do not fit the rebuilt actor: unexpected mlp.9.scale"
     assert reason in zoo("check", run_dir, "--json").json()[0]["reason"]
-    result = _zoo_eval(run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
+    result = zoo_eval(run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
     assert result.exit_code == 1 and reason in result.stderr  # the key named, as zoo check names it
-    wrong_env = _zoo_eval(trained["mlp"].run_dir, tmp_path / "eval.json", "--env-id", "CartPole-v1")
+    wrong_env = zoo_eval(trained["mlp"].run_dir, tmp_path / "eval.json", "--env-id", "CartPole-v1")
     assert (
         wrong_env.exit_code == 1 and "the actor takes 3 observations, CartPole-v1 gives 4" in wrong_env.stderr
     )

@@ -18,17 +18,21 @@ from typing import TYPE_CHECKING, Any
 from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
-from zoo.errors import BrokenFile, LayoutMismatch, UnsupportedError
+from zoo.errors import BrokenFile, LayoutMismatch, UnsupportedError, ZooError
 from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
 from zoo.frameworks.rsl_rl import discover as _discover
-from zoo.frameworks.rsl_rl.checkpoint import Architecture, actor_state, architecture, state_problems
+from zoo.frameworks.rsl_rl.checkpoint import Architecture, architecture, state_problems
 from zoo.frameworks.rsl_rl.config import AGENT_YAML, CFGS_PKL, ENV_YAML, RunConfig, read_run_config
 from zoo.frameworks.rsl_rl.discover import iteration
+from zoo.frameworks.rsl_rl.formats import PolicyWeights, policy_weights
+from zoo.frameworks.rsl_rl.obs import ObsLayout, env_layout
 
 if TYPE_CHECKING:
     from zoo.registry import Entry, Registry
 
 _WEIGHTS_HINT = "is this checkpoint from the run its config describes?"
+#: The runners' algorithms whose policy zoo knows: PPO's actor, Distillation's student.
+_ALGORITHMS = ("PPO", "Distillation")
 
 
 @dataclass
@@ -43,17 +47,34 @@ def _run_dir(run: Run) -> Path:
     return run.path if run.path.is_dir() else run.path.parent
 
 
-def _architecture(state: dict, config: RunConfig) -> Architecture:
-    return architecture(state, config.activation, config.rnn_type, config.distribution)
+def _weights_problem(state: dict, arch: Architecture, layout: ObsLayout | None = None,
+                     env_id: str | None = None) -> ZooError | None:  # fmt: skip
+    """What ``load_state_dict(strict=True)`` would refuse, named the same way by check and load.
 
-
-def _weights_problem(state: dict, arch: Architecture) -> BrokenFile | None:
-    """What ``load_state_dict(strict=True)`` would refuse, named the same way by check and load."""
-    problems = state_problems(state, arch)
+    A CNN actor is rebuilt for the env's image size, which sets its MLP's input: a misfit there is as
+    likely the env's as the file's."""
+    problems = state_problems(state, arch, layout)
     if not problems:
         return None
     more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    if arch.cnns:
+        return LayoutMismatch(f"the weights do not fit the actor rebuilt for {env_id}'s images: {problems[0]}{more}",
+                              "check the env id and the config's cnn_cfg: the image size, strides and pooling set the MLP's input")  # fmt: skip
     return BrokenFile(f"the weights do not fit the rebuilt actor: {problems[0]}{more}", _WEIGHTS_HINT)
+
+
+def _fit(env_id: str, arch: Architecture, weights: PolicyWeights, config: RunConfig,
+         spaces: tuple[Any, Any]) -> ObsLayout | str:  # fmt: skip
+    """How ``env_id``'s observations feed the policy, or why its spaces do not fit the policy (one line)."""
+    from gymnasium.spaces import Box, flatdim
+
+    obs_space, action_space = spaces
+    layout = env_layout(obs_space, arch, config.model(weights.role).obs_groups, weights.role, env_id)
+    if isinstance(layout, str):
+        return layout
+    if not isinstance(action_space, Box) or flatdim(action_space) != arch.action_dim:
+        return f"the actor outputs {arch.action_dim} continuous actions, {env_id} takes {action_space}"
+    return layout
 
 
 class RslRlAdapter(Adapter):
@@ -117,16 +138,18 @@ class RslRlAdapter(Adapter):
         report.details.update(size=info.size, format=info.kind)
         if not flag_torch_file(report, info, not_torch_hint="is this an rsl_rl checkpoint?"):
             return
-        state, layout = actor_state(info.content)
-        arch = _architecture(state, config)
-        report.details.update(checkpoint=layout, model=arch.summary(), recurrent=arch.rnn_type is not None)
+        weights = policy_weights(info.content)
+        arch = architecture(weights.state, config.model(weights.role))
+        report.details.update(checkpoint=weights.layout, policy=weights.role, model=arch.summary(),
+                              recurrent=arch.rnn_type is not None)  # fmt: skip
         env_id = report.run.env_id
         missing = self.missing_extra(entry, env_id)
         if missing:
             report.flag(WARNING, f"missing optional extra {missing!r} to evaluate it",
                         f"pip install 'rl-zoo-hub[{missing}]'")  # fmt: skip
             return
-        problem = _weights_problem(state, arch)
+        # a CNN's MLP input depends on the image size: checked once the env is known
+        problem = not arch.cnns and _weights_problem(weights.state, arch)
         if problem:
             raise problem
         if env_id is None:
@@ -134,9 +157,14 @@ class RslRlAdapter(Adapter):
                         "pass --env-id to zoo eval")  # fmt: skip
             return
         spaces = self.env_spaces_or_warn(report, entry, env_id)
-        problem_text = spaces and _space_problem(env_id, arch, spaces)
-        if problem_text:
-            raise LayoutMismatch(problem_text, "check the env id of this run")
+        if spaces is None:
+            return
+        layout = _fit(env_id, arch, weights, config, spaces)
+        if isinstance(layout, str):
+            raise LayoutMismatch(layout, "check the env id of this run")
+        problem = arch.cnns and _weights_problem(weights.state, arch, layout, env_id)
+        if problem:
+            raise problem
 
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
         from zoo.artifacts.torchfile import load_checkpoint
@@ -147,26 +175,27 @@ class RslRlAdapter(Adapter):
         assert isinstance(checkpoint, RslRlCheckpoint) and checkpoint.info and checkpoint.config
         model_file, config = checkpoint.model_file, checkpoint.config
         loaded = load_checkpoint(model_file, checkpoint.info, trust_pickle=options.trust_pickle)
-        state, _ = actor_state(loaded)
-        arch = _architecture(state, config)
+        weights = policy_weights(loaded)
+        arch = architecture(weights.state, config.model(weights.role))
         spaces = probe_spaces(self.env_spec(entry, env_id))
-        problem = _space_problem(env_id, arch, spaces)
-        if problem:
-            raise does_not_fit(env_id, problem)
+        layout = _fit(env_id, arch, weights, config, spaces)
+        if isinstance(layout, str):
+            raise does_not_fit(env_id, layout)
         if self.missing_extra(entry, env_id) == "rsl":
             raise UnsupportedError("rsl_rl models need the rsl extra", hint="pip install 'rl-zoo-hub[rsl]'")
-        problem = _weights_problem(state, arch)
+        problem = _weights_problem(weights.state, arch, layout, env_id)
         if problem:
-            raise BrokenFile(f"{model_file}: {problem.message}", problem.hint)
-        model = build_model(arch, device=options.device)
+            # the same class, so the same exit code
+            raise type(problem)(f"{model_file}: {problem.message}", hint=problem.hint)
+        model = build_model(arch, layout, device=options.device)
         try:
-            model.load_state_dict(state, strict=True)
+            model.load_state_dict(weights.state, strict=True)
         except RuntimeError as exc:  # what state_problems does not model (a dtype torch cannot copy)
             raise BrokenFile(
                 f"{model_file}: the weights do not load: {str(exc).strip().splitlines()[-1]}"
             ) from None
         return RslRlPolicy(model, *spaces, clip_actions=config.clip_actions, device=options.device,
-                           seed=options.seed)  # fmt: skip
+                           seed=options.seed, layout=layout)  # fmt: skip
 
 
 def _describe_config(report: RunReport, config: RunConfig) -> None:
@@ -174,24 +203,13 @@ def _describe_config(report: RunReport, config: RunConfig) -> None:
     if config.source is None:
         report.flag(WARNING, "no params/agent.yaml or cfgs.pkl beside the checkpoint",
                     "activation assumed elu (rsl_rl's default)")  # fmt: skip
-    if config.algorithm and config.algorithm.rpartition(":")[2].rpartition(".")[2] != "PPO":
-        report.flag(WARNING, f"algorithm {config.algorithm!r}: zoo evaluates the PPO actor of the checkpoint")
+    if config.algorithm and config.algorithm.rpartition(":")[2].rpartition(".")[2] not in _ALGORITHMS:
+        report.flag(WARNING, f"algorithm {config.algorithm!r}: zoo evaluates the policy the checkpoint holds")
     if config.clip_actions is not None:
         report.details["clip_actions"] = config.clip_actions
     if config.seed is not None:
         report.run.seed = config.seed
     report.run.env_id = report.run.env_id or config.env_id
-
-
-def _space_problem(env_id: str, arch: Architecture, spaces: tuple[Any, Any]) -> str | None:
-    from gymnasium.spaces import Box, flatdim
-
-    obs_space, action_space = spaces
-    if flatdim(obs_space) != arch.obs_dim:
-        return f"the actor takes {arch.obs_dim} observations, {env_id} gives {flatdim(obs_space)}"
-    if not isinstance(action_space, Box) or flatdim(action_space) != arch.action_dim:
-        return f"the actor outputs {arch.action_dim} continuous actions, {env_id} takes {action_space}"
-    return None
 
 
 ADAPTER = RslRlAdapter()

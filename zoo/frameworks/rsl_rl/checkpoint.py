@@ -1,13 +1,11 @@
-"""rsl_rl checkpoints: the actor's state dict in rsl-rl-lib 5.x naming, and its architecture.
+"""rsl_rl policies rebuilt from their weights: the architecture the state dict implies, and the model.
 
-``OnPolicyRunner.save`` writes ``{actor_state_dict, critic_state_dict, optimizer_state_dict, iter,
-infos}`` (5.x): the actor's keys are ``obs_normalizer.{_mean,_var,_std,count}``, ``mlp.{i}.*``,
-``distribution.{std_param|log_std_param}`` and, for ``RNNModel``, ``rnn.rnn.*``. Older runners
-(rsl-rl-lib < 4, which Isaac Lab, Genesis and legged_gym used for years) wrote ``model_state_dict``
-of an ``ActorCritic[Recurrent]``: ``actor.{i}.*``, ``std``/``log_std``, ``actor_obs_normalizer.*``,
-``memory_a.rnn.*`` (and ``obs_norm_state_dict`` beside it in 2.x). :func:`actor_state` maps both to
-the 5.x names, and :func:`architecture` reads the model back from the weight shapes, so one loader
-serves both; it works on real tensors and on the static ``TensorInfo`` descriptions alike.
+:func:`architecture` reads an ``MLPModel``/``RNNModel``/``CNNModel`` back from the weight shapes of a
+5.x state dict (see :mod:`.formats` for how older files are renamed to it): observation and action
+sizes, hidden dims, the RNN's type, size and depth, the CNNs' image groups and channels, whether a
+normalizer is present. What the weights cannot say comes from the run's config: the activation, the
+distribution class, and a CNN's strides, padding and pooling (``cnn_cfg``). It works on real tensors
+and on the static ``TensorInfo`` descriptions alike, so ``zoo check`` and the loader read the same.
 """
 
 from __future__ import annotations
@@ -15,15 +13,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zoo.errors import LayoutMismatch
+from zoo.frameworks.rsl_rl.formats import NotRunnerCheckpoint
+from zoo.frameworks.rsl_rl.obs import whole_observation
 
-#: Old ``ActorCritic`` key prefix -> 5.x ``MLPModel``/``RNNModel`` prefix; critic keys are dropped.
-_LEGACY_PREFIXES = (("actor_obs_normalizer.", "obs_normalizer."), ("memory_a.", "rnn."), ("actor.", "mlp."))
-_LEGACY_PARAMS = {"std": "distribution.std_param", "log_std": "distribution.log_std_param"}
-_CRITIC_PREFIXES = ("critic.", "critic_obs_normalizer.", "memory_c.")
+if TYPE_CHECKING:
+    from zoo.frameworks.rsl_rl.config import ModelConfig
+    from zoo.frameworks.rsl_rl.obs import ObsLayout
+
 _MLP_KEY = re.compile(r"^mlp\.(\d+)\.weight$")
+_CONV_KEY = re.compile(r"^cnns\.(.+)\.(\d+)\.weight$")
 _RNN_GATES = {4: "lstm", 3: "gru"}
 #: rsl_rl.utils.resolve_nn_activation's names.
 ACTIVATIONS = ("elu", "selu", "relu", "crelu", "lrelu", "tanh", "sigmoid", "softplus", "gelu", "swish",
@@ -31,50 +31,14 @@ ACTIVATIONS = ("elu", "selu", "relu", "crelu", "lrelu", "tanh", "sigmoid", "soft
 DISTRIBUTIONS = ("GaussianDistribution", "HeteroscedasticGaussianDistribution", "BetaDistribution")
 
 
-class NotRunnerCheckpoint(LayoutMismatch):
-    """The file is not an rsl_rl runner checkpoint zoo can read."""
-
-    default_hint = "is this a model_{iter}.pt of rsl_rl's OnPolicyRunner, next to its own config?"
-
-
-def _describe(obj: Any) -> str:
-    if isinstance(obj, Mapping):
-        return f"a dict with keys {sorted(map(str, obj))[:6]}"
-    return f"a {type(obj).__name__}"
-
-
-def actor_state(checkpoint: Any) -> tuple[dict[str, Any], str]:
-    """``(actor state dict in 5.x names, which layout the file had)``."""
-    if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("actor_state_dict"), Mapping):
-        return dict(checkpoint["actor_state_dict"]), "actor_state_dict"
-    if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("model_state_dict"), Mapping):
-        state = {}
-        for key, value in checkpoint["model_state_dict"].items():
-            if key.startswith(_CRITIC_PREFIXES):
-                continue
-            new = _LEGACY_PARAMS.get(key)
-            for old, prefix in _LEGACY_PREFIXES:
-                if new is None and key.startswith(old):
-                    new = prefix + key[len(old) :]
-            state[new or key] = value
-        norm = checkpoint.get("obs_norm_state_dict")
-        if isinstance(norm, Mapping):  # rsl-rl-lib 2.x kept the normalizer outside the model
-            state.update({f"obs_normalizer.{k}": v for k, v in norm.items()})
-        return state, "model_state_dict (legacy ActorCritic)"
-    if isinstance(checkpoint, Mapping) and "student_state_dict" in checkpoint:
-        raise NotRunnerCheckpoint(
-            "a distillation checkpoint (student/teacher): zoo evaluates PPO actors only"
-        )
-    raise NotRunnerCheckpoint(
-        f"not an rsl_rl checkpoint: expected a dict with 'actor_state_dict' or 'model_state_dict', "
-        f"this one holds {_describe(checkpoint)}",
-        hint="is this a model_{iter}.pt written by rsl_rl's OnPolicyRunner?",
-    )
-
-
 @dataclass(frozen=True)
 class Architecture:
-    """What ``MLPModel``/``RNNModel`` must be built with to take the weights."""
+    """What ``MLPModel``/``RNNModel``/``CNNModel`` must be built with to take the weights.
+
+    ``obs_dim`` is the observation vector the MLP (or the RNN) reads; for a CNN actor, the MLP's input:
+    the 1-D groups and every CNN's flattened output together. ``cnns`` holds, in the model's order, each
+    image group and its convs' channels (input first); ``cnn_cfg`` is the config's, as ``CNNModel`` takes it.
+    """
 
     obs_dim: int
     action_dim: int
@@ -85,14 +49,23 @@ class Architecture:
     rnn_type: str | None = None
     rnn_hidden_dim: int = 0
     rnn_num_layers: int = 0
+    cnns: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    cnn_cfg: dict[str, Any] | None = None
+
+    @property
+    def cnn_channels(self) -> tuple[tuple[str, int], ...]:
+        """``(image group, input channels)`` of each CNN."""
+        return tuple((group, channels[0]) for group, channels in self.cnns)
 
     def summary(self) -> str:
         mlp = "-".join(map(str, (self.rnn_hidden_dim if self.rnn_type else self.obs_dim, *self.hidden_dims)))
-        rnn = ""
+        front = ""
         if self.rnn_type:
-            rnn = f"{self.rnn_type.upper()}({self.obs_dim}->{self.rnn_hidden_dim})x{self.rnn_num_layers} + "
+            front = f"{self.rnn_type.upper()}({self.obs_dim}->{self.rnn_hidden_dim})x{self.rnn_num_layers} + "
+        if self.cnns:
+            front = "".join(f"CNN {group}({'->'.join(map(str, chans))}) + " for group, chans in self.cnns)
         norm = ", obs normalizer" if self.obs_normalization else ""
-        return f"{rnn}MLP {mlp}-{self.action_dim} ({self.activation}{norm})"
+        return f"{front}MLP {mlp}-{self.action_dim} ({self.activation}{norm})"
 
 
 def _distribution(
@@ -114,26 +87,50 @@ def _distribution(
     return {**cfg_distribution, "class_name": name}, out_dim // 2
 
 
-def architecture(state: Mapping[str, Any], activation: str, rnn_type: str | None,
-                 cfg_distribution: dict | None) -> Architecture:  # fmt: skip
-    """Read the model back from the weight shapes; activation and distribution come from the config."""
+def _cnns(state: Mapping[str, Any], cnn_cfg: dict | None) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Each image group's conv channels, in the model's order (the checkpoint keeps ``cnns``' order)."""
+    convs: dict[str, list[tuple[int, tuple]]] = {}
+    for key, value in state.items():
+        if (m := _CONV_KEY.match(key)) and len(value.shape) == 4:  # a norm layer's weight is 1-D or 3-D
+            convs.setdefault(m[1], []).append((int(m[2]), tuple(value.shape)))
+    if convs and cnn_cfg is None:
+        raise NotRunnerCheckpoint(
+            f"a CNNModel actor (images {sorted(convs)}) needs the cnn_cfg of the run's config: strides, "
+            "padding and pooling are not in the weights",
+            hint="keep the run's params/agent.yaml (or cfgs.pkl) beside the checkpoint",
+        )
+    found = []
+    for group, layers in convs.items():
+        shapes = [shape for _, shape in sorted(layers)]
+        found.append((group, (shapes[0][1], *(shape[0] for shape in shapes))))
+    return tuple(found)
+
+
+def architecture(state: Mapping[str, Any], model: ModelConfig) -> Architecture:
+    """Read the model back from the weight shapes; activation, distribution and CNN settings from the config."""
+    activation = model.activation
     if activation.lower() not in ACTIVATIONS:
         raise NotRunnerCheckpoint(f"activation {activation!r} is not one of rsl_rl's ({', '.join(ACTIVATIONS)})",
                              hint="check the actor's activation in the run's config")  # fmt: skip
-    if any(k.startswith("cnns.") for k in state):
+    if model.settings.get("state_dependent_std"):
         raise NotRunnerCheckpoint(
-            "a CNNModel actor (image observations): zoo rebuilds MLPModel and RNNModel only"
+            "the config sets state_dependent_std (rsl-rl-lib 3.x): zoo does not rebuild an actor whose MLP "
+            "outputs its std",
+            hint="not supported; zoo reads its rsl-rl-lib 5.x successor, HeteroscedasticGaussianDistribution",
         )
+    cnns = _cnns(state, model.cnn_cfg)
     layers = sorted((int(m[1]), key) for key in state if (m := _MLP_KEY.match(key)))
     if not layers:
         raise NotRunnerCheckpoint(
             f"no actor MLP weights (mlp.N.weight / actor.N.weight) among {sorted(state)[:6]}"
         )
     shapes = [tuple(state[key].shape) for _, key in layers]
-    distribution, action_dim = _distribution(state, cfg_distribution, shapes[-1][0])
+    distribution, action_dim = _distribution(state, model.distribution, shapes[-1][0])
     common = dict(action_dim=action_dim, hidden_dims=tuple(s[0] for s in shapes[:-1]),
                   activation=activation.lower(), obs_normalization="obs_normalizer._mean" in state,
                   distribution=distribution)  # fmt: skip
+    if cnns:
+        return Architecture(obs_dim=shapes[0][1], cnns=cnns, cnn_cfg=model.cnn_cfg, **common)
     if "rnn.rnn.weight_ih_l0" not in state:
         return Architecture(obs_dim=shapes[0][1], **common)
     gates, obs_dim = state["rnn.rnn.weight_ih_l0"].shape
@@ -141,8 +138,10 @@ def architecture(state: Mapping[str, Any], activation: str, rnn_type: str | None
     found = _RNN_GATES.get(gates // hidden) if gates % hidden == 0 else None
     if found is None:
         raise NotRunnerCheckpoint(f"rnn weights of shape {(gates, obs_dim)} are neither an LSTM nor a GRU")
-    if rnn_type is not None and rnn_type != found:
-        raise NotRunnerCheckpoint(f"the config says rnn_type {rnn_type!r}, the weights are a {found.upper()}")
+    if model.rnn_type is not None and model.rnn_type != found:
+        raise NotRunnerCheckpoint(
+            f"the config says rnn_type {model.rnn_type!r}, the weights are a {found.upper()}"
+        )
     layers_n = sum(1 for k in state if re.match(r"^rnn\.rnn\.weight_ih_l\d+$", k))
     return Architecture(
         obs_dim=obs_dim, rnn_type=found, rnn_hidden_dim=hidden, rnn_num_layers=layers_n, **common
@@ -152,12 +151,15 @@ def architecture(state: Mapping[str, Any], activation: str, rnn_type: str | None
 _EXPECTED: dict[str, dict[str, tuple]] = {}
 
 
-def state_problems(state: Mapping[str, Any], arch: Architecture) -> list[str]:
+def state_problems(
+    state: Mapping[str, Any], arch: Architecture, layout: ObsLayout | None = None
+) -> list[str]:
     """What ``load_state_dict(strict=True)`` of the rebuilt actor would refuse: keys missing, unexpected or
     of another shape (the actor is built on the meta device: no memory, no weights)."""
-    key = repr(arch)  # Architecture holds a dict: hashable only as its repr
+    key = repr((arch, layout))  # Architecture holds dicts: hashable only as its repr
     if key not in _EXPECTED:
-        _EXPECTED[key] = {k: tuple(v.shape) for k, v in build_model(arch, device="meta").state_dict().items()}
+        model = build_model(arch, layout, device="meta")
+        _EXPECTED[key] = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     expected = _EXPECTED[key]
     problems = [f"missing {k}" for k in expected if k not in state]
     problems += [f"unexpected {k}" for k in state if k not in expected]
@@ -166,14 +168,19 @@ def state_problems(state: Mapping[str, Any], arch: Architecture) -> list[str]:
     return problems
 
 
-def build_model(arch: Architecture, device: str = "cpu"):
-    """rsl_rl's own ``MLPModel``/``RNNModel``; class names come from zoo's allowlist, never the config."""
+def build_model(arch: Architecture, layout: ObsLayout | None = None, device: str = "cpu"):
+    """rsl_rl's own ``MLPModel``/``RNNModel``/``CNNModel`` reading ``layout``'s observation groups (for an
+    MLP or RNN, by default, the one group of ``obs_dim``); class names come from zoo's allowlist, never
+    the config."""
     import torch
-    from rsl_rl.models import MLPModel, RNNModel
+    from rsl_rl.models import CNNModel, MLPModel, RNNModel
     from rsl_rl.modules import distribution as distributions
     from tensordict import TensorDict
 
-    obs = TensorDict({"policy": torch.zeros(1, arch.obs_dim)}, batch_size=[1])
+    if layout is None:
+        assert not arch.cnns, "a CNN actor is built for an env's image shapes"
+        layout = whole_observation(arch.obs_dim)
+    obs = TensorDict({name: torch.zeros(1, *shape) for name, shape in layout.groups}, batch_size=[1])
     dist = None
     if arch.distribution is not None:
         dist = {**arch.distribution, "class_name": getattr(distributions, arch.distribution["class_name"])}
@@ -184,11 +191,14 @@ def build_model(arch: Architecture, device: str = "cpu"):
         kwargs.update(
             rnn_type=arch.rnn_type, rnn_hidden_dim=arch.rnn_hidden_dim, rnn_num_layers=arch.rnn_num_layers
         )
-    cls = RNNModel if arch.rnn_type else MLPModel
+    if arch.cnns:
+        kwargs["cnn_cfg"] = arch.cnn_cfg
+    cls = CNNModel if arch.cnns else RNNModel if arch.rnn_type else MLPModel
+    groups = {"actor": [name for name, _ in layout.groups]}
     try:
         with torch.device(device):
-            return cls(obs, {"actor": ["policy"]}, "actor", arch.action_dim, **kwargs)
-    except (TypeError, ValueError) as exc:
+            return cls(obs, groups, "actor", arch.action_dim, **kwargs)
+    except (TypeError, ValueError, IndexError, KeyError) as exc:  # a cnn_cfg that does not fit, say
         raise NotRunnerCheckpoint(
             f"cannot rebuild the actor: {exc}", hint="check the actor settings in the config"
         ) from None

@@ -28,6 +28,35 @@ _ENV_ID_KEYS = ("env_id", "task", "id", "env_name", "task_name")
 _GYM_ID = re.compile(r"^(?:[\w.-]+/)?[\w.:-]+-v\d+$")
 
 
+@dataclass(frozen=True)
+class ModelConfig:
+    """The settings of the policy's model (``actor:`` or ``student:``; ``policy:`` before rsl-rl-lib 4)."""
+
+    settings: dict[str, Any]
+    obs_groups: list[str] | None  # the observation groups the policy reads, None when the config omits them
+
+    @property
+    def activation(self) -> str:
+        """rsl_rl's default is elu when the config does not say."""
+        return str(self.settings.get("activation", "elu"))
+
+    @property
+    def rnn_type(self) -> str | None:
+        value = self.settings.get("rnn_type")
+        return str(value).lower() if value is not None else None
+
+    @property
+    def distribution(self) -> dict[str, Any] | None:
+        value = self.settings.get("distribution_cfg")
+        return value if isinstance(value, dict) else None
+
+    @property
+    def cnn_cfg(self) -> dict[str, Any] | None:
+        """``CNNModel``'s ``cnn_cfg``: one CNN's settings, or one per image group."""
+        value = self.settings.get("cnn_cfg")
+        return value if isinstance(value, dict) else None
+
+
 @dataclass
 class RunConfig:
     """What zoo uses from a run's config; ``source`` is None when the run has none."""
@@ -36,29 +65,17 @@ class RunConfig:
     agent: dict[str, Any] = field(default_factory=dict)
     env: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def actor(self) -> dict[str, Any]:
-        """The actor's settings: ``actor`` (rsl-rl-lib 4+), ``policy`` (older ``ActorCritic`` configs)."""
-        for key in ("actor", "policy"):
-            value = self.agent.get(key)
-            if isinstance(value, dict):
-                return value
-        return {}
+    def model(self, role: str) -> ModelConfig:
+        """The config of the policy's model, ``role`` being ``actor`` (PPO) or ``student`` (Distillation).
 
-    @property
-    def activation(self) -> str:
-        """rsl_rl's default is elu when the config does not say."""
-        return str(self.actor.get("activation", "elu"))
-
-    @property
-    def rnn_type(self) -> str | None:
-        value = self.actor.get("rnn_type")
-        return str(value).lower() if value is not None else None
-
-    @property
-    def distribution(self) -> dict[str, Any] | None:
-        value = self.actor.get("distribution_cfg")
-        return value if isinstance(value, dict) else None
+        rsl-rl-lib 4+ names the section and the observation set after the role; older versions keep the
+        actor-critic or student-teacher settings in ``policy:`` and the policy's observations in
+        ``obs_groups["policy"]``."""
+        section = next((v for k in (role, "policy") if isinstance(v := self.agent.get(k), dict)), {})
+        groups = self.agent.get("obs_groups")
+        groups = groups if isinstance(groups, dict) else {}
+        names = next((v for k in (role, "policy") if isinstance(v := groups.get(k), list)), None)
+        return ModelConfig(section, [str(n) for n in names] if names else None)
 
     @property
     def algorithm(self) -> str | None:

@@ -1,9 +1,11 @@
 """rsl_rl actors as plain torch modules for ``zoo export``.
 
 The exported module is a copy of the actor's own pieces: its observation normalizer (the checkpoint's
-``EmpiricalNormalization``, or ``Identity``), the RNN (``nn.LSTM``/``nn.GRU``, without rsl_rl's
-stateful wrapper), the MLP and the distribution's deterministic output module, then the run's
-``clip_actions`` clamp. It computes exactly :meth:`RslRlPolicy.act` with ``deterministic=True``.
+``EmpiricalNormalization``, or ``Identity``), a CNN actor's image encoders, the RNN (``nn.LSTM``/``nn.GRU``,
+without rsl_rl's stateful wrapper), the MLP and the distribution's deterministic output module, then the
+run's ``clip_actions`` clamp. It computes exactly :meth:`RslRlPolicy.act` with ``deterministic=True``.
+Its input is zoo's flat observation (a Dict's keys flattened one after the other, see
+:mod:`zoo.exporter.obs`); it slices the model's observation groups back out of it.
 
 Unlike rsl_rl's own ``as_jit``/``as_onnx`` (which keep the hidden state in a ``(layers, 1, hidden)``
 buffer, so batch 1 only), the recurrent module is stateless: ``forward(obs, h, c) -> (actions, h, c)``
@@ -20,25 +22,48 @@ import torch
 from torch import nn
 
 from zoo.exporter.obs import obs_layout
+from zoo.frameworks.rsl_rl.obs import ObsLayout
 from zoo.policy import ExportSpec, RecurrentSpec
 
 
-class _ActorHead(nn.Module):
-    """Shared by both exported actors: normalizer in front, MLP, deterministic output and clamp behind."""
+def _slices(layout: ObsLayout, obs_groups: dict[str, dict], names) -> list[tuple[int, int, list[int]]]:
+    """``(start, dim, shape)`` of each named group in the flat exported input."""
+    if not layout.from_dict:
+        ((_, group),) = obs_groups.items()
+        return [(0, group["dim"], [*shape]) for _, shape in names]
+    return [(obs_groups[name]["start"], obs_groups[name]["dim"], [*shape]) for name, shape in names]
 
-    def __init__(self, model, clip_actions: float | None, flatten: bool):
+
+class _ActorHead(nn.Module):
+    """Shared by the exported actors: the model's latent from the flat input, its MLP, deterministic output
+    and clamp.
+
+    The latent is rsl_rl's: the 1-D groups concatenated in the model's order and normalized, then each
+    image group through its CNN, all concatenated (``MLPModel``/``CNNModel.get_latent``).
+    """
+
+    def __init__(self, model, layout: ObsLayout, obs_groups: dict[str, dict], clip_actions: float | None):
         super().__init__()
+        self.vector_slices = _slices(layout, obs_groups, layout.vectors)
+        self.image_slices = _slices(layout, obs_groups, layout.images)
         self.obs_normalizer = copy.deepcopy(model.obs_normalizer)
+        self.cnns = nn.ModuleList([copy.deepcopy(model.cnns[name]) for name, _ in layout.images])
         self.mlp = copy.deepcopy(model.mlp)
         dist = model.distribution
         self.deterministic_output = (
             dist.as_deterministic_output_module() if dist is not None else nn.Identity()
         )
         self.clip_actions = None if clip_actions is None else float(clip_actions)
-        self.flatten = flatten
 
-    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.obs_normalizer(obs.flatten(1) if self.flatten else obs)
+    def latent(self, obs: torch.Tensor) -> torch.Tensor:
+        flat = obs.flatten(1)
+        parts = []
+        if self.vector_slices:
+            vector = torch.cat([flat[:, start : start + dim] for start, dim, _ in self.vector_slices], dim=-1)
+            parts.append(self.obs_normalizer(vector))
+        for cnn, (start, dim, shape) in zip(self.cnns, self.image_slices, strict=True):
+            parts.append(cnn(flat[:, start : start + dim].reshape([-1, *shape])))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
 
     def actions(self, latent: torch.Tensor) -> torch.Tensor:
         actions = self.deterministic_output(self.mlp(latent))
@@ -48,24 +73,24 @@ class _ActorHead(nn.Module):
 
 
 class RslRlActor(_ActorHead):
-    """An ``MLPModel`` actor: ``forward(obs) -> actions``."""
+    """An ``MLPModel`` or ``CNNModel`` actor: ``forward(obs) -> actions``."""
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.actions(self.normalize(obs))
+        return self.actions(self.latent(obs))
 
 
 class RslRlRecurrentActor(_ActorHead):
     """An ``RNNModel`` actor, stateless: ``forward(obs, h, c) -> (actions, h, c)``; a GRU passes ``c`` through."""
 
-    def __init__(self, model, clip_actions: float | None, flatten: bool):
-        super().__init__(model, clip_actions, flatten)
+    def __init__(self, model, layout: ObsLayout, obs_groups: dict[str, dict], clip_actions: float | None):
+        super().__init__(model, layout, obs_groups, clip_actions)
         self.rnn = copy.deepcopy(model.rnn.rnn)
         self.is_lstm = isinstance(self.rnn, nn.LSTM)
 
     def forward(
         self, obs: torch.Tensor, h: torch.Tensor, c: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        x = self.normalize(obs).unsqueeze(0)  # one time step: (1, batch, obs_dim)
+        x = self.latent(obs).unsqueeze(0)  # one time step: (1, batch, obs_dim)
         if self.is_lstm:
             out, (h, c) = self.rnn(x, (h, c))
         else:
@@ -100,20 +125,20 @@ def _output_phrase(distribution) -> str:
     return "Gaussian mean" if "Gaussian" in name else f"{name} deterministic output"
 
 
-def export_spec(model, observation_space: Any, clip_actions: float | None, is_recurrent: bool) -> ExportSpec:
+def export_spec(model, observation_space: Any, layout: ObsLayout, clip_actions: float | None,
+                is_recurrent: bool) -> ExportSpec:  # fmt: skip
     """The :class:`~zoo.policy.ExportSpec` of an rsl_rl actor ``model``; the live model is left untouched."""
-    group = "+".join(model.obs_groups)
+    group = "+".join(name for name, _ in layout.groups)
     obs_shape, obs_groups = obs_layout(observation_space, group)
-    flatten = len(obs_shape) != 1
     recurrent = None
     if is_recurrent:
-        module: nn.Module = RslRlRecurrentActor(model, clip_actions, flatten)
+        module: nn.Module = RslRlRecurrentActor(model, layout, obs_groups, clip_actions)
         rnn = module.rnn
         recurrent = RecurrentSpec(
             "lstm" if module.is_lstm else "gru", int(rnn.num_layers), int(rnn.hidden_size)
         )
     else:
-        module = RslRlActor(model, clip_actions, flatten)
+        module = RslRlActor(model, layout, obs_groups, clip_actions)
     module = module.cpu().eval()
     for param in module.parameters():
         param.requires_grad_(False)
@@ -126,8 +151,14 @@ def export_spec(model, observation_space: Any, clip_actions: float | None, is_re
         baked.append(type(module.obs_normalizer).__name__)
     if recurrent is not None:
         baked.append(f"{recurrent.rnn_type.upper()} x{recurrent.num_layers} (hidden {recurrent.hidden_dim})")
+    if layout.images:
+        baked.append(f"a CNN per image group ({', '.join(name for name, _ in layout.images)})")
     baked.append(_output_phrase(model.distribution))
-    left = [f"feed the raw, unnormalized {group!r} observation group as the env builds it"]
+    if layout.from_dict:
+        what = f"observation groups {list(obs_groups)}, flattened one after the other in that order"
+    else:
+        what = f"{group!r} observation group as the env builds it"
+    left = [f"feed the raw, unnormalized {what}"]
     if clip_actions is None:
         left.append("rsl_rl hands actions to the env unclipped; "
                     "the env (Isaac Lab action terms) applies its own scaling/clipping")  # fmt: skip

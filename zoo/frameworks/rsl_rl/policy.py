@@ -1,4 +1,6 @@
-"""rsl_rl policies: the actor ``MLPModel``/``RNNModel`` in eval mode behind zoo's Policy protocol.
+"""rsl_rl policies: the actor (or distilled student) ``MLPModel``/``RNNModel``/``CNNModel`` in eval mode
+behind zoo's Policy protocol. Env observations become the model's observation groups as
+:mod:`.obs` says (a Dict observation by key, any other one as the single group).
 
 Deterministic mode is the model's deterministic output (the Gaussian mean), as rsl_rl's
 ``get_inference_policy()`` gives it; stochastic mode samples the actor's Normal distribution from a
@@ -20,15 +22,18 @@ from typing import Any
 
 import numpy as np
 
+from zoo.frameworks.rsl_rl.obs import ObsLayout, whole_observation
+
 
 class RslRlPolicy:
-    """A :class:`zoo.policy.Policy` over one rsl_rl actor model."""
+    """A :class:`zoo.policy.Policy` over one rsl_rl model; ``layout`` defaults to an MLP's or RNN's one group."""
 
     def __init__(self, model, observation_space, action_space, *, clip_actions: float | None, device: str,
-                 seed: int):  # fmt: skip
+                 seed: int, layout: ObsLayout | None = None):  # fmt: skip
         import torch
 
         self.model = model.eval()
+        self.layout = layout or whole_observation(model.obs_dim)
         self.observation_space = observation_space
         self.action_space = action_space
         self.is_recurrent = bool(model.is_recurrent)
@@ -36,21 +41,13 @@ class RslRlPolicy:
         self.device = torch.device(device)
         self._generator = torch.Generator(device=self.device).manual_seed(seed)
 
-    def _observations(self, obs_batch: np.ndarray):
-        import torch
-        from tensordict import TensorDict
-
-        x = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32, device=self.device)
-        x = x.reshape(x.shape[0], -1)
-        return TensorDict({"policy": x}, batch_size=[x.shape[0]], device=self.device)
-
     def act(
         self, obs_batch: np.ndarray, state: Any = None, deterministic: bool = True
     ) -> tuple[np.ndarray, Any]:
         import torch
 
         with torch.inference_mode():
-            obs = self._observations(obs_batch)
+            obs = self.layout.tensordict(obs_batch, self.device)
             if deterministic or self.model.distribution is None:
                 actions = self.model(obs)
             else:
@@ -77,7 +74,9 @@ class RslRlPolicy:
         """The actor as a plain CPU torch module for ``zoo export`` (see :mod:`.export`)."""
         from zoo.frameworks.rsl_rl.export import export_spec
 
-        return export_spec(self.model, self.observation_space, self.clip_actions, self.is_recurrent)
+        return export_spec(
+            self.model, self.observation_space, self.layout, self.clip_actions, self.is_recurrent
+        )
 
     def reset(self, done_mask: np.ndarray) -> None:
         """Zero the hidden state of the envs the evaluator marks (their episode ended)."""
