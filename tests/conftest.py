@@ -13,8 +13,12 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 #: Fixtures that train with a real library (seconds to minutes each): their tests are marked ``trains``.
-TRAINING_FIXTURES = frozenset({"skrl_runs", "skrl_reference", "models", "trained", "train_examples", "trained_runs",
-                               "dqn_real_run", "c51_run", "seeds"})  # fmt: skip
+TRAINING_FIXTURES = frozenset({
+    "models", "trained", "train_examples", "trained_runs", "dqn_real_run", "c51_run", "seeds",
+    "skrl_runs", "skrl_reference", "skrl_kind_runs", "skrl_rnn_runs", "skrl_cnn_run",
+    "rsl_cnn_run", "rsl_distilled",
+    "rlzoo_runs", "atari_reference", "contrib_run", "contrib_models",
+})  # fmt: skip
 
 
 def pytest_collection_modifyitems(items):

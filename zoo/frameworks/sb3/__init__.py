@@ -1,7 +1,8 @@
 """Stable-Baselines3 adapter: recognise SB3 zips, inspect them safely, build policies.
 
-Registry entries ``sb3_ppo``, ``sb3_a2c``, ``sb3_dqn``, ``sb3_sac``, ``sb3_td3`` and ``sb3_ddpg``
-(the ``sb3_`` prefix keeps rl_zoo3's algorithm names apart from CleanRL's experiments) map
+Registry entries ``sb3_ppo``, ``sb3_a2c``, ``sb3_dqn``, ``sb3_sac``, ``sb3_td3`` and ``sb3_ddpg``, and
+for sb3-contrib ``sb3_qrdqn``, ``sb3_tqc``, ``sb3_trpo``, ``sb3_ars``, ``sb3_crossq``, ``sb3_ppo_lstm``
+and ``sb3_ppo_mask`` (the ``sb3_`` prefix keeps rl_zoo3's algorithm names apart from CleanRL's experiments) map
 the algorithm found in a zip's ``data`` to its eval defaults and hub pattern. Loading never
 runs SB3's ``load``: see :mod:`zoo.frameworks.sb3.archive` and :mod:`~zoo.frameworks.sb3.build`.
 """
@@ -22,6 +23,7 @@ from zoo.frameworks.sb3 import discover as _discover
 from zoo.frameworks.sb3.archive import ALGORITHMS, SB3Archive, read_archive
 
 if TYPE_CHECKING:
+    from zoo.envs import EnvSpec
     from zoo.registry import Entry, Registry
 
 
@@ -48,7 +50,8 @@ class SB3Adapter(Adapter):
     layout_hint = "SB3: a model .zip (data + policy.pth), e.g. rl_zoo3's logs/{algo}/{env_id}_{n}/"
     hub = HubNaming(library_name="stable-baselines3", display_name="Stable-Baselines3",
                     tags=("stable-baselines3", "deep-reinforcement-learning", "reinforcement-learning"),
-                    default_org="sb3", companions=("vec_normalize.pkl",), card_template="default")  # fmt: skip
+                    default_org="sb3", card_template="default",
+                    companions=("vec_normalize.pkl", "config.yml", "args.yml", "env_kwargs.yml"))  # fmt: skip
 
     def entry_problem(self, raw: dict) -> tuple[str, str] | None:
         if raw.get("algorithm") not in ALGORITHMS:
@@ -107,31 +110,43 @@ class SB3Adapter(Adapter):
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
         from zoo.envs import probe_spaces
         from zoo.frameworks.sb3.build import load
-        from zoo.frameworks.sb3.fit import SB3_HINT, space_problem, unsupported_env
+        from zoo.frameworks.sb3.fit import SB3_HINT, space_problem
         from zoo.frameworks.sb3.inspect import algorithm_mismatch
-        from zoo.frameworks.sb3.normalize import find_stats, load_stats
+        from zoo.frameworks.sb3.normalize import load_stats
         from zoo.frameworks.sb3.policy import SB3Policy
+        from zoo.frameworks.sb3.recurrent import SB3RecurrentPolicy
+        from zoo.frameworks.sb3.rlzoo_config import run_config_for, statistics_file
 
         assert isinstance(checkpoint, SB3Checkpoint) and checkpoint.archive is not None
         archive, model_file = checkpoint.archive, checkpoint.model_file
         mismatch = algorithm_mismatch(archive, entry)
         if mismatch:
             raise type(mismatch)(f"{model_file}: {mismatch.message}", mismatch.hint)
-        unsupported = unsupported_env(env_id)
-        if unsupported:
-            raise unsupported
         if self.missing_extra(entry, env_id) == "sb3":
             raise UnsupportedError("SB3 models need Stable-Baselines3", hint=SB3_HINT)
+        config = run_config_for(model_file, env_id)
+        spec = self.env_spec(entry, env_id, model_file=model_file, trusted_wrappers=options.trusted_wrappers)
         rebuilt = load(archive, device=options.device, trust_pickle=options.trust_pickle)
-        obs_space, act_space = probe_spaces(self.env_spec(entry, env_id))
+        obs_space, act_space = probe_spaces(spec)
         problem = space_problem(rebuilt.observation_space, obs_space, "observation") or space_problem(
             rebuilt.action_space, act_space, "action"
         )
         if problem:
             raise does_not_fit(env_id, problem)
-        stats = find_stats(model_file, env_id)
+        stats = statistics_file(model_file, env_id, config)
         normalizer = load_stats(stats, trust_pickle=options.trust_pickle) if stats else None
-        return SB3Policy(rebuilt, normalizer, archive.algorithm, options.seed, obs_space)
+        kind = SB3RecurrentPolicy if archive.algorithm == "RecurrentPPO" else SB3Policy
+        return kind(rebuilt, normalizer, archive.algorithm, options.seed, obs_space)
+
+    def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None, *, model_file: Path | None = None,
+                 trusted_wrappers: frozenset[str] = frozenset()) -> EnvSpec:  # fmt: skip
+        """rl_zoo3's test env when the run has a config (or is an Atari model), else the entry's preset."""
+        from zoo.frameworks.sb3.rlzoo_config import eval_env_spec, run_config_for
+
+        config = run_config_for(model_file, env_id)
+        if config is None:
+            return super().env_spec(entry, env_id, video_dir)
+        return eval_env_spec(config, env_id, video_dir, trusted_wrappers)
 
     def hub_files(self, model_file: Path, env_id: str, workdir: Path) -> dict[str, Path]:
         """The statistics under huggingface_sb3's name, and what rl_zoo3's ``load_from_hub`` reads."""

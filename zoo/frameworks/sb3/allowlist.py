@@ -8,6 +8,14 @@ checked_loads` and this allowlist: classes whose construction only stores number
 (activation functions, optimizers, feature extractors, policy classes), and ``VecNormalize``,
 whose ``__setstate__`` only updates ``__dict__``. Functions and lambdas (old ``lr_schedule``
 values are cloudpickled code) are never on it.
+
+sb3-contrib's algorithms add only their policy classes, for the same reason as SB3's: a pickled
+class is a reference the unpickler looks up, never calls; zoo then calls it the way the algorithm's
+``_setup_model`` does (spaces, a constant schedule and the saved ``policy_kwargs``). Each class is
+named as sb3-contrib pickles it: its ``MlpPolicy`` aliases pickle as the class they alias (TRPO's
+are SB3's own ``ActorCriticPolicy`` family, already above), ``CnnPolicy``/``MultiInputPolicy``
+as subclasses of their own. Layers these policies build inside (CrossQ's ``BatchRenorm1d``, the
+LSTMs) are constructed by the policy, never pickled, so they are not listed.
 """
 
 from __future__ import annotations
@@ -50,6 +58,19 @@ _SB3_POLICIES = [
     for name in (base, "CnnPolicy", "MultiInputPolicy")
 ]
 
+_CONTRIB_POLICIES = [
+    (f"sb3_contrib.{algo}.policies", name)
+    for algo, base in (("qrdqn", "QRDQNPolicy"), ("tqc", "TQCPolicy"))
+    for name in (base, "CnnPolicy", "MultiInputPolicy")
+] + [
+    ("sb3_contrib.crossq.policies", "CrossQPolicy"),  # CrossQ has an MlpPolicy only
+    ("sb3_contrib.ars.policies", "ARSPolicy"), ("sb3_contrib.ars.policies", "ARSLinearPolicy"),
+] + [
+    (f"sb3_contrib.common.{kind}.policies", f"{prefix}{name}")
+    for kind, prefix in (("recurrent", "Recurrent"), ("maskable", "Maskable"))
+    for name in ("ActorCriticPolicy", "ActorCriticCnnPolicy", "MultiInputActorCriticPolicy")
+]  # fmt: skip
+
 _SB3_OTHER = [
     ("stable_baselines3.common.torch_layers", name)
     for name in ("FlattenExtractor", "NatureCNN", "CombinedExtractor", "MlpExtractor")
@@ -61,5 +82,7 @@ _SB3_OTHER = [
     ("stable_baselines3.common.vec_env.vec_normalize", "VecNormalize"),
 ]  # fmt: skip
 
-#: Everything SB3's spaces, policy kwargs and VecNormalize pickles may reference.
-ALLOWED: frozenset[tuple[str, str]] = frozenset(_NUMPY + _SPACES + _TORCH + _SB3_POLICIES + _SB3_OTHER)
+#: Everything SB3's (and sb3-contrib's) spaces, policy kwargs and VecNormalize pickles may reference.
+ALLOWED: frozenset[tuple[str, str]] = frozenset(
+    _NUMPY + _SPACES + _TORCH + _SB3_POLICIES + _CONTRIB_POLICIES + _SB3_OTHER
+)

@@ -23,7 +23,20 @@ from zoo.errors import BrokenFile, RefusedError, ZooError
 REQUIRED = ("data", "policy.pth")
 #: rl_zoo3's CheckpointCallback names: the model, and its statistics beside it.
 CHECKPOINT = re.compile(r"^rl_model_(\d+)_steps\.zip$")
-ALGORITHMS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
+#: Each algorithm zoo reads, by the class name SB3 / sb3-contrib give it, and its rl_zoo3 name (the
+#: ``logs/{algo}/`` folder, the hub's ``{algo}-{env_id}``, and ``sb3_{algo}`` in zoo's registry).
+ZOO_NAMES = {"PPO": "ppo", "A2C": "a2c", "DQN": "dqn", "SAC": "sac", "TD3": "td3", "DDPG": "ddpg",
+             "QRDQN": "qrdqn", "TQC": "tqc", "TRPO": "trpo", "ARS": "ars", "CrossQ": "crossq",
+             "RecurrentPPO": "ppo_lstm", "MaskablePPO": "ppo_mask"}  # fmt: skip
+ALGORITHMS = tuple(ZOO_NAMES)
+#: The algorithms that live in sb3-contrib (``import sb3_contrib``), not in stable_baselines3.
+CONTRIB = ("QRDQN", "TQC", "TRPO", "ARS", "CrossQ", "RecurrentPPO", "MaskablePPO")
+#: The policy module each algorithm's policy classes come from (TRPO uses SB3's ActorCriticPolicy).
+_POLICY_MODULES = {"stable_baselines3.dqn.": "DQN", "stable_baselines3.sac.": "SAC",
+                   "stable_baselines3.td3.": "TD3", "sb3_contrib.qrdqn.": "QRDQN", "sb3_contrib.tqc.": "TQC",
+                   "sb3_contrib.ars.": "ARS", "sb3_contrib.crossq.": "CrossQ",
+                   "sb3_contrib.common.recurrent.": "RecurrentPPO",
+                   "sb3_contrib.common.maskable.": "MaskablePPO"}  # fmt: skip
 #: The hint of every refusal: what zoo cannot check, it does not load (docs/frameworks/sb3.md says more).
 #: What zoo says about a pickled value naming a class outside the allowlist (never "pass --trust-pickle").
 UNKNOWN_HINT = "zoo rebuilds only what SB3 itself saves; see docs/frameworks/sb3.md"
@@ -135,21 +148,24 @@ def read_entry(zf: zipfile.ZipFile, path: Path, name: str, cap: int, keep: bool 
         raise ZooError(f"{path}: {exc}", hint=hint) from None
 
 
+def exp_name_for(algorithm: str | None) -> str | None:
+    """The registry entry of an algorithm: ``sb3_ppo``, ``sb3_ppo_lstm``... (never CleanRL's names)."""
+    return f"sb3_{ZOO_NAMES[algorithm]}" if algorithm in ZOO_NAMES else None
+
+
 def infer_algorithm(archive: SB3Archive) -> str | None:
-    """PPO/A2C/DQN/SAC/TD3/DDPG from the policy class and the keys only that algorithm saves."""
+    """One of :data:`ALGORITHMS` from the policy class and the keys only that algorithm saves."""
     name = archive.policy_class_name or ""
     data = archive.data
-    if name.startswith("stable_baselines3.dqn."):
-        return "DQN"
-    if name.startswith("stable_baselines3.sac."):
-        return "SAC"
-    if name.startswith("stable_baselines3.td3."):
+    algorithm = next((algo for module, algo in _POLICY_MODULES.items() if name.startswith(module)), None)
+    if algorithm == "TD3":
         # DDPG is TD3 with policy_delay=1 and no target policy smoothing.
         ddpg = data.get("policy_delay") == 1 and data.get("target_noise_clip") == 0.0
         return "DDPG" if ddpg else "TD3"
     if name.startswith("stable_baselines3.common.policies."):
-        return "PPO" if "clip_range" in data else "A2C"
-    return None
+        # PPO, A2C and TRPO share ActorCriticPolicy: PPO saves clip_range, TRPO its conjugate-gradient settings.
+        return "PPO" if "clip_range" in data else "TRPO" if "cg_max_steps" in data else "A2C"
+    return algorithm
 
 
 def decode(archive: SB3Archive, key: str) -> Any:

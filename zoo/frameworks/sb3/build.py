@@ -1,9 +1,9 @@
 """Rebuild the SB3 policy from a zip's ``data`` and ``policy.pth``, without SB3's ``load``.
 
 ``policy_class(observation_space, action_space, lr_schedule, **policy_kwargs)`` is what each
-algorithm's ``_setup_model`` calls (PPO/A2C add ``use_sde`` from the top level of ``data``);
-the weights then come from ``torch.load(weights_only=True)``. ``--trust-pickle`` hands a file
-the safe path refuses to SB3's own ``{Algo}.load``.
+algorithm's ``_setup_model`` calls (the on-policy ones add ``use_sde`` from the top level of
+``data``; ARS passes no schedule); the weights then come from ``torch.load(weights_only=True)``.
+``--trust-pickle`` hands a file the safe path refuses to SB3's (or sb3-contrib's) own ``{Algo}.load``.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from zoo.errors import BrokenFile, RefusedError, ZooError
-from zoo.frameworks.sb3.archive import SB3Archive, decode, load_weights, policy_kwargs
+from zoo.errors import BrokenFile, RefusedError, UnsupportedError, ZooError
+from zoo.frameworks.sb3.archive import CONTRIB, SB3Archive, decode, load_weights, policy_kwargs
 
 #: SB3 < 1.7 A2C/PPO policies had no separate actor/critic extractors; with a shared extractor
 #: these keys are aliases of ``features_extractor.*`` (SB3's own load relaxes exact_match for them).
 _SHARED_EXTRACTOR_PREFIXES = ("pi_features_extractor.", "vf_features_extractor.")
+#: The algorithms whose ``_setup_model`` passes ``use_sde=self.use_sde`` to the policy class.
+_TAKES_USE_SDE = ("PPO", "A2C", "TRPO", "RecurrentPPO")
 
 
 @dataclass
@@ -48,11 +50,24 @@ def _check_state(policy, state: dict) -> None:
         raise BrokenFile(f"policy.pth does not fit the policy rebuilt from data: {what}")
 
 
+def missing_contrib(archive: SB3Archive) -> UnsupportedError | None:
+    """An sb3-contrib model where sb3-contrib is not installed (its policy classes live there)."""
+    from importlib.util import find_spec
+
+    if archive.algorithm in CONTRIB and find_spec("sb3_contrib") is None:
+        return UnsupportedError(f"{archive.algorithm} models need sb3-contrib, which is not installed",
+                                hint="install the sb3 extra: pip install 'rl-zoo-hub[sb3]'")  # fmt: skip
+    return None
+
+
 def rebuild(archive: SB3Archive, device: str = "cpu") -> Rebuilt:
     """The policy from ``data`` and ``policy.pth`` through the restricted unpickler only."""
     from gymnasium import spaces
     from stable_baselines3.common.policies import BasePolicy
 
+    missing = missing_contrib(archive)
+    if missing:
+        raise missing
     policy_class = decode(archive, "policy_class")
     if not (isinstance(policy_class, type) and issubclass(policy_class, BasePolicy)):
         raise BrokenFile(f"{archive.path}: data['policy_class'] is not an SB3 policy class")
@@ -63,10 +78,11 @@ def rebuild(archive: SB3Archive, device: str = "cpu") -> Rebuilt:
             f"{archive.path}: data's observation_space or action_space is not a space SB3 acts in"
         )
     kwargs = policy_kwargs(archive)
-    if archive.algorithm in ("PPO", "A2C"):
+    if archive.algorithm in _TAKES_USE_SDE:
         kwargs.setdefault("use_sde", bool(archive.data.get("use_sde", False)))
+    schedule = () if archive.algorithm == "ARS" else (_constant,)  # ARS's policies take no schedule
     try:
-        policy = policy_class(observation_space, action_space, _constant, **kwargs)
+        policy = policy_class(observation_space, action_space, *schedule, **kwargs)
     except Exception as exc:  # noqa: BLE001 - SB3's constructors meet values from a file: any failure is one line
         raise BrokenFile(f"{archive.path}: cannot rebuild {policy_class.__name__} from data: "
                          f"{type(exc).__name__}: {str(exc)[:120]}") from None  # fmt: skip
@@ -82,12 +98,13 @@ def _epsilon(archive: SB3Archive) -> float:
 
 
 def sb3_load(archive: SB3Archive, device: str = "cpu") -> Rebuilt:
-    """SB3's own ``{Algo}.load`` (full cloudpickle): only for a file the user trusts."""
-    import stable_baselines3
+    """SB3's (or sb3-contrib's) own ``{Algo}.load`` (full cloudpickle): only for a file the user trusts."""
+    import importlib
 
     if archive.algorithm is None:
         raise ZooError(f"{archive.path}: cannot tell which SB3 algorithm saved it")
-    algo = getattr(stable_baselines3, archive.algorithm)
+    library = "sb3_contrib" if archive.algorithm in CONTRIB else "stable_baselines3"
+    algo = getattr(importlib.import_module(library), archive.algorithm)
     try:
         model = algo.load(archive.path, device=device)
     except Exception as exc:  # noqa: BLE001 - SB3's load fails in many ways; one line for the user

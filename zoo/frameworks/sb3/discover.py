@@ -10,7 +10,7 @@ Layouts named by their writers:
 
 Besides listings, discovery reads each zip's central directory (so that other zips, and
 CleanRL runs, are never claimed) and its small ``data`` JSON (the algorithm, hence the
-registry entry ``sb3_{algo}``). Nothing is unpickled.
+registry entry ``sb3_{algo}``, rl_zoo3's name: ``sb3_ppo_lstm`` for RecurrentPPO). Nothing is unpickled.
 """
 
 from __future__ import annotations
@@ -22,20 +22,15 @@ from pathlib import Path
 
 from zoo.artifacts.runs import Run, is_folder, note_read, scan_tree
 from zoo.errors import ZooError
-from zoo.frameworks.sb3.archive import ALGORITHMS, CHECKPOINT, is_sb3_zip, read_archive
+from zoo.frameworks.sb3.archive import CHECKPOINT, ZOO_NAMES, exp_name_for, is_sb3_zip, read_archive
 
 FRAMEWORK = "sb3"
 _ZOO_RUN_DIR = re.compile(r"^(?P<env_id>.+)_(?P<n>\d+)$")
 _ENV_ID_PATTERN = r"(?:[\w.-]+/)?[\w.:-]+-v\d+"
 _ENV_ID = re.compile(rf"^{_ENV_ID_PATTERN}$")
-_HUB_FILE = re.compile(
-    rf"^(?P<algo>{'|'.join(a.lower() for a in ALGORITHMS)})-(?P<env_id>{_ENV_ID_PATTERN})\.zip$"
-)
-
-
-def exp_name_for(algorithm: str | None) -> str | None:
-    """The registry entry of an SB3 algorithm: ``sb3_ppo``, ``sb3_dqn``... (never CleanRL's names)."""
-    return f"sb3_{algorithm.lower()}" if algorithm else None
+#: rl_zoo3's algorithm names (``ppo``, ``ppo_lstm``, ``qrdqn``...) back to the algorithm.
+_BY_ZOO_NAME = {name: algorithm for algorithm, name in ZOO_NAMES.items()}
+_HUB_FILE = re.compile(rf"^(?P<algo>{'|'.join(_BY_ZOO_NAME)})-(?P<env_id>{_ENV_ID_PATTERN})\.zip$")
 
 
 def _args_env_id(folder: Path) -> str | None:
@@ -79,8 +74,7 @@ def _zoo_run(folder: Path, zips: list[Path]) -> Run | None:
     if model is None:
         return None
     run = Run(framework=FRAMEWORK, path=folder, run_name=folder.name, env_id=env_id)
-    if folder.parent.name.upper() in ALGORITHMS:
-        run.exp_name = exp_name_for(folder.parent.name.upper())
+    run.exp_name = exp_name_for(_BY_ZOO_NAME.get(folder.parent.name.lower()))
     run.eval_json = _eval_json(folder)
     return _describe(run, model)
 
@@ -96,7 +90,7 @@ def run_for_file(model: Path) -> Run:
     run = Run(framework=FRAMEWORK, path=model)
     hub = _HUB_FILE.match(model.name)
     if hub:
-        run.env_id, run.exp_name = hub["env_id"], exp_name_for(hub["algo"].upper())
+        run.env_id, run.exp_name = hub["env_id"], exp_name_for(_BY_ZOO_NAME[hub["algo"]])
     elif _ENV_ID.match(model.stem):
         run.env_id = model.stem
     else:

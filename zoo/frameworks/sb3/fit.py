@@ -4,19 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from zoo.envs import extras_for_env
-from zoo.errors import UnsupportedError
-
 #: How to get Stable-Baselines3 (zoo rebuilds SB3 policies with SB3's own classes).
 SB3_HINT = "install the sb3 extra: pip install 'rl-zoo-hub[sb3]'"
-
-
-def unsupported_env(env_id: str) -> UnsupportedError | None:
-    """Env families whose SB3 training stack zoo does not rebuild."""
-    if "atari" in extras_for_env(env_id):
-        return UnsupportedError(f"{env_id}: SB3 Atari models need SB3's AtariWrapper and frame stacking, "
-                        "which zoo does not rebuild yet")  # fmt: skip
-    return None
 
 
 def space_problem(model: Any, env: Any, what: str) -> str | None:

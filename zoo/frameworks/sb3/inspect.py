@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 
 from zoo.artifacts.report import WARNING, RunReport
 from zoo.errors import LayoutMismatch
-from zoo.frameworks.sb3.archive import SB3Archive
+from zoo.frameworks.sb3.archive import SB3Archive, exp_name_for
 
 if TYPE_CHECKING:
     from zoo.frameworks.base import Adapter
+    from zoo.frameworks.sb3.rlzoo_config import RunConfig
     from zoo.registry import Entry
 
 
@@ -21,15 +22,16 @@ def algorithm_mismatch(archive: SB3Archive, entry: Entry) -> LayoutMismatch | No
     """The zip holds another algorithm than the entry names (check and load say it the same way)."""
     if archive.algorithm and archive.algorithm != entry.algorithm:
         return LayoutMismatch(f"the zip holds an SB3 {archive.algorithm} model, {entry.name} is {entry.algorithm}",
-                              f"pass --exp-name sb3_{archive.algorithm.lower()}")  # fmt: skip
+                              f"pass --exp-name {exp_name_for(archive.algorithm)}")  # fmt: skip
     return None
 
 
-def _stats(report: RunReport, archive: SB3Archive, env_id: str | None) -> None:
-    """Record the VecNormalize statistics next to the model; unsafe or broken ones raise."""
+def _stats(report: RunReport, archive: SB3Archive, env_id: str | None, config: RunConfig | None) -> None:
+    """Record the VecNormalize statistics the eval applies; unsafe or broken ones raise."""
     from zoo.frameworks.sb3.normalize import find_stats, load_stats
+    from zoo.frameworks.sb3.rlzoo_config import statistics_file
 
-    path = find_stats(archive.path, env_id)
+    path = statistics_file(archive.path, env_id, config) if env_id else find_stats(archive.path, env_id)
     report.details["normalization"] = None
     if path is None:
         return
@@ -41,8 +43,10 @@ def _stats(report: RunReport, archive: SB3Archive, env_id: str | None) -> None:
 def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entry: Entry,
                   env_id: str | None) -> None:  # fmt: skip
     """Fill ``report`` for a zip whose registry entry is known; the first error raises."""
-    from zoo.frameworks.sb3.build import rebuild
-    from zoo.frameworks.sb3.fit import SB3_HINT, space_problem, unsupported_env
+    from zoo.frameworks.sb3.archive import policy_kwargs
+    from zoo.frameworks.sb3.build import missing_contrib, rebuild
+    from zoo.frameworks.sb3.fit import SB3_HINT, space_problem
+    from zoo.frameworks.sb3.rlzoo_config import policy_kwargs_difference, run_config_for
 
     mismatch = algorithm_mismatch(archive, entry)
     if mismatch:
@@ -50,21 +54,30 @@ def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entr
     if adapter.missing_extra(entry, env_id) == "sb3":
         report.flag(WARNING, "missing optional extra 'sb3' to evaluate it", SB3_HINT)
         return
+    contrib = missing_contrib(archive)
+    if contrib:
+        report.flag(WARNING, contrib.message, contrib.hint)
+        return
     rebuilt = rebuild(archive)
     report.details.update(observation_space=str(rebuilt.observation_space), action_space=str(rebuilt.action_space),
                           tensors=len(rebuilt.policy.state_dict()))  # fmt: skip
     if archive.notes:
         report.details["compat"] = list(archive.notes)
-    _stats(report, archive, env_id)
+    config = run_config_for(archive.path, env_id) if env_id else None
+    _stats(report, archive, env_id, config)
     if env_id is None:
         report.flag(WARNING, "env id unknown (no rl_zoo3 folder, hub file name or args.yml)",
                     "pass --env-id to zoo eval")  # fmt: skip
         return
-    unsupported = unsupported_env(env_id)
-    if unsupported:
-        report.flag(WARNING, unsupported.message)
-        return
-    spaces = adapter.env_spaces_or_warn(report, entry, env_id)
+    spec = adapter.env_spec(entry, env_id, model_file=archive.path)
+    if config is not None:
+        report.details["run_config"] = config.describe()
+        difference = policy_kwargs_difference(config, policy_kwargs(archive))
+        if difference:
+            report.flag(
+                WARNING, f"policy_kwargs differ: {difference}", "zoo builds the policy the zip states"
+            )
+    spaces = adapter.env_spaces_or_warn(report, entry, env_id, spec)
     problem = (
         spaces
         and space_problem(rebuilt.observation_space, spaces[0], "observation")

@@ -1,17 +1,23 @@
-"""An SB3 policy behind zoo's :class:`~zoo.policy.Policy` protocol.
+"""SB3 and sb3-contrib policies behind zoo's :class:`~zoo.policy.Policy` protocol.
 
 Deterministic actions are exactly ``model.predict(obs, deterministic=True)``: ``BaseAlgorithm.
 predict`` only forwards to ``policy.predict``, which transposes channel-last images, adds the
-batch handling, clips Box actions (PPO/A2C) or unscales squashed ones (SAC/TD3/DDPG). The
-VecNormalize statistics, when the run has them, are applied first, as the VecEnv wrapper did.
+batch handling, clips Box actions (PPO/A2C/TRPO) or unscales squashed ones (SAC/TD3/DDPG/TQC/
+CrossQ). The VecNormalize statistics, when the run has them, are applied first, as the VecEnv
+wrapper did. MaskablePPO gets the env's action masks (``uses_action_masks``: the evaluator hands
+them over) and passes them on as ``predict(..., action_masks=...)``; RecurrentPPO carries its LSTM
+state between steps (:mod:`zoo.frameworks.sb3.recurrent`, a subclass).
 
-Stochastic mode is SB3's too: sampled actions for PPO/A2C/SAC (from a torch generator state
-kept by this object, so one seed gives one result) and epsilon-greedy with the saved
-``exploration_rate`` for DQN.
+Stochastic mode is the library's too: sampled actions for the actor-critic and SAC-like policies
+(from a torch generator state kept by this object, so one seed gives one result), epsilon-greedy
+with the saved ``exploration_rate`` for DQN and QR-DQN. ARS has no stochastic mode (its
+``_predict`` ignores ``deterministic``), so both modes act the same.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -19,6 +25,9 @@ import numpy as np
 from zoo.frameworks.sb3.build import Rebuilt
 from zoo.frameworks.sb3.normalize import ObsNormalizer
 from zoo.policy import ExportSpec
+
+#: The algorithms whose stochastic mode is epsilon-greedy around the greedy action.
+EPSILON_GREEDY = ("DQN", "QRDQN")
 
 
 class SB3Policy:
@@ -36,29 +45,38 @@ class SB3Policy:
         self.action_space = rebuilt.action_space
         self.normalizer = normalizer
         self.algorithm = algorithm
+        self.uses_action_masks = algorithm == "MaskablePPO"
         self.epsilon = rebuilt.exploration_rate
         self._rng = np.random.default_rng(seed)
         self._torch_state = torch.Generator().manual_seed(seed).get_state()
 
-    def _sampled(self, obs: Any) -> np.ndarray:
+    @contextmanager
+    def _seeded(self) -> Iterator[None]:
+        """torch's global generator (what SB3's distributions sample from) swapped for this policy's own."""
         import torch
 
         with torch.random.fork_rng(devices=[]):
             torch.set_rng_state(self._torch_state)
-            actions, _ = self.policy.predict(obs, deterministic=False)
+            yield
             self._torch_state = torch.get_rng_state()
-        return actions
 
-    def act(self, obs_batch: Any, state: Any = None, deterministic: bool = True) -> tuple[np.ndarray, Any]:
+    def _predict(self, obs: Any, deterministic: bool, action_masks: np.ndarray | None) -> np.ndarray:
+        masks = {} if action_masks is None else {"action_masks": action_masks}
+        return self.policy.predict(obs, deterministic=deterministic, **masks)[0]
+
+    def act(self, obs_batch: Any, state: Any = None, deterministic: bool = True,
+            action_masks: np.ndarray | None = None) -> tuple[np.ndarray, Any]:  # fmt: skip
         obs = self.normalizer(obs_batch) if self.normalizer is not None else obs_batch
         if deterministic:
-            actions, _ = self.policy.predict(obs, deterministic=True)
-            return actions, state
-        if self.algorithm != "DQN":
-            return self._sampled(obs), state
-        actions, _ = self.policy.predict(obs, deterministic=True)
-        explore = self._rng.random(len(actions)) < self.epsilon
-        return np.where(explore, self._rng.integers(self.action_space.n, size=len(actions)), actions), state
+            return self._predict(obs, True, action_masks), state
+        if self.algorithm in EPSILON_GREEDY:
+            actions = self._predict(obs, True, action_masks)
+            explore = self._rng.random(len(actions)) < self.epsilon
+            return np.where(
+                explore, self._rng.integers(self.action_space.n, size=len(actions)), actions
+            ), state
+        with self._seeded():
+            return self._predict(obs, False, action_masks), state
 
     def reset(self, done_mask: np.ndarray) -> None:
         """Feed-forward policies carry no state between steps."""
@@ -67,4 +85,4 @@ class SB3Policy:
         """A CPU module computing ``act(obs, deterministic=True)``: see :mod:`zoo.frameworks.sb3.export`."""
         from zoo.frameworks.sb3.export import export_spec
 
-        return export_spec(self.policy, self.observation_space, self.normalizer)
+        return export_spec(self.policy, self.observation_space, self.normalizer, self.algorithm)
