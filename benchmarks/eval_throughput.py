@@ -1,17 +1,20 @@
 """Env steps per second of ``zoo eval``'s rollout loop, side by side with its limits.
 
-For each env (CartPole-v1, HalfCheetah-v5 and BreakoutNoFrameskip-v4 on CleanRL's Atari wrapper stack,
-8 envs each) this measures, in one run:
+For each env (CartPole-v1, HalfCheetah-v5, and BreakoutNoFrameskip-v4 on CleanRL's and on rl_zoo3's
+Atari wrapper stacks, 8 envs each) this measures, in one run:
 
   (a) a gymnasium SyncVectorEnv stepping random actions: the limit any evaluator can reach;
-  (b) zoo's rollout loop (``zoo.evaluator.rollout``) with a CleanRL policy from the registry;
+  (b) zoo's rollout loop (``zoo.evaluator.rollout``) with a CleanRL policy from the registry, or for
+      rl_zoo3's stack an SB3 PPO CnnPolicy saved by SB3 and loaded by zoo;
   (c) stable-baselines3's ``evaluate_policy`` on a DummyVecEnv of 8 envs;
   (d) a CleanRL-style loop: one env, one forward pass per step.
 
 Every variant's sub-envs are wrapped in the same step counter, so the rates count real env
 steps (including the extra steps a vector env takes to fill per-env quotas). Targets:
 CartPole (b) >= 0.5 x (a) and >= 2 x (c); HalfCheetah (b) >= 0.85 x (a); Breakout (b) >= 0.8 x (a)
-(a Nature-CNN forward pass per step; SB3's evaluate_policy is not run there). CartPole uses the
+on both stacks (a Nature-CNN forward pass per step; (c) runs on rl_zoo3's stack only, with SB3's own
+VecFrameStack, and so does (e): the same policy exported by ``zoo export`` to ONNX and run by
+``zoo eval policy.onnx``, onnxruntime on one thread). CartPole uses the
 bundled trained dqn (500-step episodes, what a user evaluates); HalfCheetah has no bundled run, so
 it is measured with fresh weights of two policy sizes: the TD3 actor (256x256) and the PPO agent
 (64x64).
@@ -22,42 +25,30 @@ it is measured with fresh weights of two policy sizes: the TD3 actor (256x256) a
 from __future__ import annotations
 
 import argparse
-import time
+import dataclasses
 import warnings
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import torch
+from stepcount import counted
+from stepcount import rate as _rate
 
 import zoo
+from zoo.env_wrappers import WrapperRef
 from zoo.envs import EnvSpec, env_factory
 from zoo.evaluator import rollout, single_cpu_thread
 from zoo.frameworks.cleanrl.checkpoint import build_model
 from zoo.frameworks.cleanrl.policy import CleanRLPolicy
 from zoo.registry import load_registry
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runs"
-STEPS = {"count": 0}
-
-
-class CountSteps(gym.Wrapper):
-    """Counts every env step, whoever drives the env."""
-
-    def step(self, action):
-        STEPS["count"] += 1
-        return self.env.step(action)
-
-
-def counted(thunk):
-    return lambda: CountSteps(thunk())
-
 
 def rate(fn) -> float:
-    STEPS["count"] = 0
-    start = time.perf_counter()
-    fn()
-    return STEPS["count"] / (time.perf_counter() - start)
+    return _rate(fn)[0]
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runs"
 
 
 def random_actions(spec: EnvSpec, num_envs: int, vector_steps: int) -> float:
@@ -91,9 +82,7 @@ def zoo_policy(exp_name: str, spec: EnvSpec) -> tuple[CleanRLPolicy, str]:
     ), f"{exp_name} (fresh weights)"
 
 
-def zoo_rollout(
-    policy: CleanRLPolicy, spec: EnvSpec, num_envs: int, episodes: int, deterministic: bool = True
-) -> float:
+def zoo_rollout(policy, spec: EnvSpec, num_envs: int, episodes: int, deterministic: bool = True) -> float:
     envs = gym.vector.SyncVectorEnv([counted(env_factory(spec, i)) for i in range(num_envs)])
     try:
         with single_cpu_thread("cpu"):
@@ -152,13 +141,74 @@ def bench(env_id: str, exp_name: str, sb3_algo: str | None, episodes: int, num_e
     return {"a": a, "b": b, "c": c, "d": d, "policy": label}
 
 
+#: rl_zoo3's Atari stack, as zoo rebuilds it from a run's config.yml (``env_wrapper`` and ``frame_stack: 4``).
+SB3_ATARI = EnvSpec("BreakoutNoFrameskip-v4", "run_config", wrappers=(
+    WrapperRef("stable_baselines3.common.atari_wrappers.AtariWrapper"),
+    WrapperRef("zoo.env_wrappers.StackedFrames", (("n_stack", 4),)),
+))  # fmt: skip
+
+
+def sb3_atari(episodes: int, num_envs: int = 8) -> dict:
+    """An SB3 CnnPolicy (fresh weights, saved and loaded back by zoo) on rl_zoo3's Atari stack, sampled."""
+    import tempfile
+
+    import ale_py  # noqa: F401 - registers the ALE envs
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
+
+    spec = SB3_ATARI
+    atari_wrapper_only = dataclasses.replace(
+        spec, wrappers=spec.wrappers[:1]
+    )  # SB3 stacks in its VecFrameStack
+    venv = VecFrameStack(
+        DummyVecEnv([counted(env_factory(atari_wrapper_only, i)) for i in range(num_envs)]), 4
+    )
+    model = PPO("CnnPolicy", venv, seed=0, device="cpu")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "ppo-BreakoutNoFrameskip-v4.zip"
+        model.save(path)
+        policy = zoo.load_policy(path, env_id=spec.env_id)
+        exported = zoo.load_policy(zoo.export(path, Path(tmp) / "policy.onnx", env_id=spec.env_id).path)
+        zoo_rollout(policy, spec, num_envs, num_envs, deterministic=False)  # warm-up
+        a = random_actions(spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs))
+        b = zoo_rollout(policy, spec, num_envs, episodes, deterministic=False)
+        with single_cpu_thread("cpu"):
+            c = rate(lambda: evaluate_policy(model, venv, n_eval_episodes=episodes, deterministic=False))
+        # the exported file acts greedily; a fresh greedy CNN may never press FIRE again: a fixed step budget
+        e = exported_steps(exported, spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs))
+    venv.close()
+    return {"a": a, "b": b, "c": c, "d": None, "e": e,
+            "policy": "SB3 PPO CnnPolicy (fresh weights), sampled actions"}  # fmt: skip
+
+
+def exported_steps(policy, spec: EnvSpec, num_envs: int, vector_steps: int) -> float:
+    """``zoo eval policy.onnx``'s loop body (onnxruntime, one thread), for a fixed number of vector steps."""
+    envs = gym.vector.SyncVectorEnv([counted(env_factory(spec, i)) for i in range(num_envs)])
+    obs, _ = envs.reset(seed=0)
+
+    def run():
+        nonlocal obs
+        for _ in range(vector_steps):
+            actions, _ = policy.act(obs)
+            obs = envs.step(actions)[0]
+
+    try:
+        return rate(run)
+    finally:
+        envs.close()
+
+
 def report(env_id: str, r: dict, targets: str) -> None:
     print(f"\n{env_id}, 8 envs, policy: {r['policy']} (env steps per second)")
     print(f"  (a) SyncVectorEnv, random actions : {r['a']:10,.0f}")
     print(f"  (b) zoo eval rollout loop         : {r['b']:10,.0f}   b/a = {r['b'] / r['a']:.2f}")
     if r["c"] is not None:
         print(f"  (c) SB3 evaluate_policy           : {r['c']:10,.0f}   b/c = {r['b'] / r['c']:.2f}")
-    print(f"  (d) CleanRL-style single env      : {r['d']:10,.0f}   b/d = {r['b'] / r['d']:.2f}")
+    if r.get("e") is not None:
+        print(f"  (e) zoo eval of its ONNX export   : {r['e']:10,.0f}   e/a = {r['e'] / r['a']:.2f}")
+    if r["d"] is not None:
+        print(f"  (d) CleanRL-style single env      : {r['d']:10,.0f}   b/d = {r['b'] / r['d']:.2f}")
     print(f"  targets: {targets}")
 
 
@@ -181,6 +231,7 @@ def main() -> None:
         report("HalfCheetah-v5", cheetah, "b/a >= 0.85")
     breakout = bench("BreakoutNoFrameskip-v4", "dqn_atari", None, args.episodes_breakout, preset="atari")
     report("BreakoutNoFrameskip-v4 (CleanRL's Atari stack)", breakout, "b/a >= 0.8")
+    report("BreakoutNoFrameskip-v4 (rl_zoo3's Atari stack)", sb3_atari(args.episodes_breakout), "b/a >= 0.8")
 
 
 if __name__ == "__main__":
