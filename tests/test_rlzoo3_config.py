@@ -106,6 +106,7 @@ def rl_zoo3_returns(run: Path, env_id: str, episodes: int, num_envs: int, seed: 
 def zoo_returns(target: Path, episodes: int, num_envs: int, **settings) -> list[float]:
     import zoo as api
 
+    settings.setdefault("deterministic", True)  # the reference acts with predict(obs, deterministic=True)
     result = api.evaluate(
         target, episodes=episodes, num_envs=num_envs, seed=0, out=None, device="cpu", **settings
     )
@@ -133,6 +134,18 @@ def test_atari_check_reports_the_wrapper_stack_it_applies(rlzoo_runs):
     ]
     assert config["frame_stack"] == 4 and config["policy"] == "CnnPolicy"
     assert report["details"]["observation_space"].endswith("(4, 84, 84), uint8)")
+
+
+def test_atari_models_sample_by_default_as_rl_zoo3_evaluates_them(rlzoo_runs):
+    import zoo as api
+
+    atari = api.plan(rlzoo_runs["atari"], out=None)
+    assert (atari.deterministic, atari.mode_source) == (False, "rl_zoo3's Atari protocol")
+    assert api.plan(rlzoo_runs["atari"], out=None, deterministic=True).mode_source == "flag"
+    pendulum = api.plan(rlzoo_runs["pendulum"], out=None)
+    assert (pendulum.deterministic, pendulum.mode_source) == (True, "registry")
+    sampled = api.evaluate(atari)
+    assert sampled.deterministic is False and sampled.num_episodes == 10
 
 
 def test_an_atari_model_without_its_config_gets_rl_zoo3s_atari_defaults(
@@ -349,7 +362,8 @@ def test_enjoy_finds_the_sb3_orgs_rl_zoo3_repo_and_applies_its_config(
         env = _clean_env(tmp_path / "home") | {"HF_ENDPOINT": server.url}
         subprocess.run([sys.executable, "-c", UPLOAD, repo, str(folder)], env=env, check=True, timeout=300)
         cmd = [sys.executable, "-m", "zoo", "enjoy", "--exp-name", exp_name, "--env-id", env_id, "--hf-entity", "sb3",
-               "--allow-download", "-n", "4", "--num-envs", "4", "--seed", "0", "--device", "cpu", "--json"]  # fmt: skip
+               "--allow-download", "-n", "4", "--num-envs", "4", "--seed", "0", "--device", "cpu", "--deterministic",
+               "--json"]  # fmt: skip
         proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     finally:
         server.stop()

@@ -110,7 +110,7 @@ class EvalPlan:
     num_envs: int
     seed: int
     deterministic: bool
-    mode_source: str  # "flag", "registry" or "exported file"
+    mode_source: str  # "flag", "registry", "exported file" or the framework's protocol (Adapter.eval_mode)
     device: str
     out_path: Path | None  # None: eval.json is not written (the caller keeps the result)
     video_dir: Path | None
@@ -146,7 +146,9 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
     from zoo.evaluator import resolve_device
 
     entry, run = target.entry, target.run
-    mode_source = "registry" if deterministic is None else "flag"
+    mode_source = "flag"
+    if deterministic is None and target.exported is None:
+        deterministic, mode_source = target.adapter.eval_mode(entry, target.env_id)
     if target.exported is not None:
         if deterministic is False:
             raise UsageError("an exported policy only acts deterministically", hint="drop --stochastic")
@@ -171,7 +173,7 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
         video_dir = None
     return EvalPlan(
         target=target, episodes=episodes, num_envs=min(num_envs, episodes), seed=seed,
-        deterministic=entry.eval["deterministic"] if deterministic is None else deterministic,
+        deterministic=deterministic,
         mode_source=mode_source, device=options.device, out_path=out_path, video_dir=video_dir,
         options=options, source=source or _export_source(target.exported),
     )  # fmt: skip

@@ -168,6 +168,11 @@ class Adapter(ABC):
 
         return env_spec_for(entry, env_id, video_dir)
 
+    def eval_mode(self, entry: Entry, env_id: str) -> tuple[bool, str]:
+        """``(deterministic, why)``: the eval mode when the caller sets none. The registry's, unless the
+        framework's own eval protocol differs by env (rl_zoo3 samples on Atari)."""
+        return entry.eval["deterministic"], "registry"
+
     def video_dir(self, run: Run, model_file: Path) -> Path:
         """Where ``--capture-video`` writes an evaluation's replays: ``videos/`` inside the run dir."""
         run_dir = run.path if run.path.is_dir() else run.path.parent

@@ -148,6 +148,15 @@ class SB3Adapter(Adapter):
             return super().env_spec(entry, env_id, video_dir)
         return eval_env_spec(config, env_id, video_dir, trusted_wrappers)
 
+    def eval_mode(self, entry: Entry, env_id: str) -> tuple[bool, str]:
+        """rl_zoo3 evaluates Atari models by sampling (``enjoy``, ``ExperimentManager.deterministic_eval``):
+        a greedy Atari policy often stands still, and the ``sb3`` organization's scores are sampled ones."""
+        from zoo.envs import extras_for_env
+
+        if "atari" in extras_for_env(env_id):
+            return False, "rl_zoo3's Atari protocol"
+        return super().eval_mode(entry, env_id)
+
     def hub_files(self, model_file: Path, env_id: str, workdir: Path) -> dict[str, Path]:
         """The statistics under huggingface_sb3's name, and what rl_zoo3's ``load_from_hub`` reads."""
         from zoo.frameworks.sb3.normalize import find_stats
