@@ -84,7 +84,8 @@ class RunConfig:
 
     @property
     def seed(self) -> int | None:
-        runner = self.agent.get("runner")  # Genesis keeps the seed in train_cfg["runner"]
+        # at the top (Isaac Lab's agent cfg, Genesis's train_cfg), else under "runner"
+        runner = self.agent.get("runner")
         seed = self.agent.get("seed", runner.get("seed") if isinstance(runner, dict) else None)
         return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
