@@ -74,18 +74,19 @@ class WrapperRef:
     kwargs: tuple[tuple[str, Any], ...] = ()
 
     def to_json(self) -> dict:
-        return {"class": self.name, "kwargs": _jsonable(thaw_kwargs(self.kwargs))}
+        return {"class": self.name, "kwargs": jsonable(thaw_kwargs(self.kwargs))}
 
     @classmethod
     def from_json(cls, data: dict) -> WrapperRef:
         return cls(str(data["class"]), freeze(dict(data.get("kwargs") or {})))
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """Frozen or YAML data as JSON holds it: tuples back to lists (for sidecars and check's details)."""
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, tuple | list):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return value
 
 

@@ -122,11 +122,11 @@ class EnvSpec:
 
     def to_json(self) -> dict:
         """The env as an exported policy's sidecar records it (no video settings, no trust)."""
-        from zoo.env_wrappers import _jsonable, thaw_kwargs
+        from zoo.env_wrappers import jsonable, thaw_kwargs
 
         data: dict = {"id": self.env_id, "preset": self.preset}
         if self.preset == "run_config":
-            data["env_kwargs"] = _jsonable(thaw_kwargs(self.env_kwargs))
+            data["env_kwargs"] = jsonable(thaw_kwargs(self.env_kwargs))
             data["wrappers"] = [ref.to_json() for ref in self.wrappers]
         return data
 

@@ -115,7 +115,7 @@ class SB3Adapter(Adapter):
         from zoo.frameworks.sb3.normalize import load_stats
         from zoo.frameworks.sb3.policy import SB3Policy
         from zoo.frameworks.sb3.recurrent import SB3RecurrentPolicy
-        from zoo.frameworks.sb3.rlzoo_config import run_config_for, statistics_file
+        from zoo.frameworks.sb3.rlzoo_config import eval_env_spec, run_config_for, statistics_file
 
         assert isinstance(checkpoint, SB3Checkpoint) and checkpoint.archive is not None
         archive, model_file = checkpoint.archive, checkpoint.model_file
@@ -124,8 +124,12 @@ class SB3Adapter(Adapter):
             raise type(mismatch)(f"{model_file}: {mismatch.message}", mismatch.hint)
         if self.missing_extra(entry, env_id) == "sb3":
             raise UnsupportedError("SB3 models need Stable-Baselines3", hint=SB3_HINT)
-        config = run_config_for(model_file, env_id)
-        spec = self.env_spec(entry, env_id, model_file=model_file, trusted_wrappers=options.trusted_wrappers)
+        config = run_config_for(model_file, env_id)  # read once: the env spec and the statistics follow it
+        spec = (
+            eval_env_spec(config, env_id, None, options.trusted_wrappers)
+            if config
+            else self.env_spec(entry, env_id)
+        )
         rebuilt = load(archive, device=options.device, trust_pickle=options.trust_pickle)
         obs_space, act_space = probe_spaces(spec)
         problem = space_problem(rebuilt.observation_space, obs_space, "observation") or space_problem(

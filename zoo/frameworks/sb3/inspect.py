@@ -28,10 +28,10 @@ def algorithm_mismatch(archive: SB3Archive, entry: Entry) -> LayoutMismatch | No
 
 def _stats(report: RunReport, archive: SB3Archive, env_id: str | None, config: RunConfig | None) -> None:
     """Record the VecNormalize statistics the eval applies; unsafe or broken ones raise."""
-    from zoo.frameworks.sb3.normalize import find_stats, load_stats
+    from zoo.frameworks.sb3.normalize import load_stats
     from zoo.frameworks.sb3.rlzoo_config import statistics_file
 
-    path = statistics_file(archive.path, env_id, config) if env_id else find_stats(archive.path, env_id)
+    path = statistics_file(archive.path, env_id, config)
     report.details["normalization"] = None
     if path is None:
         return
@@ -46,7 +46,7 @@ def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entr
     from zoo.frameworks.sb3.archive import policy_kwargs
     from zoo.frameworks.sb3.build import missing_contrib, rebuild
     from zoo.frameworks.sb3.fit import SB3_HINT, space_problem
-    from zoo.frameworks.sb3.rlzoo_config import policy_kwargs_difference, run_config_for
+    from zoo.frameworks.sb3.rlzoo_config import eval_env_spec, policy_kwargs_difference, run_config_for
 
     mismatch = algorithm_mismatch(archive, entry)
     if mismatch:
@@ -69,7 +69,7 @@ def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entr
         report.flag(WARNING, "env id unknown (no rl_zoo3 folder, hub file name or args.yml)",
                     "pass --env-id to zoo eval")  # fmt: skip
         return
-    spec = adapter.env_spec(entry, env_id, model_file=archive.path)
+    spec = eval_env_spec(config, env_id, None, frozenset()) if config else adapter.env_spec(entry, env_id)
     if config is not None:
         report.details["run_config"] = config.describe()
         difference = policy_kwargs_difference(config, policy_kwargs(archive))

@@ -252,7 +252,7 @@ def eval_env_spec(config: RunConfig, env_id: str, video_dir: str | None, trusted
                    trusted_wrappers=trusted)  # fmt: skip
 
 
-def statistics_file(model_file: Path, env_id: str, config: RunConfig | None) -> Path | None:
+def statistics_file(model_file: Path, env_id: str | None, config: RunConfig | None) -> Path | None:
     """The VecNormalize statistics the eval applies: rl_zoo3 loads them exactly when ``normalize`` is set.
 
     Without a config file, whatever statistics lie beside the model are applied (huggingface_sb3's way)."""
