@@ -456,8 +456,9 @@ def test_genesis_layout_with_cfgs_pkl(trained, tmp_path):
     assert report["run"]["path"] == str(log_dir) and report["details"]["config"] == "cfgs.pkl"
     assert report["details"]["clip_actions"] == 100.0 and report["run"]["seed"] == 7
     assert report["run"]["env_id"] is None and "pass --env-id" in report["hint"]
+    assert "cfgs.pkl describes a task zoo does not define (num_actions 1" in report["reason"]
     no_env = zoo_eval(log_dir, tmp_path / "e.json")
-    assert no_env.exit_code == 1 and "cannot tell the env id" in no_env.stderr
+    assert no_env.exit_code == 1 and "cfgs.pkl describes a task zoo does not define" in no_env.stderr
     clipped = zoo_returns(
         log_dir, tmp_path / "genesis.json", "--env-id", ENV_ID
     )  # |actions| << 100: no effect

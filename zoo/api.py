@@ -69,18 +69,21 @@ def resolve(target: PathLike, *, exp_name: str | None = None, env_id: str | None
 def load_policy(target: PathLike | Target, *, exp_name: str | None = None, env_id: str | None = None,
                 run_seed: int | None = None, device: str = "cpu", seed: int = 0, trust_pickle: bool = False,
                 model_config: PathLike | None = None, trust_wrappers: Iterable[str] = (),
-                registry: Registry | PathLike | None = None) -> Policy:  # fmt: skip
+                env_factory: str | None = None, registry: Registry | PathLike | None = None) -> Policy:  # fmt: skip
     """The target's policy, loaded safely: ``policy.act(obs_batch, deterministic=True)`` maps a batch
     of raw observations to env actions. ``seed`` seeds the policy's own randomness; ``trust_wrappers``
-    names env wrapper classes beyond zoo's allowlist that the run's config may use (their code runs)."""
+    names env wrapper classes beyond zoo's allowlist that the run's config may use (their code runs);
+    ``env_factory`` (``module:function``) names the user's tensor env the policy is for (not called here)."""
     from zoo.evaluator import resolve_device
     from zoo.frameworks import LoadOptions
     from zoo.targets import load_target_policy
+    from zoo.tensor_env import parse_factory
 
     resolved = _target(target, exp_name, env_id, run_seed, registry)
     options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
                           model_config=Path(model_config) if model_config else None,
-                          trusted_wrappers=frozenset(trust_wrappers))  # fmt: skip
+                          trusted_wrappers=frozenset(trust_wrappers),
+                          env_factory=parse_factory(env_factory) if env_factory else None)  # fmt: skip
     return load_target_policy(resolved, options)
 
 
@@ -97,12 +100,15 @@ def plan(target: PathLike | Target, *, episodes: int | None = None, seed: int = 
          capture_video: bool = False, trust_pickle: bool = False, model_config: PathLike | None = None,
          exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
          registry: Registry | PathLike | None = None, source: dict | None = None,
-         video_dir: PathLike | None = None, trust_wrappers: Iterable[str] = ()) -> EvalPlan:  # fmt: skip
+         video_dir: PathLike | None = None, trust_wrappers: Iterable[str] = (),
+         env_factory: str | None = None) -> EvalPlan:  # fmt: skip
     """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
 
     ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
     file: ``FILE.eval.json``), None writes nothing. ``source``: where the model came from, for eval.json.
-    ``video_dir``: where ``capture_video`` records (default: the framework's layout beside the run)."""
+    ``video_dir``: where ``capture_video`` records (default: the framework's layout beside the run).
+    ``env_factory``: ``module:function`` building the user's batched tensor env, which replaces the eval
+    env (user code: it runs when the rollout starts, see docs/tensor-envs.md)."""
     from zoo.targets import DEFAULT_OUT, plan_eval
 
     resolved = _target(target, exp_name, env_id, run_seed, registry)
@@ -111,7 +117,7 @@ def plan(target: PathLike | Target, *, episodes: int | None = None, seed: int = 
                      device=device, out=out_path, capture_video=capture_video, trust_pickle=trust_pickle,
                      model_config=Path(model_config) if model_config else None, source=source,
                      video_dir=Path(video_dir) if video_dir else None,
-                     trusted_wrappers=frozenset(trust_wrappers))  # fmt: skip
+                     trusted_wrappers=frozenset(trust_wrappers), env_factory=env_factory)  # fmt: skip
 
 
 def evaluate(
@@ -158,7 +164,7 @@ def export(target: PathLike | Target, out: PathLike | None = None, *, format: st
            opset: int | None = None, exporter: str = "auto", tolerance: float | None = None,
            exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
            trust_pickle: bool = False, model_config: PathLike | None = None, trust_wrappers: Iterable[str] = (),
-           registry: Registry | PathLike | None = None) -> ExportResult:  # fmt: skip
+           env_factory: str | None = None, registry: Registry | PathLike | None = None) -> ExportResult:  # fmt: skip
     """``zoo export``: the target's policy as one ONNX or TorchScript file (raw observation in, env
     action out, normalizer and action head baked in) plus its sidecar, parity-checked against the
     source policy; a file that does not act like it is not kept."""
@@ -179,13 +185,16 @@ def export(target: PathLike | Target, out: PathLike | None = None, *, format: st
     if fmt == "onnx":
         onnx_exporters(exporter, opset)  # refuse an opset no exporter writes before the checkpoint is read
     policy = load_policy(resolved, device="cpu", seed=0, trust_pickle=trust_pickle, model_config=model_config,
-                         trust_wrappers=trust_wrappers)  # fmt: skip
-    spec = env_spec(resolved, options=LoadOptions(trusted_wrappers=frozenset(trust_wrappers)))
+                         trust_wrappers=trust_wrappers, env_factory=env_factory)  # fmt: skip
+    spec = env_spec(
+        resolved, options=LoadOptions(trusted_wrappers=frozenset(trust_wrappers), env_factory=env_factory)
+    )
     facts = {"task": resolved.env_id, "env": spec.to_json(),
              "exp_name": resolved.entry.name, "framework": resolved.entry.framework,
              "checkpoint": str(resolved.model_file)}  # fmt: skip
+    terms = spec.obs_terms() if hasattr(spec, "obs_terms") else {}
     return export_policy(policy, target=facts, preset_notes=spec.deployment_notes(), fmt=fmt,
-                         out=out_path, opset=opset, exporter=exporter, tolerance=tolerance)  # fmt: skip
+                         out=out_path, opset=opset, exporter=exporter, tolerance=tolerance, obs_terms=terms)  # fmt: skip
 
 
 @dataclass

@@ -270,13 +270,15 @@ def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
 @opt.eval_options
 @opt.trust_pickle
 @opt.trust_wrapper
+@opt.env_factory
 @opt.out("Where to write eval.json [run dir/eval.json].")
 @opt.model_config
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
 @opt.quiet
 @click.pass_context
 def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, device, deterministic,
-             capture_video, trust_pickle, trust_wrappers, out_path, model_config, as_json, quiet) -> None:  # fmt: skip
+             capture_video, trust_pickle, trust_wrappers, env_factory, out_path, model_config, as_json,
+             quiet) -> None:  # fmt: skip
     """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
@@ -286,7 +288,7 @@ def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, 
     plan = api.plan(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
                     num_envs=num_envs, device=device, deterministic=deterministic, capture_video=capture_video,
                     trust_pickle=trust_pickle, model_config=model_config, out=out_path or "default",
-                    trust_wrappers=trust_wrappers, registry=_registry(ctx))  # fmt: skip
+                    trust_wrappers=trust_wrappers, env_factory=env_factory, registry=_registry(ctx))  # fmt: skip
     _evaluate(plan, quiet, as_json)
 
 
@@ -297,6 +299,9 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
 
     target = plan.target
     policy = load_target_policy(target, plan.options)  # refusals and bad files before the announcement
+    if plan.options.env_factory:  # said even with --quiet: it is the user's code that runs
+        err().print(f"[yellow]note:[/] running your code: --env-factory {escape(plan.options.env_factory)} "
+                    "builds the env", markup=True)  # fmt: skip
     if not quiet:
         err().print(f"evaluating [bold]{escape(str(target.model_file))}[/] ({target.entry.name}, {target.env_id}): "
                     f"{_count(plan.episodes, 'episode')}, {_count(plan.num_envs, 'env')}, {seeds or f'seed {plan.seed}'}, {plan.mode} "
@@ -335,12 +340,13 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
 @opt.target_options
 @opt.trust_pickle
 @opt.trust_wrapper
+@opt.env_factory
 @opt.model_config
 @click.option("--json", "as_json", is_flag=True, help="Print the sidecar on stdout.")
 @opt.quiet
 @click.pass_context
 def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name, env_id, run_seed, trust_pickle,
-               trust_wrappers, model_config, as_json, quiet) -> None:  # fmt: skip
+               trust_wrappers, env_factory, model_config, as_json, quiet) -> None:  # fmt: skip
     """Export TARGET's policy as TorchScript or ONNX: raw observation in, env action out.
 
     The framework's observation normalizer and action head are baked in. The written file is loaded
@@ -350,7 +356,8 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 
     result = api.export(target, out_path, format=fmt, opset=opset, exporter=exporter, tolerance=tolerance,
                         exp_name=exp_name, env_id=env_id, run_seed=run_seed, trust_pickle=trust_pickle,
-                        model_config=model_config, trust_wrappers=trust_wrappers, registry=_registry(ctx))  # fmt: skip
+                        model_config=model_config, trust_wrappers=trust_wrappers, env_factory=env_factory,
+                        registry=_registry(ctx))  # fmt: skip
     for note in result.notes:
         err().print(f"[yellow]note:[/] {escape(note)}", markup=True)
     if as_json:
@@ -389,6 +396,7 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
               help="Local runs folder searched first.")  # fmt: skip
 @opt.eval_options
 @opt.trust_wrapper
+@opt.env_factory
 @opt.out("eval.json path [run dir for a local run, else ./eval.json].")
 @click.option(
     "--allow-download", is_flag=True, help="Consent to download from the hub (else: local and cache only)."
@@ -397,8 +405,8 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @opt.quiet
 @click.pass_context
 def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revision, runs_dir, seed, episodes,
-              num_envs, device, deterministic, capture_video, trust_wrappers, out_path, allow_download, as_json,
-              quiet) -> None:  # fmt: skip
+              num_envs, device, deterministic, capture_video, trust_wrappers, env_factory, out_path,
+              allow_download, as_json, quiet) -> None:  # fmt: skip
     """Evaluate a published model: local run first, then the HF cache, then (with consent) the hub.
 
     Flags follow CleanRL's enjoy, with zoo's meaning of --seed: the evaluation seed (--run-seed picks
@@ -411,7 +419,7 @@ def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revisio
                              allow_download=allow_download, registry=_registry(ctx), episodes=episodes,
                              num_envs=num_envs, device=device, deterministic=deterministic,
                              capture_video=capture_video, trust_wrappers=trust_wrappers,
-                             out=out_path or "default")  # fmt: skip
+                             env_factory=env_factory, out=out_path or "default")  # fmt: skip
     if not quiet:
         err().print(f"model: {source.describe()}")
     _evaluate(plan, quiet, as_json, seeds=f"run seed {run_seed}, eval seed {seed}")

@@ -85,6 +85,9 @@ trust_pickle = click.option("--trust-pickle", is_flag=True,
 trust_wrapper = click.option("--trust-wrapper", "trust_wrappers", multiple=True, metavar="MODULE.CLASS",
                              help="Run this env wrapper class that the run's config names but zoo's allowlist "
                              "does not (its code runs). Repeatable.")  # fmt: skip
+env_factory = click.option("--env-factory", default=None, metavar="MODULE:FUNCTION",
+                           help="Evaluate on your own batched tensor env: FUNCTION(num_envs=, device=, seed=) "
+                           "returns it (your code runs; see docs/tensor-envs.md).")  # fmt: skip
 model_config = click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                             default=None, help="YAML with the policy architecture when the checkpoint has none "
                             "(skrl: params/agent.yaml format).")  # fmt: skip

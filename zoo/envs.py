@@ -57,6 +57,11 @@ PRESET_DEPLOYMENT_NOTES = {
 
 def extras_for_env(env_id: str) -> list[str]:
     """Optional dependency groups an env id needs (cheap: no imports)."""
+    from zoo.tensor_env import extra_for
+
+    task_extra = extra_for(env_id)
+    if task_extra:
+        return [task_extra]
     base = env_id.split("/")[-1].split("-v")[0]
     if base in MUJOCO_ENVS:
         return ["mujoco"]
@@ -76,6 +81,7 @@ def missing_modules_for_extras(extras: list[str]) -> list[str]:
         "sb3": ("stable_baselines3",),
         "skrl": ("skrl",),
         "rsl": ("rsl_rl",),
+        "genesis": ("genesis", "tensordict"),
     }
     return [e for e in extras if any(find_spec(m) is None for m in modules.get(e, ()))]
 
@@ -361,13 +367,25 @@ def make_vector_env(spec: EnvSpec, num_envs: int):
     return gym.vector.SyncVectorEnv([env_factory(spec, i) for i in range(num_envs)])
 
 
-def env_spec_for(entry, env_id: str, video_dir: str | None = None) -> EnvSpec:
-    """A registry entry's eval env: its preset on ``env_id`` (every adapter's ``env_spec``)."""
+def env_spec_for(entry, env_id: str, video_dir: str | None = None):
+    """A registry entry's eval env: its preset on ``env_id`` (every adapter's ``env_spec``), or zoo's
+    tensor task of that id (:data:`zoo.tensor_env.TASKS`) with the task's default config."""
+    from zoo.tensor_env import TensorEnvSpec, is_task
+
+    if is_task(env_id):
+        return TensorEnvSpec(env_id, video_dir=video_dir)
     return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
 
 
-def probe_spaces(spec: EnvSpec):
-    """``(single_observation_space, single_action_space)`` of the wrapped env, built once per env stack."""
+def probe_spaces(spec):
+    """``(single_observation_space, single_action_space)`` of the wrapped env, built once per env stack.
+
+    A tensor task states its spaces without being built; a user's tensor env (``--env-factory``) is
+    not built to find out: None, the policy's checkpoint says them and the first observation is checked."""
+    from zoo.tensor_env import TensorEnvSpec
+
+    if isinstance(spec, TensorEnvSpec):
+        return spec.spaces()
     return _probe(dataclasses.replace(spec, video_dir=None, video_log=None))
 
 

@@ -21,25 +21,9 @@ import numpy as np
 
 import zoo
 from zoo.envs import EnvSpec, make_vector_env
+from zoo.episodes import Episode, episode_quotas
 from zoo.policy import Policy
-
-
-@dataclass
-class Episode:
-    """One finished episode; ``env_index`` says which sub-env produced it."""
-
-    env_index: int
-    return_: float
-    length: int
-    success: bool | None
-
-    def to_json(self) -> dict:
-        return {
-            "return": self.return_,
-            "length": self.length,
-            "success": self.success,
-            "env_index": self.env_index,
-        }
+from zoo.tensor_env import TensorEnvSpec
 
 
 @dataclass
@@ -86,13 +70,6 @@ class EvalResult:
                  "episodes", "wall_clock_seconds", "seed", "deterministic", "device", "settings", "videos",
                  "evaluated_at", "zoo_version"]  # fmt: skip
         return {k: data[k] for k in order}
-
-
-def episode_quotas(episodes: int, num_envs: int) -> np.ndarray:
-    """Episodes each sub-env must contribute; they add up to ``episodes``."""
-    quotas = np.full(num_envs, episodes // num_envs, dtype=np.int64)
-    quotas[: episodes % num_envs] += 1
-    return quotas
 
 
 class _Quotas:
@@ -204,22 +181,54 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def evaluate(policy: Policy, spec: EnvSpec, *, episodes: int, num_envs: int, seed: int, deterministic: bool,
-             checkpoint: str, exp_name: str | None, framework: str | None, device: str,
+def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, num_envs: int, seed: int,
+             deterministic: bool, checkpoint: str, exp_name: str | None, framework: str | None, device: str,
              settings: dict | None = None, source: dict | None = None,
              on_episode: Callable[[int], None] | None = None) -> EvalResult:  # fmt: skip
-    """Run the rollouts and time them; the env is always closed, also on failure."""
+    """Run the rollouts and time them; the env is always closed, also on failure. A gymnasium ``spec``
+    is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device."""
     num_envs = max(1, min(num_envs, episodes))
-    envs = make_vector_env(spec, num_envs)
-    try:
-        with single_cpu_thread(device):
-            start = time.perf_counter()
-            result_episodes = rollout(policy, envs, episodes, seed, deterministic, on_episode)
-            wall = time.perf_counter() - start
-    finally:
-        envs.close()
+    if isinstance(spec, TensorEnvSpec):
+        start, result_episodes = _tensor_rollouts(policy, spec, episodes, num_envs, seed, deterministic, device,
+                                                  on_episode)  # fmt: skip
+        wall = time.perf_counter() - start
+    else:
+        envs = make_vector_env(spec, num_envs)
+        try:
+            with single_cpu_thread(device):
+                start = time.perf_counter()
+                result_episodes = rollout(policy, envs, episodes, seed, deterministic, on_episode)
+                wall = time.perf_counter() - start
+        finally:
+            envs.close()
     return EvalResult(
         task=spec.env_id, checkpoint=checkpoint, exp_name=exp_name, framework=framework,
         num_episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic, device=device,
         episodes=result_episodes, wall_clock_seconds=round(wall, 3), settings=settings or {}, source=source,
     )  # fmt: skip
+
+
+def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_envs: int, seed: int,
+                     deterministic: bool, device: str,
+                     on_episode: Callable[[int], None] | None) -> tuple[float, list[Episode]]:  # fmt: skip
+    """Build the tensor env (the user's factory runs here), roll it out on ``device``, close it; the
+    clock starts once the env is built (a simulator's kernel compilation is not rollout time)."""
+    import torch
+
+    from zoo.tensor_env import build
+    from zoo.tensor_rollout import tensor_rollout
+
+    torch.manual_seed(seed)  # for a user's env that draws from torch's global generator
+    env = build(spec, num_envs, device, seed)
+    try:
+        start = time.perf_counter()
+        where = f"--env-factory {spec.factory}" if spec.factory else spec.env_id
+        episodes_ = tensor_rollout(policy, env, episodes, deterministic, where, on_episode)
+    finally:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+        if spec.video_log is not None:
+            spec.video_log.written.extend(getattr(env, "videos_written", ()))
+            spec.video_log.failures.extend(getattr(env, "video_failures", ()))
+    return start, episodes_

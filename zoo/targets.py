@@ -66,6 +66,10 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
     entry = registry.get(name)
     env = env_id or get_adapter(run.framework).env_id(run)  # the name, else the run's own config
     if env is None:
+        problem = get_adapter(run.framework).env_id_problem(run)
+        if problem:
+            raise ZooError(f"{path}: {problem}", hint="pass --env-id (a gymnasium id or one of zoo's tasks), or "
+                           "--env-id NAME --env-factory module:function for your own env")  # fmt: skip
         raise ZooError(f"{path}: cannot tell the env id{why}", hint="pass --env-id (for example CartPole-v1)")
     model = _model_file(run, entry, env, exp_name is not None)
     if model is None:
@@ -119,10 +123,13 @@ class EvalPlan:
 
     @property
     def settings(self) -> dict:
-        """The stochastic mode's parameters (epsilon / exploration noise), recorded in eval.json."""
+        """The stochastic mode's parameters (epsilon / exploration noise) and the user's env factory,
+        recorded in eval.json."""
+        settings = {} if self.options.env_factory is None else {"env_factory": self.options.env_factory}
         if self.deterministic:
-            return {}
-        return {k: v for k, v in self.target.entry.eval.items() if k in ("epsilon", "exploration_noise")}
+            return settings
+        eval_ = self.target.entry.eval
+        return {**settings, **{k: v for k, v in eval_.items() if k in ("epsilon", "exploration_noise")}}
 
     @property
     def mode(self) -> str:
@@ -139,11 +146,12 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
               deterministic: bool | None = None, device: str = "auto", out: Path | None = DEFAULT_OUT,
               capture_video: bool = False, trust_pickle: bool = False, model_config: Path | None = None,
               source: dict | None = None, video_dir: Path | None = None,
-              trusted_wrappers: frozenset[str] = frozenset()) -> EvalPlan:  # fmt: skip
+              trusted_wrappers: frozenset[str] = frozenset(), env_factory: str | None = None) -> EvalPlan:  # fmt: skip
     """Fill what the caller leaves open from the registry entry; outputs default to the run's folders
     (``video_dir`` overrides where ``capture_video`` records, else the adapter's layout decides)."""
     from zoo.atomic import check_writable
     from zoo.evaluator import resolve_device
+    from zoo.tensor_env import parse_factory
 
     entry, run = target.entry, target.run
     mode_source = "flag"
@@ -163,7 +171,8 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
     if out_path is not None:
         check_writable(out_path, "--out")  # before the rollout, not after minutes of it
     options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
-                          model_config=model_config, trusted_wrappers=trusted_wrappers)  # fmt: skip
+                          model_config=model_config, trusted_wrappers=trusted_wrappers,
+                          env_factory=parse_factory(env_factory) if env_factory else None)  # fmt: skip
     if target.exported is None:
         target.adapter.check_options(options)
     episodes = episodes or entry.eval["episodes"]
@@ -202,16 +211,20 @@ def load_target_policy(target: Target, options: LoadOptions):
 
 
 def env_spec(target: Target, video_dir: Path | None = None, options: LoadOptions | None = None):
-    """The eval env of ``target``: the adapter's, or the one an exported file's sidecar describes
-    (``options.trusted_wrappers``: wrapper classes beyond the allowlist the user named)."""
+    """The eval env of ``target``: the user's tensor env (``options.env_factory``), the adapter's, or the
+    one an exported file's sidecar describes (``options.trusted_wrappers``: wrapper classes beyond the
+    allowlist the user named)."""
     from zoo.env_wrappers import refuse_untrusted
     from zoo.envs import EnvSpec
+    from zoo.tensor_env import TensorEnvSpec
 
     video = str(video_dir) if video_dir else None
-    trusted = options.trusted_wrappers if options is not None else frozenset()
+    options = options or LoadOptions()
     if target.exported is not None:
-        spec = EnvSpec.from_json({**target.exported["env"], "id": target.env_id}, trusted)
-        refuse_untrusted(spec.wrappers, trusted, f"{target.model_file}'s sidecar")
+        if options.env_factory or target.exported["env"].get("preset") == "tensor":
+            factory = options.env_factory or target.exported["env"].get("factory")
+            return TensorEnvSpec(target.env_id, factory=factory, video_dir=video)
+        spec = EnvSpec.from_json({**target.exported["env"], "id": target.env_id}, options.trusted_wrappers)
+        refuse_untrusted(spec.wrappers, options.trusted_wrappers, f"{target.model_file}'s sidecar")
         return dataclasses.replace(spec, video_dir=video)
-    return target.adapter.env_spec(target.entry, target.env_id, video_dir=video, model_file=target.model_file,
-                                   trusted_wrappers=trusted)  # fmt: skip
+    return target.adapter.eval_env(target.entry, target.env_id, options, target.model_file, video)

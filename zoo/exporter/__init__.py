@@ -162,12 +162,23 @@ def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, ops
     raise ZooError(f"export failed, no file written: {detail}", hint=hint)
 
 
+def _record_terms(obs_groups: dict[str, dict], obs_terms: dict) -> None:
+    """Each group's terms into its sidecar entry, when they add up to the group the policy reads."""
+    for name, terms in obs_terms.items():
+        group = obs_groups.get(name)
+        if group is not None and sum(t.dim for t in terms) == group["dim"]:
+            group["terms"] = [t.to_json() for t in terms]
+
+
 def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, out: Path, opset: int = DEFAULT_OPSET,
-                  exporter: str = "auto", tolerance: float | None = None) -> ExportResult:  # fmt: skip
+                  exporter: str = "auto", tolerance: float | None = None,
+                  obs_terms: dict | None = None) -> ExportResult:  # fmt: skip
     """Write ``policy`` to ``out`` (+ sidecar) in ``fmt``, or raise ZooError leaving nothing behind.
 
     ``target`` holds the facts about the source (task, env, exp_name, framework, checkpoint) that the
-    sidecar records; ``preset_notes`` what the eval env's wrappers do that a deployment must redo.
+    sidecar records; ``preset_notes`` what the eval env's wrappers do that a deployment must redo;
+    ``obs_terms`` the terms of each observation group (:class:`zoo.tensor_env.Term`), which the task
+    definition knows and a deployment must compute: recorded as ``obs_groups[group]["terms"]``.
     """
     import numpy as np
 
@@ -175,6 +186,7 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
 
     candidates, skipped = (["torchscript"], {}) if fmt == "torchscript" else onnx_exporters(exporter, opset)
     spec = _spec(policy, target.get("framework", "this framework's"))
+    _record_terms(spec.obs_groups, obs_terms or {})
     tol = 0.0 if not _is_box(policy.action_space) else (DEFAULT_TOLERANCE if tolerance is None else tolerance)
     inputs, outputs = io_names(spec)
     recurrent = recurrent_facts(spec, inputs, outputs)  # what a runner needs to carry the state, too

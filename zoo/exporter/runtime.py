@@ -177,6 +177,12 @@ def load_exported(path: Path, meta: dict, entry, env_id: str, spec) -> ExportedP
     from zoo.envs import probe_spaces
 
     spaces = probe_spaces(spec)
+    if spaces is None:
+        from zoo.errors import UsageError
+
+        raise UsageError("--env-factory: zoo checks an exported file against its env's spaces, which a user's "
+                         "tensor env states only once built", hint="evaluate the checkpoint it was exported from "
+                         "with --env-factory")  # fmt: skip
     problem = fit_problem(meta, *spaces)
     if problem:
         raise ZooError(f"{path} does not fit {env_id}: {problem}",

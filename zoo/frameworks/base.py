@@ -50,6 +50,7 @@ class LoadOptions:
     trust_pickle: bool = False  # full unpickling of a file the user trusts; never for downloads
     model_config: Path | None = None  # the architecture, for checkpoints that do not state it
     trusted_wrappers: frozenset[str] = frozenset()  # env wrapper classes the user named (--trust-wrapper)
+    env_factory: str | None = None  # the user's tensor env, module:function (--env-factory): user code
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,10 @@ class Adapter(ABC):
         """The env id the run was trained on: from its path by default; adapters also read configs."""
         return run.env_id
 
+    def env_id_problem(self, run: Run) -> str | None:
+        """Why :meth:`env_id` cannot tell the run's env, when the run's config says more than "nothing"."""
+        return None
+
     def run_seed(self, run: Run) -> int | None:
         """The seed the run was trained with (hub repo names carry it): from its path by default."""
         return run.seed
@@ -167,6 +172,30 @@ class Adapter(ABC):
         from zoo.envs import env_spec_for
 
         return env_spec_for(entry, env_id, video_dir)
+
+    def eval_env(self, entry: Entry, env_id: str, options: LoadOptions, model_file: Path | None = None,
+                 video_dir: str | None = None):  # fmt: skip
+        """The env an evaluation steps: the user's tensor env when ``options.env_factory`` names one
+        (it replaces the eval env; its code runs only when the rollout builds it), else :meth:`env_spec`."""
+        if options.env_factory:
+            from zoo.tensor_env import TensorEnvSpec
+
+            return TensorEnvSpec(env_id, factory=options.env_factory, video_dir=video_dir)
+        return self.env_spec(entry, env_id, video_dir, model_file=model_file,
+                             trusted_wrappers=options.trusted_wrappers)  # fmt: skip
+
+    def eval_spaces(self, entry: Entry, env_id: str, options: LoadOptions, model_file: Path | None = None):
+        """``(observation_space, action_space)`` of :meth:`eval_env`. A user's tensor env is not built to
+        find out, so this refuses it; adapters whose checkpoint states the spaces (rsl_rl, skrl) call
+        :func:`zoo.envs.probe_spaces` themselves and read them from the checkpoint when it answers None."""
+        from zoo.envs import probe_spaces
+
+        spaces = probe_spaces(self.eval_env(entry, env_id, options, model_file))
+        if spaces is None:
+            raise UsageError(f"--env-factory: {self.name} policies take their spaces from the eval env, which zoo "
+                             "does not build before the rollout", hint="evaluate rsl_rl or skrl checkpoints on a "
+                             "user's tensor env, or register the env with gymnasium and pass --env-id")  # fmt: skip
+        return spaces
 
     def eval_mode(self, entry: Entry, env_id: str) -> tuple[bool, str]:
         """``(deterministic, why)``: the eval mode when the caller sets none. The registry's, unless the

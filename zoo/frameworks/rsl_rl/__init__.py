@@ -9,6 +9,7 @@ activation and rnn type the config names (see :mod:`.checkpoint`).
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from zoo.frameworks.rsl_rl.config import AGENT_YAML, CFGS_PKL, ENV_YAML, RunConf
 from zoo.frameworks.rsl_rl.discover import iteration
 from zoo.frameworks.rsl_rl.formats import PolicyWeights, policy_weights
 from zoo.frameworks.rsl_rl.obs import ObsLayout, env_layout
+from zoo.tensor_env import TensorEnvSpec
 
 if TYPE_CHECKING:
     from zoo.registry import Entry, Registry
@@ -84,7 +86,9 @@ class RslRlAdapter(Adapter):
     layout_hint = (
         "rsl_rl: logs/rsl_rl/{experiment}/{date_time}/model_{iter}.pt (params/agent.yaml or cfgs.pkl)"
     )
-    hub = HubNaming(library_name="rsl_rl", display_name="rsl_rl", tags=("rsl_rl",), card_template="default")
+    #: A hub repo of an rsl_rl run holds its checkpoints and its config: ``zoo enjoy`` fetches both.
+    hub = HubNaming(library_name="rsl_rl", display_name="rsl_rl", tags=("rsl_rl",), card_template="default",
+                    companions=(CFGS_PKL, str(AGENT_YAML), str(ENV_YAML)))  # fmt: skip
 
     def entry_problem(self, raw: dict) -> tuple[str, str] | None:
         """Everything an rsl_rl model needs is in its checkpoint and config, so entries carry no
@@ -107,8 +111,23 @@ class RslRlAdapter(Adapter):
         return [run.model_file, *configs, run.events_file]
 
     def env_id(self, run: Run) -> str | None:
-        """The gymnasium id the run's env config names (``params/env.yaml`` / ``cfgs.pkl``), if any."""
+        """The gymnasium id the run's env config names (``params/env.yaml``), or zoo's tensor task that a
+        Genesis ``cfgs.pkl`` describes (``Genesis-Go2Walking-v0``), if any."""
         return run.env_id or read_run_config(_run_dir(run)).env_id
+
+    def env_id_problem(self, run: Run) -> str | None:
+        return read_run_config(_run_dir(run)).unknown_task
+
+    def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None, *, model_file: Path | None = None,
+                 trusted_wrappers: frozenset[str] = frozenset()):  # fmt: skip
+        """The entry's eval env; zoo's tensor task configured from the run's ``cfgs.pkl`` when that file
+        describes this very task (else the task's defaults, as the example's ``get_cfgs()``)."""
+        spec = super().env_spec(entry, env_id, video_dir)
+        cfgs = model_file.parent / CFGS_PKL if model_file is not None else None
+        if not isinstance(spec, TensorEnvSpec) or cfgs is None or not cfgs.is_file():
+            return spec
+        describes = read_run_config(cfgs.parent).env_id == env_id
+        return dataclasses.replace(spec, cfgs_file=str(cfgs)) if describes else spec
 
     def run_seed(self, run: Run) -> int | None:
         """The runner config's ``seed`` (Isaac Lab's run dirs are named by date, not seed)."""
@@ -153,10 +172,18 @@ class RslRlAdapter(Adapter):
         if problem:
             raise problem
         if env_id is None:
-            report.flag(WARNING, "env id unknown (the env config names no gymnasium id)",
-                        "pass --env-id to zoo eval")  # fmt: skip
+            if config.unknown_task:
+                report.flag(WARNING, config.unknown_task, "pass --env-id (a gymnasium id or one of zoo's tasks), "
+                            "or --env-factory module:function for your own env")  # fmt: skip
+            else:
+                report.flag(WARNING, "env id unknown (the env config names no gymnasium id)",
+                            "pass --env-id to zoo eval")  # fmt: skip
             return
-        spaces = self.env_spaces_or_warn(report, entry, env_id)
+        spec = self.env_spec(entry, env_id, model_file=run.model_file)
+        if isinstance(spec, TensorEnvSpec):
+            source = "configured from cfgs.pkl" if spec.cfgs_file else "with the task's default config"
+            report.details["task"] = f"{env_id}: zoo's definition, {source}"
+        spaces = self.env_spaces_or_warn(report, entry, env_id, spec)
         if spaces is None:
             return
         layout = _fit(env_id, arch, weights, config, spaces)
@@ -177,7 +204,9 @@ class RslRlAdapter(Adapter):
         loaded = load_checkpoint(model_file, checkpoint.info, trust_pickle=options.trust_pickle)
         weights = policy_weights(loaded)
         arch = architecture(weights.state, config.model(weights.role))
-        spaces = probe_spaces(self.env_spec(entry, env_id))
+        spaces = probe_spaces(self.eval_env(entry, env_id, options, model_file))
+        if spaces is None:  # a user's tensor env: the checkpoint says the spaces, the first step checks them
+            spaces = _checkpoint_spaces(arch, config.model(weights.role).obs_groups)
         layout = _fit(env_id, arch, weights, config, spaces)
         if isinstance(layout, str):
             raise does_not_fit(env_id, layout)
@@ -196,6 +225,23 @@ class RslRlAdapter(Adapter):
             ) from None
         return RslRlPolicy(model, *spaces, clip_actions=config.clip_actions, device=options.device,
                            seed=options.seed, layout=layout)  # fmt: skip
+
+
+def _checkpoint_spaces(arch: Architecture, groups: list[str] | None) -> tuple[Any, Any]:
+    """The spaces an MLP/RNN actor reads and writes: its one observation group (the config's, else
+    ``policy``) as a Dict, its actions as an unbounded Box; what a user's tensor env must give."""
+    import numpy as np
+    from gymnasium.spaces import Box, Dict
+
+    from zoo.frameworks.rsl_rl.obs import DEFAULT_GROUP
+
+    names = groups or [DEFAULT_GROUP]
+    if arch.cnns or len(names) != 1:
+        raise UnsupportedError(f"--env-factory: the actor reads {len(names)} observation groups {names}"
+                               f"{' and images' if arch.cnns else ''}, whose sizes zoo cannot tell before the env is built",
+                               hint="evaluate it on one of zoo's tasks or a gymnasium env with --env-id")  # fmt: skip
+    obs = Dict({names[0]: Box(-np.inf, np.inf, (arch.obs_dim,), np.float32)})
+    return obs, Box(-np.inf, np.inf, (arch.action_dim,), np.float32)
 
 
 def _describe_config(report: RunReport, config: RunConfig) -> None:

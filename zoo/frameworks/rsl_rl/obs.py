@@ -55,6 +55,21 @@ class ObsLayout:
         batch = next(iter(groups.values())).shape[0]
         return TensorDict(groups, batch_size=[batch], device=device)
 
+    def from_tensors(self, groups: dict):
+        """A tensor env's ``{group: tensor}`` (on the model's device) as the TensorDict the model reads."""
+        import torch
+        from tensordict import TensorDict
+
+        from zoo.errors import LayoutMismatch
+
+        missing = [name for name, _ in self.groups if name not in groups]
+        if missing:
+            raise LayoutMismatch(f"the policy reads the observation groups {missing}, the env gives {sorted(groups)}",
+                                 hint="check the env (or --env-factory) against the run's obs_groups")  # fmt: skip
+        batch = next(iter(groups.values())).shape[0]
+        picked = {name: groups[name].to(torch.float32).reshape(batch, *shape) for name, shape in self.groups}
+        return TensorDict(picked, batch_size=[batch], device=picked[self.groups[0][0]].device)
+
 
 def whole_observation(obs_dim: int) -> ObsLayout:
     """The one 1-D group an MLP or RNN actor reads when no env says more (``zoo check`` without an env)."""

@@ -44,17 +44,24 @@ class RslRlPolicy:
     def act(
         self, obs_batch: np.ndarray, state: Any = None, deterministic: bool = True
     ) -> tuple[np.ndarray, Any]:
+        actions, state = self._act(self.layout.tensordict(obs_batch, self.device), state, deterministic)
+        return actions.cpu().numpy(), state
+
+    def act_tensor(self, obs: dict, state: Any = None, deterministic: bool = True):
+        """:meth:`act` on a tensor env's ``{group: tensor}`` observation; the actions stay on the device."""
+        return self._act(self.layout.from_tensors(obs), state, deterministic)
+
+    def _act(self, obs, state: Any, deterministic: bool):
         import torch
 
         with torch.inference_mode():
-            obs = self.layout.tensordict(obs_batch, self.device)
             if deterministic or self.model.distribution is None:
                 actions = self.model(obs)
             else:
                 actions = self._sample(obs)
             if self.clip_actions is not None:
                 actions = actions.clamp(-self.clip_actions, self.clip_actions)
-        return actions.cpu().numpy(), state
+        return actions, state
 
     def _sample(self, obs):
         import torch
@@ -82,8 +89,13 @@ class RslRlPolicy:
         """Zero the hidden state of the envs the evaluator marks (their episode ended)."""
         import torch
 
+        self.reset_tensor(torch.as_tensor(np.asarray(done_mask, dtype=bool), device=self.device))
+
+    def reset_tensor(self, dones) -> None:
+        """:meth:`reset` with a bool tensor on the policy's device."""
+        import torch
+
         if not self.is_recurrent:
             return
-        dones = torch.as_tensor(np.asarray(done_mask, dtype=bool), device=self.device)
         with torch.inference_mode():
             self.model.reset(dones)

@@ -185,7 +185,8 @@ class SkrlAdapter(Adapter):
         policy_state = modules["policy"]
         arch = architecture(policy_state, config.policy)
         norm, _ = _observation_scaler(modules, arch, config)
-        spaces = probe_spaces(self.env_spec(entry, env_id))
+        spaces = _policy_spaces(probe_spaces(self.eval_env(entry, env_id, options, checkpoint.model_file)), arch,
+                                config.policy.kind)  # fmt: skip
         problems = shape_problems(policy_state, arch, spaces, config.policy.kind, norm)
         if problems:
             raise does_not_fit(env_id, problems[0])
@@ -196,6 +197,29 @@ class SkrlAdapter(Adapter):
                                 tuple(spaces[0].shape))  # fmt: skip
         return SkrlPolicy(network, config.policy, policy_state.get("log_std_parameter"), *spaces,
                           options.device, options.seed)  # fmt: skip
+
+
+def _policy_spaces(spaces: tuple | None, arch: Architecture, kind: str) -> tuple:
+    """The Box spaces the policy reads and writes. A tensor env's observation groups are a Dict: skrl's
+    wrappers hand the model the ``policy`` group. A user's tensor env (``--env-factory``) is not built
+    before the rollout: a flat continuous policy's checkpoint says the sizes, the first step checks them."""
+    import numpy as np
+    from gymnasium.spaces import Box, Dict
+
+    from zoo.tensor_env import DEFAULT_GROUP
+
+    if spaces is None:
+        if arch.flat_input is None or kind == "categorical":
+            raise UnsupportedError("--env-factory: zoo reads a user's tensor env's sizes from flat continuous skrl "
+                                   "policies only", hint="evaluate it on one of zoo's tasks or with --env-id")  # fmt: skip
+        actions = arch.weighted[-1].out_size
+        return Box(-np.inf, np.inf, (arch.flat_input,), np.float32), Box(
+            -np.inf, np.inf, (actions,), np.float32
+        )
+    obs, act = spaces
+    if isinstance(obs, Dict) and DEFAULT_GROUP in obs.spaces:
+        obs = obs[DEFAULT_GROUP]
+    return obs, act
 
 
 def _observation_scaler(

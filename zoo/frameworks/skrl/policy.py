@@ -79,11 +79,22 @@ class SkrlPolicy:
     ) -> tuple[np.ndarray, Any]:
         import torch
 
+        obs = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32, device=self.device)
+        actions, state = self.act_tensor(obs, state, deterministic)
+        return actions.cpu().numpy(), state
+
+    def act_tensor(self, obs, state: Any = None, deterministic: bool = True):
+        """:meth:`act` on a tensor env's device tensors: ``obs`` a tensor or ``{group: tensor}`` (skrl's
+        wrappers hand the model the ``policy`` group); the actions stay on the device."""
+        import torch
+
+        if isinstance(obs, dict):
+            from zoo.tensor_env import DEFAULT_GROUP
+
+            obs = obs[DEFAULT_GROUP] if DEFAULT_GROUP in obs or len(obs) != 1 else next(iter(obs.values()))
         with torch.inference_mode():
-            obs = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32, device=self.device)
-            out = self._output(obs)
-            actions = self.head(out) if deterministic else self._sample(out)
-            return actions.cpu().numpy(), state
+            out = self._output(obs.to(torch.float32).reshape(obs.shape[0], -1))
+            return (self.head(out) if deterministic else self._sample(out)), state
 
     def _sample(self, out):
         import torch
@@ -109,11 +120,16 @@ class SkrlPolicy:
         """Zero the recurrent state of the envs whose episode ended (feed-forward policies hold none)."""
         import torch
 
-        done = np.asarray(done_mask, dtype=bool)
+        self.reset_tensor(torch.as_tensor(np.asarray(done_mask, dtype=bool), device=self.device))
+
+    def reset_tensor(self, done) -> None:
+        """:meth:`reset` with a bool tensor on the policy's device."""
+        import torch
+
         if self._state is None or self._state[0].shape[1] != len(done):
             return
         with torch.inference_mode():
-            keep = torch.as_tensor(~done, dtype=torch.float32, device=self.device).view(1, -1, 1)
+            keep = (~done).to(torch.float32).view(1, -1, 1)
             self._state = tuple(s * keep for s in self._state)
 
     def export_spec(self):
