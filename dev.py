@@ -4,8 +4,8 @@
     python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval` on the bundled example runs,
                           # `zoo export` one to ONNX and `zoo eval` the exported file, and offline
                           # sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
-    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool], then the whole test suite
-    python3 dev.py test --fast   # the same without the tests that train or are marked slow
+    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis], then the whole test suite
+    python3 dev.py test --fast   # the same without the tests that train, build Genesis scenes or are slow
 
 torch is installed first and pinned (2.13.0, a CPU build): any open requirement would pull a
 multi-GB CUDA build of a newer release. Re-running is cheap: pip skips what is installed.
@@ -110,13 +110,13 @@ def hub_loop(zoo: Path, out: Path) -> int:
 
 
 def test() -> int:
-    """The whole suite; ``--fast`` leaves out the tests that train or are marked slow (a development loop)."""
-    setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool")
+    """The whole suite; ``--fast`` leaves out the tests that train, build Genesis scenes or are slow (a development loop)."""
+    setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis")
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     args = sys.argv[2:]
     if "--fast" in args:
-        args = [a for a in args if a != "--fast"] + ["-m", "not slow and not trains"]
-    cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--durations=10", *args]
+        args = [a for a in args if a != "--fast"] + ["-m", "not slow and not trains and not genesis"]
+    cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--durations=10", *args]
     print("+", " ".join(cmd), flush=True)
     return subprocess.run(cmd, cwd=ROOT, env=env).returncode
 

@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from zoo import safeyaml
-from zoo.artifacts import limits
-from zoo.artifacts.restricted_pickle import checked_loads
 from zoo.errors import BrokenFile
 
 AGENT_YAML = Path("params") / "agent.yaml"
@@ -64,6 +62,7 @@ class RunConfig:
     source: str | None = None
     agent: dict[str, Any] = field(default_factory=dict)
     env: dict[str, Any] = field(default_factory=dict)
+    cfgs: list[dict[str, Any]] | None = None  # Genesis' whole cfgs.pkl list, when that is the config
 
     def model(self, role: str) -> ModelConfig:
         """The config of the policy's model, ``role`` being ``actor`` (PPO) or ``student`` (Distillation).
@@ -99,8 +98,24 @@ class RunConfig:
         return None
 
     @property
+    def unknown_task(self) -> str | None:
+        """Why a Genesis ``cfgs.pkl`` names no env: what it holds, in a few words (None: not that case)."""
+        if self.cfgs is None or self.env_id is not None:
+            return None
+        from zoo.tasks.cfgs import describe_unknown
+
+        return f"{CFGS_PKL} describes a task zoo does not define ({describe_unknown(self.cfgs)})"
+
+    @property
     def env_id(self) -> str | None:
-        """A gymnasium id the env config names, else None (then ``zoo eval --env-id`` is needed)."""
+        """A gymnasium id the env config names, zoo's tensor task a Genesis ``cfgs.pkl`` describes, else
+        None (then ``zoo eval --env-id`` is needed)."""
+        if self.cfgs is not None:
+            from zoo.tasks.cfgs import recognize
+
+            task = recognize(self.cfgs)
+            if task:
+                return task
         for key in _ENV_ID_KEYS:
             value = self.env.get(key)
             if isinstance(value, str) and _GYM_ID.match(value):
@@ -116,18 +131,6 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def read_cfgs_pkl(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(train_cfg, env_cfg)`` from Genesis' pickled config list; refuses any non-plain global."""
-    raw = limits.read_pickle_file(path, "a pickled config")
-    data = checked_loads(raw, (), path,
-                         unknown_hint="zoo decodes cfgs.pkl only when it holds plain dicts, lists and numbers")  # fmt: skip
-    dicts = [d for d in (data if isinstance(data, list | tuple) else [data]) if isinstance(d, dict)]
-    if not dicts:
-        raise BrokenFile(f"{path}: expected a list of config dicts, got {type(data).__name__}")
-    train = next((d for d in reversed(dicts) if "algorithm" in d), {})
-    return train, dicts[0]
-
-
 def read_run_config(run_dir: Path) -> RunConfig:
     """The config beside the checkpoints: ``params/agent.yaml`` first, then ``cfgs.pkl``."""
     if (run_dir / AGENT_YAML).is_file():
@@ -135,6 +138,8 @@ def read_run_config(run_dir: Path) -> RunConfig:
         env = read_yaml(env_path) if env_path.is_file() else {}
         return RunConfig(str(AGENT_YAML), read_yaml(run_dir / AGENT_YAML), env)
     if (run_dir / CFGS_PKL).is_file():
-        train, env = read_cfgs_pkl(run_dir / CFGS_PKL)
-        return RunConfig(CFGS_PKL, train, env)
+        from zoo.tasks.cfgs import read_cfgs
+
+        cfgs = read_cfgs(run_dir / CFGS_PKL)  # [env_cfg, obs_cfg, reward_cfg, command_cfg, train_cfg]
+        return RunConfig(CFGS_PKL, cfgs[-1], cfgs[0], cfgs)
     return RunConfig()
