@@ -7,6 +7,7 @@ same task as a batched torch env; the bookkeeping is checked on an env whose epi
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from zoo.tensor_env import TensorEnvSpec
 from zoo.tensor_rollout import HostBridge, tensor_rollout
 
 FACTORY = "tensor_envs:make_pendulum"
+DEVICE = os.environ.get("ZOO_TEST_DEVICE", "cpu")  # benchmarks/gpu_check.sh runs these on cuda
 REPO_TESTS = Path(__file__).resolve().parent  # where tensor_envs is importable for a subprocess
 
 
@@ -64,7 +66,9 @@ def test_no_tensor_leaves_the_device_during_the_rollout(pendulum_runs, monkeypat
     """Inside the loop every host copy raises; the results cross once, after every quota is filled."""
     import zoo.tensor_rollout as tr
 
-    policy = zoo.load_policy(pendulum_runs["lstm"].model, env_id="Pendulum-v1", env_factory=FACTORY)
+    policy = zoo.load_policy(
+        pendulum_runs["lstm"].model, env_id="Pendulum-v1", env_factory=FACTORY, device=DEVICE
+    )
     env = TorchPendulum_(4)
     copies: list[str] = []
 
@@ -94,28 +98,32 @@ def test_no_tensor_leaves_the_device_during_the_rollout(pendulum_runs, monkeypat
 def TorchPendulum_(num_envs: int, seed: int = 0):
     from tensor_envs import TorchPendulum
 
-    return TorchPendulum(num_envs, "cpu", seed)
+    return TorchPendulum(num_envs, DEVICE, seed)
 
 
 @pytest.mark.parametrize("kind", ["mlp", "lstm"])
 def test_device_actions_equal_the_host_policys_actions_episode_for_episode(pendulum_runs, kind):
     """act_tensor (on the device) and act (numpy, bridged through the host) give the same episodes,
     recurrent state resets included."""
-    policy = zoo.load_policy(pendulum_runs[kind].model, env_id="Pendulum-v1", env_factory=FACTORY)
+    policy = zoo.load_policy(
+        pendulum_runs[kind].model, env_id="Pendulum-v1", env_factory=FACTORY, device=DEVICE
+    )
     on_device = tensor_rollout(policy, TorchPendulum_(3, seed=5), 6, True, "pendulum")
-    policy = zoo.load_policy(pendulum_runs[kind].model, env_id="Pendulum-v1", env_factory=FACTORY)
-    bridged = tensor_rollout(HostBridge(policy, "cpu"), TorchPendulum_(3, seed=5), 6, True, "pendulum")
+    policy = zoo.load_policy(
+        pendulum_runs[kind].model, env_id="Pendulum-v1", env_factory=FACTORY, device=DEVICE
+    )
+    bridged = tensor_rollout(HostBridge(policy, DEVICE), TorchPendulum_(3, seed=5), 6, True, "pendulum")
     assert [e.return_ for e in on_device] == pytest.approx([e.return_ for e in bridged], rel=1e-6)
 
 
 def test_same_seed_same_episodes_and_eval_json_records_the_factory(pendulum_runs, tmp_path):
     run = pendulum_runs["mlp"]
     a = zoo.evaluate(run.run_dir, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, seed=3,
-                     out=tmp_path / "a.json", device="cpu")  # fmt: skip
+                     out=tmp_path / "a.json", device=DEVICE)  # fmt: skip
     b = zoo.evaluate(run.run_dir, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, seed=3,
-                     out=None, device="cpu")  # fmt: skip
+                     out=None, device=DEVICE)  # fmt: skip
     c = zoo.evaluate(run.run_dir, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, seed=4,
-                     out=None, device="cpu")  # fmt: skip
+                     out=None, device=DEVICE)  # fmt: skip
     returns = [e.return_ for e in a.episodes]
     assert returns == [e.return_ for e in b.episodes] and returns != [e.return_ for e in c.episodes]
     data = json.loads((tmp_path / "a.json").read_text())
@@ -126,7 +134,7 @@ def test_same_seed_same_episodes_and_eval_json_records_the_factory(pendulum_runs
 def test_cli_says_user_code_runs_and_evaluates_on_the_factory_env(pendulum_runs, tmp_path):
     out = tmp_path / "eval.json"
     result = run_zoo("eval", pendulum_runs["mlp"].run_dir, "--env-id", "Pendulum-v1", "--env-factory", FACTORY,
-                     "--episodes", "2", "--num-envs", "2", "--device", "cpu", "--out", out, "--quiet")  # fmt: skip
+                     "--episodes", "2", "--num-envs", "2", "--device", DEVICE, "--out", out, "--quiet")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert f"running your code: --env-factory {FACTORY}" in result.stderr
     assert json.loads(out.read_text())["settings"]["env_factory"] == FACTORY
@@ -223,3 +231,62 @@ def test_push_then_enjoy_an_rsl_rl_run_fetches_its_config_and_evaluates_it(pendu
                          device="cpu")  # fmt: skip
     for data in (remote, json.loads((tmp_path / "cached.json").read_text())):
         assert [e["return"] for e in data["episodes"]] == [e.return_ for e in local.episodes]
+
+
+@pytest.fixture(scope="module")
+def skrl_pendulum(tmp_path_factory):
+    """skrl's own PPO (Runner + SequentialTrainer) on gymnasium's Pendulum-v1, Isaac Lab's skrl layout."""
+    from skrl_helpers import mlp, ppo_cfg, train_isaac_lab_style
+
+    policy = {"class": "GaussianMixin", "clip_actions": False, "clip_log_std": True, "min_log_std": -20.0,
+              "max_log_std": 2.0, "initial_log_std": 0.0, "network": mlp(), "output": "ACTIONS"}  # fmt: skip
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        logs = tmp_path_factory.mktemp("tensor-skrl") / "logs" / "skrl" / "pendulum"
+        run, _ = train_isaac_lab_style(ppo_cfg(policy, timesteps=256), logs, "2026-12-01_10-00-00_ppo_torch",
+                                       "Pendulum-v1")  # fmt: skip
+        return run
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_skrl_policy_acts_on_the_device_as_on_the_host(skrl_pendulum):
+    policy = zoo.load_policy(skrl_pendulum, env_id="Pendulum-v1", env_factory=FACTORY, device=DEVICE)
+    on_device = tensor_rollout(policy, TorchPendulum_(3, seed=2), 6, True, "pendulum")
+    bridged = tensor_rollout(HostBridge(policy, DEVICE), TorchPendulum_(3, seed=2), 6, True, "pendulum")
+    assert [e.return_ for e in on_device] == pytest.approx([e.return_ for e in bridged], rel=1e-6)
+    assert all(e.length == 200 for e in on_device)
+
+
+def test_push_then_enjoy_an_skrl_experiment_on_a_tensor_env(skrl_pendulum, tmp_path):
+    """An skrl repo holds the experiment (checkpoints/ and params/): enjoy fetches it as one and
+    evaluates its latest checkpoint on the device, as the local run evaluates."""
+    import shutil
+
+    from test_hub_roundtrip import SENTINEL, _zoo
+
+    from zoo.hub.server import HubServer
+
+    run = tmp_path / "logs" / skrl_pendulum.name
+    shutil.copytree(skrl_pendulum, run)
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text(f"{SENTINEL} alice demo\n")
+    server = HubServer(tmp_path / "hub-root", token_file=tokens).start()
+    repo = "demo/Pendulum-v1-PPO"
+    try:
+        pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--env-id", "Pendulum-v1",
+                      "--stage-dir", tmp_path / "stage", hub_url=server.url, home=tmp_path / "pusher")  # fmt: skip
+        assert pushed.returncode == 0, pushed.stderr
+        fetched = _zoo("enjoy", "--exp-name", "skrl_ppo", "--env-id", "Pendulum-v1", "--hf-repository", repo,
+                       "--runs-dir", tmp_path / "none", "--allow-download", "--episodes", "4", "--num-envs", "2",
+                       "--device", "cpu", "--env-factory", FACTORY, "--out", tmp_path / "remote.json",
+                       hub_url=server.url, home=tmp_path / "fresh", cwd=REPO_TESTS)  # fmt: skip
+    finally:
+        server.stop()
+    assert fetched.returncode == 0, fetched.stderr
+    remote = json.loads((tmp_path / "remote.json").read_text())
+    assert remote["framework"] == "skrl" and remote["checkpoint"].endswith("agent_256.pt")
+    local = zoo.evaluate(run, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, out=None,
+                         device="cpu")  # fmt: skip
+    assert [e["return"] for e in remote["episodes"]] == [e.return_ for e in local.episodes]

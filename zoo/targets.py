@@ -222,8 +222,8 @@ def env_spec(target: Target, video_dir: Path | None = None, options: LoadOptions
     options = options or LoadOptions()
     if target.exported is not None:
         if options.env_factory or target.exported["env"].get("preset") == "tensor":
-            factory = options.env_factory or target.exported["env"].get("factory")
-            return TensorEnvSpec(target.env_id, factory=factory, video_dir=video)
+            recorded = {**target.exported["env"], "id": target.env_id}
+            return TensorEnvSpec.from_json(recorded, options.env_factory, video)
         spec = EnvSpec.from_json({**target.exported["env"], "id": target.env_id}, options.trusted_wrappers)
         refuse_untrusted(spec.wrappers, options.trusted_wrappers, f"{target.model_file}'s sidecar")
         return dataclasses.replace(spec, video_dir=video)

@@ -96,6 +96,7 @@ class TensorEnvSpec:
     env_id: str
     factory: str | None = None  # the user's module:function (--env-factory); None: zoo's task definition
     cfgs_file: str | None = None  # the run's cfgs.pkl, read with zoo's restricted unpickler
+    cfgs_json: str | None = None  # the same config as JSON text (an exported file's sidecar records it)
     video_dir: str | None = None
     #: Where the env's replays and video failures are reported (:class:`zoo.envs.VideoLog`).
     video_log: Any = field(default=None, compare=False, repr=False)
@@ -109,7 +110,19 @@ class TensorEnvSpec:
         data: dict = {"id": self.env_id, "preset": "tensor"}
         if self.factory:
             data["factory"] = self.factory
+        cfgs = self.config()
+        if cfgs is not None:
+            data["cfgs"] = cfgs
         return data
+
+    @classmethod
+    def from_json(cls, data: dict, factory: str | None = None, video_dir: str | None = None) -> TensorEnvSpec:
+        """The env a sidecar records (``factory``: the user's, which replaces the recorded one)."""
+        import json
+
+        cfgs = data.get("cfgs")
+        return cls(data["id"], factory=factory or data.get("factory"), video_dir=video_dir,
+                   cfgs_json=json.dumps(cfgs) if cfgs is not None else None)  # fmt: skip
 
     def deployment_notes(self) -> list[str]:
         if self.factory:
@@ -122,6 +135,10 @@ class TensorEnvSpec:
 
     def config(self) -> list[dict] | None:
         """The run's ``cfgs.pkl`` (a list of plain dicts), or None: the task's defaults apply."""
+        if self.cfgs_json is not None:
+            import json
+
+            return json.loads(self.cfgs_json)
         if self.cfgs_file is None:
             return None
         from zoo.tasks.cfgs import read_cfgs

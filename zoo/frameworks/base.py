@@ -62,6 +62,9 @@ class HubNaming:
     tags: tuple[str, ...] = ()  # card tags beyond the env id and zoo's own
     default_org: str | None = None  # the user or org ``zoo enjoy`` looks in when neither flag nor entry says
     companions: tuple[str, ...] = ()  # files beside the model that evaluation needs; fetched when present
+    #: Globs of the files a repo of a *run* holds (rsl_rl's checkpoints and config): ``zoo enjoy`` fetches
+    #: them as one folder and reads it as a run, its latest checkpoint the model. Empty: one model file.
+    run_files: tuple[str, ...] = ()
     card_template: str = "default"  # ``cards_templates/<name>.md.j2``
 
 

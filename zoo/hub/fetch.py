@@ -33,12 +33,8 @@ class HubFile:
     revision: str
     derived_from: str  # the flags that made repo_id, for error messages
     companions: tuple[str, ...] = ()  # files beside the model that evaluation needs, fetched when present
-    framework: str = ""  # the adapter that reads a fetched run (a pattern's snapshot folder)
-
-    @property
-    def is_pattern(self) -> bool:
-        """A glob (rsl_rl's ``model_*.pt``): the repo holds a run, fetched as a folder and read as one."""
-        return any(c in self.filename for c in "*?[")
+    framework: str = ""  # the adapter that reads a fetched run
+    run_files: tuple[str, ...] = ()  # the repo holds a run: these globs are fetched as one folder
 
 
 @dataclass
@@ -73,7 +69,8 @@ def hub_file(entry: Entry, *, env_id: str, run_seed: int, hf_entity: str | None,
     hub = get_adapter(entry.framework).hub
     filename = entry.model_filename(env_id=env_id)
     if hf_repository:
-        return HubFile(hf_repository, filename, revision, "--hf-repository", hub.companions, entry.framework)
+        return HubFile(hf_repository, filename, revision, "--hf-repository", hub.companions, entry.framework,
+                       hub.run_files)  # fmt: skip
     hf_entity = hf_entity or entry.hub.get("org") or hub.default_org
     if not hf_entity:
         raise UsageError(f"no hub user or org for {entry.name}: {hub.display_name} models have no usual home",
@@ -86,7 +83,7 @@ def hub_file(entry: Entry, *, env_id: str, run_seed: int, hf_entity: str | None,
     derived = (
         f"pattern {entry.hub['repo']!r} with --hf-entity {hf_entity} --env-id {env_id} --run-seed {run_seed}"
     )
-    return HubFile(repo_id, filename, revision, derived, hub.companions, entry.framework)
+    return HubFile(repo_id, filename, revision, derived, hub.companions, entry.framework, hub.run_files)
 
 
 def from_cache(target: HubFile) -> Path | None:
@@ -197,14 +194,14 @@ def _download_companion(target: HubFile, name: str, commit: str) -> None:
 
 
 def _run_snapshot(target: HubFile, *, local_only: bool) -> Path | None:
-    """The repo's run files (the model pattern and its companions) as one snapshot folder of the HF cache,
+    """The repo's run files (the adapter's ``run_files`` globs) as one snapshot folder of the HF cache,
     each download verified; with ``local_only`` only what is cached (None when it is not)."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_url, snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
     from huggingface_hub.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
-    patterns = [target.filename, *target.companions]
+    patterns = list(target.run_files)
     try:
         folder = Path(snapshot_download(target.repo_id, revision=target.revision, allow_patterns=patterns,
                                         local_files_only=local_only))  # fmt: skip
@@ -215,7 +212,7 @@ def _run_snapshot(target: HubFile, *, local_only: bool) -> Path | None:
     except Exception as exc:  # noqa: BLE001 - every failure becomes one clear line
         raise _hub_error(exc, target) from None
     if local_only:
-        return folder if any(folder.glob(target.filename)) else None
+        return folder if any(p.is_file() for p in folder.rglob("*")) else None
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         name = path.relative_to(folder).as_posix()
         try:
@@ -230,12 +227,11 @@ def _snapshot_source(kind: str, target: HubFile, folder: Path) -> Source:
     """The run a snapshot folder holds (its latest checkpoint is the model, its config beside it)."""
     from zoo.frameworks import get_adapter
 
-    runs = get_adapter(target.framework).discover(folder)
-    matching = [r for r in runs if r.model_file and r.model_file.match(target.filename)]
-    if not matching:
-        raise NetworkError(f"{target.repo_id} @ {target.revision} has no file {target.filename}",
-                           hint="check --exp-name, or the repo's files")  # fmt: skip
-    run = matching[0]
+    runs = [run for run in get_adapter(target.framework).discover(folder) if run.model_file]
+    if not runs:
+        raise NetworkError(f"{target.repo_id} @ {target.revision} holds no {target.framework} checkpoint "
+                           f"({', '.join(target.run_files)})", hint="check --exp-name, or the repo's files")  # fmt: skip
+    run = runs[0]
     return Source(kind, run.model_file, target.repo_id, target.revision, folder.name, run=run)
 
 
@@ -243,7 +239,7 @@ def resolve_model(target: HubFile, local: Run | None, allow_download: bool) -> S
     """Local run, then cache, then the network only with consent (HF_HUB_OFFLINE always wins)."""
     if local is not None:
         return Source("local-run", local.model_file, run=local)
-    if target.is_pattern:
+    if target.run_files:
         return _resolve_run(target, allow_download)
     cached = from_cache(target)
     if cached is not None:
@@ -265,9 +261,9 @@ def _resolve_run(target: HubFile, allow_download: bool) -> Source:
     if cached is not None:
         return _snapshot_source("cache", target, cached)
     if offline():
-        raise ZooError(f"offline (HF_HUB_OFFLINE=1) and {target.filename} of {target.repo_id} @ "
+        raise ZooError(f"offline (HF_HUB_OFFLINE=1) and the run in {target.repo_id} @ "
                        f"{target.revision} is not in the cache", hint="unset HF_HUB_OFFLINE and pass --allow-download")  # fmt: skip
-    require_network(f"download the run ({target.filename} and its config) from {target.repo_id} at revision "
+    require_network(f"download the run ({', '.join(target.run_files)}) from {target.repo_id} at revision "
                     f"{target.revision}", "--allow-download", allow_download)  # fmt: skip
     folder = _run_snapshot(target, local_only=False)
     assert folder is not None

@@ -88,7 +88,7 @@ class RslRlAdapter(Adapter):
     )
     #: A hub repo of an rsl_rl run holds its checkpoints and its config: ``zoo enjoy`` fetches both.
     hub = HubNaming(library_name="rsl_rl", display_name="rsl_rl", tags=("rsl_rl",), card_template="default",
-                    companions=(CFGS_PKL, str(AGENT_YAML), str(ENV_YAML)))  # fmt: skip
+                    run_files=("model_*.pt", CFGS_PKL, "params/*.yaml"))  # fmt: skip
 
     def entry_problem(self, raw: dict) -> tuple[str, str] | None:
         """Everything an rsl_rl model needs is in its checkpoint and config, so entries carry no

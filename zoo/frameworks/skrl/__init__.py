@@ -87,7 +87,9 @@ class SkrlAdapter(Adapter):
     packages = ("skrl",)
     train_return_tags = ("Reward / Total reward (mean)",)
     layout_hint = "skrl: {experiment}/checkpoints/agent_{step}.pt (params/agent.yaml beside checkpoints/)"
-    hub = HubNaming(library_name="skrl", display_name="skrl", tags=("skrl",), card_template="default")
+    #: A hub repo of an skrl experiment holds its checkpoints and params/: ``zoo enjoy`` fetches both.
+    hub = HubNaming(library_name="skrl", display_name="skrl", tags=("skrl",), card_template="default",
+                    run_files=("checkpoints/*.pt", "params/*.yaml"))  # fmt: skip
     takes_model_config = True
 
     def entry_problem(self, raw: dict) -> tuple[str, str] | None:

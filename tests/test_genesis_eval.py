@@ -1,0 +1,176 @@
+"""A Genesis rsl_rl run, as go2_train.py writes it, through zoo check / eval / export / push / enjoy.
+
+The run is trained here with rsl_rl's ``OnPolicyRunner`` on zoo's Go2 walking task (Genesis' CPU
+backend, 8 envs, 2 iterations): ``logs/go2-walking/cfgs.pkl`` + ``model_0.pt`` + ``model_1.pt``.
+Set ``ZOO_TEST_DEVICE=cuda`` to run the same tests on a GPU (benchmarks/gpu_check.sh does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+
+import pytest
+from genesis_helpers import train_go2_run
+from helpers import zoo
+
+pytestmark = [pytest.mark.genesis, pytest.mark.xdist_group("genesis")]
+
+DEVICE = os.environ.get("ZOO_TEST_DEVICE", "cpu")
+TASK = "Genesis-Go2Walking-v0"
+
+
+@pytest.fixture(scope="module")
+def go2_run(tmp_path_factory):
+    return train_go2_run(tmp_path_factory.mktemp("genesis"), num_envs=8, iterations=2)
+
+
+def _eval(target, out, *args):
+    return zoo("eval", target, "--episodes", "4", "--num-envs", "2", "--seed", "3", "--device", DEVICE,
+               "--out", out, "--quiet", *args)  # fmt: skip
+
+
+def test_check_recognizes_a_genesis_run_and_names_its_task(go2_run):
+    report = zoo("check", go2_run.parent, "--json", "--no-cache").json()[0]
+    assert report["status"] == "ok", report
+    assert report["run"]["env_id"] == TASK and report["run"]["path"] == str(go2_run)
+    assert report["details"]["task"] == f"{TASK}: zoo's definition, configured from cfgs.pkl"
+    assert report["details"]["config"] == "cfgs.pkl" and report["details"]["iteration"] == 1
+
+
+@pytest.fixture(scope="module")
+def short_run(go2_run, tmp_path_factory):
+    """The run with 1-second episodes in its cfgs.pkl (51 steps): a user's shorter task, still Go2 walking."""
+    from zoo.tasks.cfgs import read_cfgs
+
+    run = tmp_path_factory.mktemp("short") / "logs" / "go2-short"
+    shutil.copytree(go2_run, run)
+    cfgs = read_cfgs(run / "cfgs.pkl")
+    cfgs[0]["episode_length_s"] = 1.0
+    (run / "cfgs.pkl").write_bytes(pickle.dumps(cfgs))
+    return run
+
+
+def test_eval_rolls_out_on_the_device_and_same_seed_same_episodes(short_run, tmp_path):
+    first = _eval(short_run, tmp_path / "a.json", "--capture-video")
+    assert first.exit_code == 0, first.stderr
+    a = json.loads((tmp_path / "a.json").read_text())
+    assert a["task"] == TASK and a["framework"] == "rsl_rl" and a["device"] == DEVICE
+    assert len(a["episodes"]) == 4 and [e["env_index"] for e in a["episodes"]] == [0, 0, 1, 1]
+    assert all(1 <= e["length"] <= 51 for e in a["episodes"])  # the run's cfgs.pkl sets the time limit
+    # the camera renders env 0: a replay, or one warning saying why not (never a failed eval)
+    assert a["videos"] or any("video capture" in w for w in first.stderr.splitlines()), first.stderr
+    for video in a["videos"]:
+        assert os.path.getsize(video) > 0
+    again = _eval(short_run, tmp_path / "b.json")
+    assert again.exit_code == 0, again.stderr
+    b = json.loads((tmp_path / "b.json").read_text())
+    assert [(e["return"], e["length"]) for e in a["episodes"]] == [
+        (e["return"], e["length"]) for e in b["episodes"]
+    ]
+
+
+def test_export_records_the_tasks_observation_terms_and_the_file_acts_like_the_checkpoint(
+    short_run, tmp_path
+):
+    out = tmp_path / "policy.onnx"
+    exported = zoo("export", short_run, "--out", out, "--quiet")
+    assert exported.exit_code == 0, exported.stderr
+    meta = json.loads(out.with_name("policy.onnx.metadata.json").read_text())
+    assert meta["task"] == TASK and {k: meta["env"][k] for k in ("id", "preset")} == {
+        "id": TASK,
+        "preset": "tensor",
+    }
+    assert (
+        meta["env"]["cfgs"][0]["episode_length_s"] == 1.0
+    )  # the run's config: the file evaluates on the same task
+    terms = meta["obs_groups"]["policy"]["terms"]
+    assert [t["name"] for t in terms] == ["base_ang_vel", "projected_gravity", "commands", "dof_pos", "dof_vel",
+                                          "actions"]  # fmt: skip
+    assert [(t["start"], t["dim"]) for t in terms] == [(0, 3), (3, 3), (6, 3), (9, 12), (21, 12), (33, 12)]
+    assert terms[0]["scale"] == 0.25 and terms[2]["scale"] == [2.0, 2.0, 0.25] and terms[4]["scale"] == 0.05
+    checkpoint = _eval(short_run, tmp_path / "ckpt.json", "--device", "cpu")
+    from_file = zoo("eval", out, "--episodes", "4", "--num-envs", "2", "--seed", "3", "--out", tmp_path / "f.json",
+                    "--quiet")  # fmt: skip
+    assert checkpoint.exit_code == 0 and from_file.exit_code == 0, checkpoint.stderr + from_file.stderr
+    lengths = [
+        [e["length"] for e in json.loads((tmp_path / n).read_text())["episodes"]]
+        for n in ("ckpt.json", "f.json")
+    ]
+    assert lengths[0] == lengths[1]
+
+
+@pytest.mark.slow
+def test_push_then_enjoy_a_genesis_run_on_the_local_hub(go2_run, tmp_path):
+    """The repo holds what enjoy needs to rebuild the run elsewhere: checkpoints, cfgs.pkl, eval.json, card."""
+    from test_hub_roundtrip import SENTINEL, _zoo
+
+    from zoo.hub.server import HubServer
+
+    run = tmp_path / "logs" / "go2-walking"
+    shutil.copytree(go2_run, run)
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text(f"{SENTINEL} alice demo\n")
+    server = HubServer(tmp_path / "hub-root", token_file=tokens).start()
+    repo = "demo/Genesis-Go2Walking-v0-rsl_ppo-seed1"
+    try:
+        pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--stage-dir", tmp_path / "stage",
+                      hub_url=server.url, home=tmp_path / "pusher")  # fmt: skip
+        assert pushed.returncode == 0, pushed.stderr
+        staged = {p.name for p in (tmp_path / "stage").iterdir()}
+        assert {"cfgs.pkl", "model_0.pt", "model_1.pt", "eval.json", "README.md"} <= staged
+        card = (tmp_path / "stage" / "README.md").read_text()
+        assert TASK in card and "rsl_rl" in card
+        fetched = _zoo("enjoy", "--exp-name", "rsl_ppo", "--env-id", TASK, "--run-seed", "1", "--hf-repository", repo,
+                       "--runs-dir", tmp_path / "none", "--allow-download", "--episodes", "2", "--num-envs", "2",
+                       "--device", DEVICE, "--out", tmp_path / "remote.json", hub_url=server.url,
+                       home=tmp_path / "fresh")  # fmt: skip
+    finally:
+        server.stop()
+    assert fetched.returncode == 0, fetched.stderr
+    remote = json.loads((tmp_path / "remote.json").read_text())
+    assert remote["task"] == TASK and remote["checkpoint"].endswith("model_1.pt")
+    assert remote["source"]["kind"] == "download" and remote["device"] == DEVICE
+    pushed_eval = json.loads((tmp_path / "stage" / "eval.json").read_text())
+    if DEVICE == "cpu":  # the push's own evaluation ran on the CPU with seed 0, as this one
+        assert [e["return"] for e in remote["episodes"]] == [e["return"] for e in pushed_eval["episodes"]]
+
+
+def test_without_the_genesis_extra_check_warns_and_eval_says_what_to_install(go2_run, tmp_path, monkeypatch):
+    import importlib.util
+
+    from zoo.tasks import genesis as zoo_genesis
+
+    real = importlib.util.find_spec
+
+    def without_genesis(name, *args):
+        return None if name == "genesis" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_genesis)
+    monkeypatch.setattr(zoo_genesis, "find_spec", without_genesis)
+    report = zoo("check", go2_run, "--json", "--no-cache").json()[0]
+    assert report["status"] == "warning" and "missing optional extra 'genesis'" in report["reason"]
+    result = _eval(go2_run, tmp_path / "e.json")
+    assert result.exit_code != 0 and "Traceback" not in result.stderr
+    assert "pip install 'rl-zoo-hub[genesis]'" in result.stderr and not (tmp_path / "e.json").exists()
+
+
+@pytest.fixture(scope="module")
+def skrl_go2_run(tmp_path_factory):
+    from genesis_helpers import train_skrl_go2_run
+
+    return train_skrl_go2_run(tmp_path_factory.mktemp("skrl-genesis"))
+
+
+@pytest.mark.slow
+def test_an_skrl_policy_trained_on_the_task_evaluates_on_it(skrl_go2_run, tmp_path):
+    result = zoo("eval", skrl_go2_run, "--env-id", TASK, "--episodes", "2", "--num-envs", "2", "--device", DEVICE,
+                 "--out", tmp_path / "e.json", "--quiet")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    data = json.loads((tmp_path / "e.json").read_text())
+    assert data["framework"] == "skrl" and data["task"] == TASK and len(data["episodes"]) == 2
+    assert data["checkpoint"].endswith("agent_48.pt") and all(
+        1 <= e["length"] <= 1001 for e in data["episodes"]
+    )
