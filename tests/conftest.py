@@ -18,8 +18,7 @@ TRAINING_FIXTURES = frozenset({
     "skrl_runs", "skrl_reference", "skrl_kind_runs", "skrl_rnn_runs", "skrl_cnn_run",
     "rsl_cnn_run", "rsl_distilled",
     "rlzoo_runs", "atari_reference", "contrib_run", "contrib_models",
-    "pendulum_runs", "skrl_pendulum", "go2_run", "short_run", "skrl_go2_run", "genesis_go2_run",
-    "genesis_hover_run",
+    "pendulum_runs", "skrl_pendulum", "go2_run", "short_run", "skrl_go2_run", "genesis_hover_run",
 })  # fmt: skip
 
 
@@ -41,6 +40,15 @@ def dqn_run(tmp_path):
     dst = tmp_path / "runs" / src.name
     shutil.copytree(src, dst)
     return dst
+
+
+@pytest.fixture(scope="session")
+def go2_run(tmp_path_factory):
+    """A Genesis go2_train.py run on zoo's Go2 task (8 envs, 2 iterations): logs/go2-walking with cfgs.pkl,
+    model_0.pt and model_1.pt; shared by the Genesis test modules (their xdist group runs on one worker)."""
+    from genesis_helpers import train_go2_run
+
+    return train_go2_run(tmp_path_factory.mktemp("genesis-go2"), num_envs=8, iterations=2)
 
 
 @pytest.fixture(autouse=True)

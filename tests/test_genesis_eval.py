@@ -1,7 +1,7 @@
 """A Genesis rsl_rl run, as go2_train.py writes it, through zoo check / eval / export / push / enjoy.
 
-The run is trained here with rsl_rl's ``OnPolicyRunner`` on zoo's Go2 walking task (Genesis' CPU
-backend, 8 envs, 2 iterations): ``logs/go2-walking/cfgs.pkl`` + ``model_0.pt`` + ``model_1.pt``.
+The run (conftest's ``go2_run``) is trained with rsl_rl's ``OnPolicyRunner`` on zoo's Go2 walking task
+(Genesis' CPU backend, 8 envs, 2 iterations): ``logs/go2-walking/cfgs.pkl`` + ``model_0.pt`` + ``model_1.pt``.
 Set ``ZOO_TEST_DEVICE=cuda`` to run the same tests on a GPU (benchmarks/gpu_check.sh does).
 """
 
@@ -13,18 +13,12 @@ import pickle
 import shutil
 
 import pytest
-from genesis_helpers import train_go2_run
 from helpers import zoo
 
 pytestmark = [pytest.mark.genesis, pytest.mark.xdist_group("genesis")]
 
 DEVICE = os.environ.get("ZOO_TEST_DEVICE", "cpu")
 TASK = "Genesis-Go2Walking-v0"
-
-
-@pytest.fixture(scope="module")
-def go2_run(tmp_path_factory):
-    return train_go2_run(tmp_path_factory.mktemp("genesis"), num_envs=8, iterations=2)
 
 
 def _eval(target, out, *args):
@@ -40,7 +34,7 @@ def test_check_recognizes_a_genesis_run_and_names_its_task(go2_run):
     assert report["details"]["config"] == "cfgs.pkl" and report["details"]["iteration"] == 1
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def short_run(go2_run, tmp_path_factory):
     """The run with 1-second episodes in its cfgs.pkl (51 steps): a user's shorter task, still Go2 walking."""
     from zoo.tasks.cfgs import read_cfgs
@@ -105,17 +99,12 @@ def test_export_records_the_tasks_observation_terms_and_the_file_acts_like_the_c
 @pytest.mark.slow
 def test_push_then_enjoy_a_genesis_run_on_the_local_hub(go2_run, tmp_path):
     """The repo holds what enjoy needs to rebuild the run elsewhere: checkpoints, cfgs.pkl, eval.json, card."""
-    from test_hub_roundtrip import SENTINEL, _zoo
-
-    from zoo.hub.server import HubServer
+    from test_hub_roundtrip import _zoo, token_hub
 
     run = tmp_path / "logs" / "go2-walking"
     shutil.copytree(go2_run, run)
-    tokens = tmp_path / "tokens.txt"
-    tokens.write_text(f"{SENTINEL} alice demo\n")
-    server = HubServer(tmp_path / "hub-root", token_file=tokens).start()
     repo = "demo/Genesis-Go2Walking-v0-rsl_ppo-seed1"
-    try:
+    with token_hub(tmp_path) as (server, _log):
         pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--stage-dir", tmp_path / "stage",
                       hub_url=server.url, home=tmp_path / "pusher")  # fmt: skip
         assert pushed.returncode == 0, pushed.stderr
@@ -127,8 +116,6 @@ def test_push_then_enjoy_a_genesis_run_on_the_local_hub(go2_run, tmp_path):
                        "--runs-dir", tmp_path / "none", "--allow-download", "--episodes", "2", "--num-envs", "2",
                        "--device", DEVICE, "--out", tmp_path / "remote.json", hub_url=server.url,
                        home=tmp_path / "fresh")  # fmt: skip
-    finally:
-        server.stop()
     assert fetched.returncode == 0, fetched.stderr
     remote = json.loads((tmp_path / "remote.json").read_text())
     assert remote["task"] == TASK and remote["checkpoint"].endswith("model_1.pt")
@@ -157,7 +144,7 @@ def test_without_the_genesis_extra_check_warns_and_eval_says_what_to_install(go2
     assert "pip install 'rl-zoo-hub[genesis]'" in result.stderr and not (tmp_path / "e.json").exists()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def skrl_go2_run(tmp_path_factory):
     from genesis_helpers import train_skrl_go2_run
 

@@ -171,7 +171,7 @@ def test_hover_matches_the_example(monkeypatch):
     ref.scene.destroy()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def go2_env():
     """zoo's Go2 with the example's config, 2 envs."""
     _genesis()
@@ -190,7 +190,7 @@ def test_go2_reset_observation_keeps_the_quirk(go2_env):
     torch.testing.assert_close(obs, torch.tensor([expected] * 2), atol=1e-6, rtol=0)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hover_env():
     """zoo's drone hover with the example's config, 2 envs."""
     _genesis()
@@ -336,39 +336,26 @@ def test_a_config_the_definition_cannot_honour_is_refused(task, edit, message):
     assert message in str(info.value) and "\n" not in str(info.value) and info.value.hint
 
 
-@pytest.fixture(scope="module")
-def genesis_go2_run(tmp_path_factory) -> Path:
-    """A go2_train.py run (2 iterations, 8 envs) on zoo's Go2: logs/go2-walking."""
-    _genesis()
-    pytest.importorskip("rsl_rl")
-    from genesis_helpers import train_go2_run
-
-    return train_go2_run(tmp_path_factory.mktemp("genesis-go2"))
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def genesis_hover_run(tmp_path_factory) -> Path:
     """A hover_train.py run (2 iterations, 8 envs) on zoo's drone hover: logs/drone-hovering."""
     _genesis()
-    pytest.importorskip("rsl_rl")
     from genesis_helpers import train_hover_run
 
     return train_hover_run(tmp_path_factory.mktemp("genesis-hover"))
 
 
 @pytest.mark.slow
-def test_a_trained_run_is_laid_out_as_go2_train_writes_it(genesis_go2_run, genesis_hover_run):
+def test_a_trained_run_is_laid_out_as_go2_train_writes_it(go2_run, genesis_hover_run):
     import torch
 
-    for run, task, obs_dim in ((genesis_go2_run, GO2_WALKING, 45), (genesis_hover_run, DRONE_HOVER, 17)):
+    for run, task, obs_dim in ((go2_run, GO2_WALKING, 45), (genesis_hover_run, DRONE_HOVER, 17)):
         assert {p.name for p in run.glob("model_*.pt")} == {"model_0.pt", "model_1.pt"}
         cfgs = read_cfgs(run / "cfgs.pkl")
         assert recognize(cfgs) == task and "algorithm" in cfgs[4]
         state = torch.load(run / "model_1.pt", map_location="cpu", weights_only=True)
         assert state["actor_state_dict"]["mlp.0.weight"].shape[1] == obs_dim
-    assert (
-        read_cfgs(genesis_go2_run / "cfgs.pkl")[2]["reward_scales"]["base_height"] == -50.0
-    )  # pickled unscaled
+    assert read_cfgs(go2_run / "cfgs.pkl")[2]["reward_scales"]["base_height"] == -50.0  # pickled unscaled
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ and ``HF_HOME`` at import, exactly as it does for a user.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -19,17 +20,27 @@ from helpers import EXAMPLES
 SENTINEL = "hf_SENTINELroundtrip0123456789abcdefghij"
 
 
-@pytest.fixture
-def hub(tmp_path):
-    """A token-protected hub on 127.0.0.1 whose access log is kept, to prove no token reaches it."""
+@contextlib.contextmanager
+def token_hub(tmp_path):
+    """A hub on 127.0.0.1 that takes the SENTINEL token (user alice, org demo), stopped on exit; yields
+    the server and its access log."""
     from zoo.hub.server import HubServer
 
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(f"{SENTINEL} alice demo\n")
     log = io.StringIO()
     server = HubServer(tmp_path / "hub-root", token_file=tokens, access_log=log).start()
-    yield server
-    server.stop()
+    try:
+        yield server, log
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def hub(tmp_path):
+    """A token-protected hub on 127.0.0.1 whose access log is kept, to prove no token reaches it."""
+    with token_hub(tmp_path) as (server, log):
+        yield server
     assert log.getvalue().count("\n") > 3 and SENTINEL not in log.getvalue()
 
 

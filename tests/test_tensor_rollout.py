@@ -189,14 +189,9 @@ def test_push_then_enjoy_an_rsl_rl_run_fetches_its_config_and_evaluates_it(pendu
     and the fetched run evaluates as the local one does (here on the tensor env)."""
     import shutil
 
-    from test_hub_roundtrip import SENTINEL, _zoo
+    from test_hub_roundtrip import _zoo, token_hub
 
-    from zoo.hub.server import HubServer
-
-    tokens = tmp_path / "tokens.txt"
-    tokens.write_text(f"{SENTINEL} alice demo\n")
-    server = HubServer(tmp_path / "hub-root", token_file=tokens).start()
-    try:
+    with token_hub(tmp_path) as (server, _log):
         run = tmp_path / "logs" / "pendulum_lstm"
         shutil.copytree(pendulum_runs["lstm"].run_dir, run)
         repo = "demo/Pendulum-v1-rsl_ppo-seed7"
@@ -222,11 +217,10 @@ def test_push_then_enjoy_an_rsl_rl_run_fetches_its_config_and_evaluates_it(pendu
         assert f"model: downloaded from {repo} @ main" in fetched.stderr
         remote = json.loads((tmp_path / "remote.json").read_text())
         assert remote["checkpoint"].endswith(latest) and remote["source"]["kind"] == "download"
-    finally:
-        server.stop()
     again = _zoo("enjoy", *args, "--out", tmp_path / "cached.json", hub_url=server.url, home=env_home,
                  cwd=REPO_TESTS)  # fmt: skip
-    assert again.returncode == 0, again.stderr and "model: HF cache of" in again.stderr
+    assert again.returncode == 0, again.stderr
+    assert "model: HF cache of" in again.stderr
     local = zoo.evaluate(run, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, out=None,
                          device="cpu")  # fmt: skip
     for data in (remote, json.loads((tmp_path / "cached.json").read_text())):
@@ -264,17 +258,12 @@ def test_push_then_enjoy_an_skrl_experiment_on_a_tensor_env(skrl_pendulum, tmp_p
     evaluates its latest checkpoint on the device, as the local run evaluates."""
     import shutil
 
-    from test_hub_roundtrip import SENTINEL, _zoo
-
-    from zoo.hub.server import HubServer
+    from test_hub_roundtrip import _zoo, token_hub
 
     run = tmp_path / "logs" / skrl_pendulum.name
     shutil.copytree(skrl_pendulum, run)
-    tokens = tmp_path / "tokens.txt"
-    tokens.write_text(f"{SENTINEL} alice demo\n")
-    server = HubServer(tmp_path / "hub-root", token_file=tokens).start()
     repo = "demo/Pendulum-v1-PPO"
-    try:
+    with token_hub(tmp_path) as (server, _log):
         pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--env-id", "Pendulum-v1",
                       "--stage-dir", tmp_path / "stage", hub_url=server.url, home=tmp_path / "pusher")  # fmt: skip
         assert pushed.returncode == 0, pushed.stderr
@@ -282,8 +271,6 @@ def test_push_then_enjoy_an_skrl_experiment_on_a_tensor_env(skrl_pendulum, tmp_p
                        "--runs-dir", tmp_path / "none", "--allow-download", "--episodes", "4", "--num-envs", "2",
                        "--device", "cpu", "--env-factory", FACTORY, "--out", tmp_path / "remote.json",
                        hub_url=server.url, home=tmp_path / "fresh", cwd=REPO_TESTS)  # fmt: skip
-    finally:
-        server.stop()
     assert fetched.returncode == 0, fetched.stderr
     remote = json.loads((tmp_path / "remote.json").read_text())
     assert remote["framework"] == "skrl" and remote["checkpoint"].endswith("agent_256.pt")

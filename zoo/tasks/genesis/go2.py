@@ -21,12 +21,11 @@ are computed without host syncs.
 
 from __future__ import annotations
 
-import copy
-import math
 from typing import Any
 
 from zoo.tasks.cfgs import GO2_JOINT_NAMES, GO2_WALKING, joint_names
-from zoo.tasks.genesis import CfgKeys, EpisodeVideo, ensure_init, import_genesis, refuse
+from zoo.tasks.genesis import CfgKeys, refuse
+from zoo.tasks.genesis.base import GenesisTask
 from zoo.tensor_env import DEFAULT_GROUP, Term, terms_of
 
 #: The control period (50 Hz), hard-coded in the example; two physics substeps per step.
@@ -101,23 +100,6 @@ DEFAULT_CFGS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-def _checked(cfgs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """The cfgs this definition honours (the defaults for None); a one-line refusal for any other."""
-    env_cfg, obs_cfg, *_ = cfgs = CFG_KEYS.check(DEFAULT_CFGS if cfgs is None else cfgs)
-    names = joint_names(env_cfg)
-    if not isinstance(names, list) or len(names) != 12 or set(names) != GO2_JOINT_NAMES:
-        raise refuse(GO2_WALKING, f"joint_names must list the Go2's 12 joints once each, got {names!r}")
-    if env_cfg["num_actions"] != len(names):
-        raise refuse(GO2_WALKING, f"num_actions is {env_cfg['num_actions']}, joint_names lists {len(names)}")
-    if not set(env_cfg["default_joint_angles"]) >= GO2_JOINT_NAMES:
-        raise refuse(GO2_WALKING, "default_joint_angles must give every Go2 joint an angle")
-    if obs_cfg.get("num_obs", OBS_DIM) != OBS_DIM:
-        raise refuse(
-            GO2_WALKING, f"num_obs is {obs_cfg['num_obs']}; the example's observation has {OBS_DIM} values"
-        )
-    return cfgs
-
-
 def reward_scales(env_cfg: dict[str, Any], reward_cfg: dict[str, Any]) -> dict[str, float]:
     """Each reward's weight per step: the config's scale x dt, as the example multiplies it.
 
@@ -130,15 +112,37 @@ def reward_scales(env_cfg: dict[str, Any], reward_cfg: dict[str, Any]) -> dict[s
     }
 
 
-class Go2Walking:
+class Go2Walking(GenesisTask):
     """The Go2 walking task as rsl_rl 5's ``VecEnv`` (and zoo's :class:`~zoo.tensor_env.TensorEnv`)."""
 
     task_id = GO2_WALKING
+    dt = DT
+    obs_dim = OBS_DIM
+    num_actions = 12
+
+    @classmethod
+    def _checked(cls, cfgs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        env_cfg, obs_cfg, *_ = cfgs = CFG_KEYS.check(DEFAULT_CFGS if cfgs is None else cfgs)
+        names = joint_names(env_cfg)
+        if not isinstance(names, list) or len(names) != 12 or set(names) != GO2_JOINT_NAMES:
+            raise refuse(GO2_WALKING, f"joint_names must list the Go2's 12 joints once each, got {names!r}")
+        if env_cfg["num_actions"] != len(names):
+            raise refuse(
+                GO2_WALKING, f"num_actions is {env_cfg['num_actions']}, joint_names lists {len(names)}"
+            )
+        if not set(env_cfg["default_joint_angles"]) >= GO2_JOINT_NAMES:
+            raise refuse(GO2_WALKING, "default_joint_angles must give every Go2 joint an angle")
+        if obs_cfg.get("num_obs", OBS_DIM) != OBS_DIM:
+            raise refuse(
+                GO2_WALKING,
+                f"num_obs is {obs_cfg['num_obs']}; the example's observation has {OBS_DIM} values",
+            )
+        return cfgs
 
     @classmethod
     def obs_terms(cls, cfgs: list[dict[str, Any]] | None) -> dict[str, tuple[Term, ...]]:
         """The policy group's terms, scaled as the env scales them (dof_pos is relative to the default pose)."""
-        _env_cfg, obs_cfg, *_ = _checked(cfgs)
+        _env_cfg, obs_cfg, *_ = cls._checked(cfgs)
         scales = obs_cfg["obs_scales"]
         lin, ang = float(scales["lin_vel"]), float(scales["ang_vel"])
         return {DEFAULT_GROUP: terms_of(
@@ -147,46 +151,9 @@ class Go2Walking:
             ("actions", 12, 1.0, None),
         )}  # fmt: skip
 
-    @classmethod
-    def spaces(cls, cfgs: list[dict[str, Any]] | None) -> tuple[Any, Any]:
-        """``(Dict(policy: Box(45)), Box(±clip_actions, 12))``, without building anything."""
-        import numpy as np
-        from gymnasium import spaces
-
-        env_cfg = _checked(cfgs)[0]
-        clip = float(env_cfg["clip_actions"])
-        obs = spaces.Dict({DEFAULT_GROUP: spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)})
-        return obs, spaces.Box(-clip, clip, (12,), np.float32)
-
-    def __init__(self, num_envs: int, device: str, seed: int, cfgs: list[dict[str, Any]] | None = None,
-                 video_dir: str | None = None):  # fmt: skip
-        import torch
-
-        cfgs = copy.deepcopy(_checked(cfgs))
-        ensure_init(device)
-        gs = import_genesis()
-        self.env_cfg, self.obs_cfg, self.reward_cfg, self.command_cfg = cfgs[:4]
-        self.cfg = self.env_cfg
-        self.num_envs = num_envs
-        self.num_actions = self.env_cfg["num_actions"]
-        self.device = gs.device
-        self.dt = DT
-        self.max_episode_length = math.ceil(self.env_cfg["episode_length_s"] / self.dt)
-        self.resampling_steps = int(self.env_cfg["resampling_time_s"] / self.dt)
-        self.reward_scales = reward_scales(self.env_cfg, self.reward_cfg)
-        self.generator = torch.Generator(self.device).manual_seed(seed)
-        self.video = EpisodeVideo(video_dir, fps=round(1 / self.dt)) if video_dir else None
-        self._build_scene(gs)
-        self._init_buffers(gs, torch)
-        self.reset()
-
-    @property
-    def videos_written(self) -> list:
-        return self.video.written if self.video else []
-
-    @property
-    def video_failures(self) -> list[str]:
-        return self.video.failures if self.video else []
+    def _step_reward_scales(self) -> dict[str, float]:
+        """:func:`reward_scales`: a Genesis 0.2.1 run's scales are already per step."""
+        return reward_scales(self.env_cfg, self.reward_cfg)
 
     def _build_scene(self, gs) -> None:
         """The example's scene: a plane and the Go2 from Genesis' assets, 2 substeps of 0.01 s per step."""
@@ -209,7 +176,9 @@ class Go2Walking:
     def _init_buffers(self, gs, torch) -> None:
         from genesis.utils.geom import inv_quat, transform_by_quat
 
+        super()._init_buffers(gs, torch)
         n, dev, f = self.num_envs, self.device, gs.tc_float
+        self.resampling_steps = int(self.env_cfg["resampling_time_s"] / self.dt)
         names = joint_names(self.env_cfg)
         angles = self.env_cfg["default_joint_angles"]
         self.motors_dof_idx = torch.tensor([self.robot.get_joint(name).dof_start for name in names],
@@ -234,72 +203,22 @@ class Go2Walking:
         )
         self.commands_limits = tuple(torch.tensor(values, dtype=f, device=dev)
                                      for values in zip(*(self.command_cfg[k] for k in COMMAND_KEYS), strict=True))  # fmt: skip
-        self.base_pos, self.base_lin_vel, self.base_ang_vel, self.projected_gravity, self.base_euler = (
-            torch.zeros((n, 3), dtype=f, device=dev) for _ in range(5))  # fmt: skip
-        self.base_quat = torch.zeros((n, 4), dtype=f, device=dev)
-        self.actions, self.last_actions, self.dof_pos, self.dof_vel = (
-            torch.zeros((n, self.num_actions), dtype=f, device=dev) for _ in range(4))  # fmt: skip
-        self.commands = torch.zeros((n, 3), dtype=f, device=dev)
-        self.rew_buf = torch.zeros((n,), dtype=f, device=dev)
-        self.episode_length_buf = torch.zeros((n,), dtype=gs.tc_int, device=dev)
-        self.episode_sums = {name: torch.zeros((n,), dtype=f, device=dev) for name in self.reward_scales}
-        self.extras: dict[str, Any] = {}
+        self.projected_gravity = torch.zeros((n, 3), dtype=f, device=dev)
+        self.dof_pos = torch.zeros((n, self.num_actions), dtype=f, device=dev)
+        self.dof_vel = torch.zeros_like(self.dof_pos)
 
-    # ------------------------------------------------------------------ the VecEnv interface
-    def reset(self):
-        """Every env back to its initial state (new commands); the first observations."""
-        import torch
-
-        self.reset_buf = torch.ones((self.num_envs,), dtype=torch.bool, device=self.device)
-        self._reset_idx(None)
-        self._update_observation()
-        return self.get_observations()
-
-    def get_observations(self):
-        from tensordict import TensorDict
-
-        return TensorDict({DEFAULT_GROUP: self.obs_buf}, batch_size=[self.num_envs])
-
-    def step(self, actions):
-        """One control step: ``(obs, rewards, dones, extras)``; a done env is reset before its obs is taken."""
-        import torch
-
-        clip = self.env_cfg["clip_actions"]
-        self.actions.copy_(torch.clip(actions, -clip, clip))
-        # one-step latency: the action executed is the previous one
+    # ------------------------------------------------------------------ the example's step, piece by piece
+    def _apply_actions(self) -> None:
+        """PD targets from the previous action: the example's one-step latency, always on."""
         target_dof_pos = self.last_actions * self.env_cfg["action_scale"] + self.default_dof_pos
         self.robot.control_dofs_position(target_dof_pos[:, self.actions_dof_idx], slice(6, 18))
-        self.scene.step()
-        self.episode_length_buf += 1
-        self._read_state()
-        if self.video:
-            self.video.frame()
 
+    def _post_physics_step(self) -> None:
+        """The rewards, new commands every ``resampling_steps``, the termination, then the resets."""
         self._add_rewards()  # on the state the step reached, before any reset
         self._resample_commands(self.episode_length_buf % self.resampling_steps == 0)
         self._check_termination()
-        if self.video:
-            self.video.step_done(self.reset_buf[0])
-
-        self._reset_idx(self.reset_buf)
-        self._update_observation()
-        self.last_actions.copy_(self.actions)
-        return self.get_observations(), self.rew_buf, self.reset_buf, self.extras
-
-    def close(self) -> None:
-        """Write the video of the episode in progress and free the scene; Genesis stays initialised (other
-        tasks may follow in this process)."""
-        if self.video:
-            self.video.close()
-        self.scene.destroy()
-
-    # ------------------------------------------------------------------ the example's step, piece by piece
-    def _add_rewards(self) -> None:
-        self.rew_buf.zero_()
-        for name, scale in self.reward_scales.items():
-            rew = getattr(self, "_reward_" + name)() * scale
-            self.rew_buf += rew
-            self.episode_sums[name] += rew
+        self._reset_done()
 
     def _check_termination(self) -> None:
         """``reset_buf``: time-out, |pitch| or |roll| over its limit (degrees), or the solver failed."""
@@ -313,15 +232,9 @@ class Go2Walking:
         self.extras["time_outs"] = time_outs.to(dtype=self.rew_buf.dtype)
 
     def _read_state(self) -> None:
-        from genesis.utils.geom import inv_quat, quat_to_xyz, transform_by_quat, transform_quat_by_quat
+        from genesis.utils.geom import transform_by_quat
 
-        self.base_pos.copy_(self.robot.get_pos())
-        self.base_quat.copy_(self.robot.get_quat())
-        relative_quat = transform_quat_by_quat(self.inv_base_init_quat, self.base_quat)
-        self.base_euler.copy_(quat_to_xyz(relative_quat, rpy=True, degrees=True))
-        inv_base_quat = inv_quat(self.base_quat)
-        self.base_lin_vel.copy_(transform_by_quat(self.robot.get_vel(), inv_base_quat))
-        self.base_ang_vel.copy_(transform_by_quat(self.robot.get_ang(), inv_base_quat))
+        inv_base_quat = self._read_base(self.robot)
         self.projected_gravity.copy_(transform_by_quat(self.global_gravity, inv_base_quat))
         self.dof_pos.copy_(self.robot.get_dofs_position(self.motors_dof_idx))
         self.dof_vel.copy_(self.robot.get_dofs_velocity(self.motors_dof_idx))

@@ -19,12 +19,11 @@ not floats; the viewer-only options (``visualize_target``, ``visualize_camera``)
 
 from __future__ import annotations
 
-import copy
-import math
 from typing import Any
 
 from zoo.tasks.cfgs import DRONE_HOVER
-from zoo.tasks.genesis import CfgKeys, EpisodeVideo, ensure_init, import_genesis, refuse
+from zoo.tasks.genesis import CfgKeys, refuse
+from zoo.tasks.genesis.base import GenesisTask
 from zoo.tensor_env import DEFAULT_GROUP, Term, terms_of
 
 #: The control period (100 Hz), hard-coded in the example; two physics substeps per step.
@@ -87,69 +86,32 @@ DEFAULT_CFGS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-def _checked(cfgs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """The cfgs this definition honours (the defaults for None); a one-line refusal for any other."""
-    cfgs = CFG_KEYS.check(DEFAULT_CFGS if cfgs is None else cfgs)
-    if cfgs[0]["num_actions"] != NUM_ACTIONS:
-        raise refuse(DRONE_HOVER, f"num_actions is {cfgs[0]['num_actions']}; the Crazyflie has 4 propellers")
-    return cfgs
-
-
-class DroneHover:
+class DroneHover(GenesisTask):
     """The drone hover task as rsl_rl 5's ``VecEnv`` (and zoo's :class:`~zoo.tensor_env.TensorEnv`)."""
 
     task_id = DRONE_HOVER
+    dt = DT
+    obs_dim = OBS_DIM
+    num_actions = NUM_ACTIONS
+
+    @classmethod
+    def _checked(cls, cfgs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        cfgs = CFG_KEYS.check(DEFAULT_CFGS if cfgs is None else cfgs)
+        if cfgs[0]["num_actions"] != NUM_ACTIONS:
+            raise refuse(
+                DRONE_HOVER, f"num_actions is {cfgs[0]['num_actions']}; the Crazyflie has 4 propellers"
+            )
+        return cfgs
 
     @classmethod
     def obs_terms(cls, cfgs: list[dict[str, Any]] | None) -> dict[str, tuple[Term, ...]]:
         """The policy group's terms; rel_pos is the target's position minus the drone's, in the world frame."""
-        scales = _checked(cfgs)[1]["obs_scales"]
+        scales = cls._checked(cfgs)[1]["obs_scales"]
         return {DEFAULT_GROUP: terms_of(
             ("rel_pos", 3, float(scales["rel_pos"]), 1.0), ("base_quat", 4, 1.0, None),
             ("base_lin_vel", 3, float(scales["lin_vel"]), 1.0), ("base_ang_vel", 3, float(scales["ang_vel"]), 1.0),
             ("last_actions", 4, 1.0, None),
         )}  # fmt: skip
-
-    @classmethod
-    def spaces(cls, cfgs: list[dict[str, Any]] | None) -> tuple[Any, Any]:
-        """``(Dict(policy: Box(17)), Box(±clip_actions, 4))``, without building anything."""
-        import numpy as np
-        from gymnasium import spaces
-
-        clip = float(_checked(cfgs)[0]["clip_actions"])
-        obs = spaces.Dict({DEFAULT_GROUP: spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)})
-        return obs, spaces.Box(-clip, clip, (NUM_ACTIONS,), np.float32)
-
-    def __init__(self, num_envs: int, device: str, seed: int, cfgs: list[dict[str, Any]] | None = None,
-                 video_dir: str | None = None):  # fmt: skip
-        import torch
-
-        cfgs = copy.deepcopy(_checked(cfgs))
-        ensure_init(device)
-        gs = import_genesis()
-        self.env_cfg, self.obs_cfg, self.reward_cfg, self.command_cfg = cfgs[:4]
-        self.cfg = self.env_cfg
-        self.num_envs = num_envs
-        self.num_actions = NUM_ACTIONS
-        self.device = gs.device
-        self.dt = DT
-        self.max_episode_length = math.ceil(self.env_cfg["episode_length_s"] / self.dt)
-        self.reward_scales = {
-            name: float(scale) * self.dt for name, scale in self.reward_cfg["reward_scales"].items()
-        }
-        self.generator = torch.Generator(self.device).manual_seed(seed)
-        self.video = EpisodeVideo(video_dir, fps=round(1 / self.dt)) if video_dir else None
-        self._build_scene(gs)
-        self._init_buffers(gs, torch)
-        self.reset()
-
-    @property
-    def videos_written(self) -> list:
-        return self.video.written if self.video else []
-
-    @property
-    def video_failures(self) -> list[str]:
-        return self.video.failures if self.video else []
 
     def _build_scene(self, gs) -> None:
         """The example's scene: a plane and the Crazyflie (cf2x), 2 substeps of 0.005 s per step."""
@@ -174,94 +136,37 @@ class DroneHover:
     def _init_buffers(self, gs, torch) -> None:
         from genesis.utils.geom import inv_quat
 
+        super()._init_buffers(gs, torch)
         n, dev, f = self.num_envs, self.device, gs.tc_float
         self.base_init_pos = torch.tensor(self.env_cfg["base_init_pos"], dtype=f, device=dev)
         self.base_init_quat = torch.tensor(self.env_cfg["base_init_quat"], dtype=f, device=dev)
         self.inv_base_init_quat = inv_quat(self.base_init_quat)
-        self.rew_buf = torch.zeros((n,), dtype=f, device=dev)
-        self.episode_length_buf = torch.zeros((n,), dtype=gs.tc_int, device=dev)
-        self.commands = torch.zeros((n, 3), dtype=f, device=dev)
-        self.actions = torch.zeros((n, NUM_ACTIONS), dtype=f, device=dev)
-        self.last_actions = torch.zeros_like(self.actions)
-        self.base_pos, self.last_base_pos, self.base_lin_vel, self.base_ang_vel, self.base_euler = (
-            torch.zeros((n, 3), dtype=f, device=dev) for _ in range(5))  # fmt: skip
-        self.rel_pos, self.last_rel_pos = (
-            torch.zeros((n, 3), dtype=f, device=dev),
-            torch.zeros((n, 3), dtype=f, device=dev),
-        )
-        self.base_quat = torch.zeros((n, 4), dtype=f, device=dev)
-        self.episode_sums = {name: torch.zeros((n,), dtype=f, device=dev) for name in self.reward_scales}
-        self.extras: dict[str, Any] = {}
+        self.last_base_pos, self.rel_pos, self.last_rel_pos = (
+            torch.zeros((n, 3), dtype=f, device=dev) for _ in range(3))  # fmt: skip
 
-    # ------------------------------------------------------------------ the VecEnv interface
-    def reset(self):
-        """Every env back to its initial state (new targets); the first observations."""
-        import torch
-
-        self.reset_buf = torch.ones((self.num_envs,), dtype=torch.bool, device=self.device)
-        self._reset_idx(self.reset_buf)
-        self._update_observation()
-        return self.get_observations()
-
-    def get_observations(self):
-        from tensordict import TensorDict
-
-        return TensorDict({DEFAULT_GROUP: self.obs_buf}, batch_size=[self.num_envs])
-
-    def step(self, actions):
-        """One control step: ``(obs, rewards, dones, extras)``; a done env is reset before the reward."""
-        import torch
-
-        clip = self.env_cfg["clip_actions"]
-        self.actions.copy_(torch.clip(actions, -clip, clip))
+    # ------------------------------------------------------------------ the example's step, piece by piece
+    def _apply_actions(self) -> None:
+        """The propellers' RPM from this step's action: no latency."""
         self.drone.set_propellers_rpm((1 + self.actions * 0.8) * HOVER_RPM)
-        self.scene.step()
-        self.episode_length_buf += 1
-        self._read_state()
-        if self.video:
-            self.video.frame()
+
+    def _post_physics_step(self) -> None:
+        """New targets for the drones at theirs, the crash termination and the time-out, the resets, then
+        the rewards."""
+        import torch
 
         self._resample_commands(torch.norm(self.rel_pos, dim=1) < self.env_cfg["at_target_threshold"])
         self.crash_condition = self._crashed()
         time_outs = self.episode_length_buf > self.max_episode_length
         self.reset_buf = time_outs | self.crash_condition
         self.extras["time_outs"] = time_outs.to(dtype=self.rew_buf.dtype)
-        if self.video:
-            self.video.step_done(self.reset_buf[0])
-        self._reset_idx(self.reset_buf)
+        self._reset_done()
         self._add_rewards()  # after the reset, as the example computes them
-        self._update_observation()
-        self.last_actions.copy_(self.actions)
-        return self.get_observations(), self.rew_buf, self.reset_buf, self.extras
-
-    def close(self) -> None:
-        """Write the video of the episode in progress and free the scene; Genesis stays initialised (other
-        tasks may follow in this process)."""
-        if self.video:
-            self.video.close()
-        self.scene.destroy()
-
-    # ------------------------------------------------------------------ the example's step, piece by piece
-    def _add_rewards(self) -> None:
-        self.rew_buf.zero_()
-        for name, scale in self.reward_scales.items():
-            rew = getattr(self, "_reward_" + name)() * scale
-            self.rew_buf += rew
-            self.episode_sums[name] += rew
 
     def _read_state(self) -> None:
-        from genesis.utils.geom import inv_quat, quat_to_xyz, transform_by_quat, transform_quat_by_quat
-
         self.last_base_pos.copy_(self.base_pos)
-        self.base_pos.copy_(self.drone.get_pos())
+        self._read_base(self.drone)
         self.rel_pos = self.commands - self.base_pos
         self.last_rel_pos = self.commands - self.last_base_pos
-        self.base_quat.copy_(self.drone.get_quat())
-        relative_quat = transform_quat_by_quat(self.inv_base_init_quat, self.base_quat)
-        self.base_euler.copy_(quat_to_xyz(relative_quat, rpy=True, degrees=True))
-        inv_base_quat = inv_quat(self.base_quat)
-        self.base_lin_vel.copy_(transform_by_quat(self.drone.get_vel(), inv_base_quat))
-        self.base_ang_vel.copy_(transform_by_quat(self.drone.get_ang(), inv_base_quat))
 
     def _crashed(self):
         import torch
@@ -288,9 +193,12 @@ class DroneHover:
         torch.where(envs_idx[:, None], torch.stack(columns, dim=1), self.commands, out=self.commands)
 
     def _reset_idx(self, envs_idx) -> None:
-        """The envs of the mask ``envs_idx`` back to the initial pose (a step where none is done changes nothing)."""
+        """The envs of the mask ``envs_idx`` (all when None) back to the initial pose (a step where none is
+        done changes nothing)."""
         import torch
 
+        if envs_idx is None:
+            envs_idx = torch.ones((self.num_envs,), dtype=torch.bool, device=self.device)
         mask = envs_idx[:, None]
         torch.where(mask, self.base_init_pos, self.base_pos, out=self.base_pos)
         torch.where(mask, self.base_init_pos, self.last_base_pos, out=self.last_base_pos)
