@@ -85,6 +85,8 @@ def test_export_records_the_tasks_observation_terms_and_the_file_acts_like_the_c
                                           "actions"]  # fmt: skip
     assert [(t["start"], t["dim"]) for t in terms] == [(0, 3), (3, 3), (6, 3), (9, 12), (21, 12), (33, 12)]
     assert terms[0]["scale"] == 0.25 and terms[2]["scale"] == [2.0, 2.0, 0.25] and terms[4]["scale"] == 0.05
+    assert any("joint targets = 0.25 * action + default joint angles, applied one step late" in note
+               for note in meta["left_to_caller"])  # fmt: skip
     checkpoint = _eval(short_run, tmp_path / "ckpt.json", "--device", "cpu")
     from_file = zoo("eval", out, "--episodes", "4", "--num-envs", "2", "--seed", "3", "--out", tmp_path / "f.json",
                     "--quiet")  # fmt: skip

@@ -125,9 +125,10 @@ class TensorEnvSpec:
                    cfgs_json=json.dumps(cfgs) if cfgs is not None else None)  # fmt: skip
 
     def deployment_notes(self) -> list[str]:
+        """What a deployment must compute around the policy: the task's own words, or the user's env's."""
         if self.factory:
             return [f"observations come from the user's env ({self.factory}): compute them as it does"]
-        return []
+        return self.task_class().deployment_notes(self.config())
 
     def task_class(self):
         """The class of zoo's task definition (imports its module, not the simulator)."""

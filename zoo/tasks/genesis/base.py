@@ -35,6 +35,11 @@ class GenesisTask(ABC):
         """The cfgs this definition honours (the defaults for None); a one-line refusal for any other."""
 
     @classmethod
+    @abstractmethod
+    def deployment_notes(cls, cfgs: list[dict[str, Any]] | None) -> list[str]:
+        """What a deployment computes around the exported policy, in words, without building anything."""
+
+    @classmethod
     def spaces(cls, cfgs: list[dict[str, Any]] | None) -> tuple[Any, Any]:
         """``(Dict(policy: Box(obs_dim)), Box(±clip_actions, num_actions))``, without building anything."""
         import numpy as np

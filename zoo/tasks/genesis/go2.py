@@ -151,6 +151,18 @@ class Go2Walking(GenesisTask):
             ("actions", 12, 1.0, None),
         )}  # fmt: skip
 
+    @classmethod
+    def deployment_notes(cls, cfgs: list[dict[str, Any]] | None) -> list[str]:
+        """What the robot side computes around the policy, as the task does (the sidecar's ``left_to_caller``)."""
+        env_cfg, *_ = cls._checked(cfgs)
+        return [
+            f"observation: the terms of obs_groups['policy'], in order; dof_pos relative to the default joint "
+            f"angles, joints in the order {joint_names(env_cfg)}",
+            f"actions: clip to +-{env_cfg['clip_actions']}, joint targets = {env_cfg['action_scale']} * action + "
+            f"default joint angles, applied one step late (the previous action), PD kp {env_cfg['kp']} kd "
+            f"{env_cfg['kd']} at {1 / DT:.0f} Hz",
+        ]
+
     def _step_reward_scales(self) -> dict[str, float]:
         """:func:`reward_scales`: a Genesis 0.2.1 run's scales are already per step."""
         return reward_scales(self.env_cfg, self.reward_cfg)

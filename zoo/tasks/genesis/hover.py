@@ -113,6 +113,17 @@ class DroneHover(GenesisTask):
             ("last_actions", 4, 1.0, None),
         )}  # fmt: skip
 
+    @classmethod
+    def deployment_notes(cls, cfgs: list[dict[str, Any]] | None) -> list[str]:
+        """What the drone side computes around the policy, as the task does (the sidecar's ``left_to_caller``)."""
+        env_cfg = cls._checked(cfgs)[0]
+        return [
+            "observation: the terms of obs_groups['policy'], in order; rel_pos = target - position (world "
+            "frame), velocities in the body frame, quaternion (w, x, y, z)",
+            f"actions: clip to +-{env_cfg['clip_actions']}, propeller RPM = (1 + 0.8 * action) * {HOVER_RPM:.2f}, "
+            f"applied in the same step, at {1 / cls.dt:.0f} Hz",
+        ]
+
     def _build_scene(self, gs) -> None:
         """The example's scene: a plane and the Crazyflie (cf2x), 2 substeps of 0.005 s per step."""
         self.scene = gs.Scene(
