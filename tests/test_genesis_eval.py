@@ -163,3 +163,15 @@ def test_an_skrl_policy_trained_on_the_task_evaluates_on_it(skrl_go2_run, tmp_pa
     assert data["checkpoint"].endswith("agent_48.pt") and all(
         1 <= e["length"] <= 1001 for e in data["episodes"]
     )
+
+
+def test_device_cuda_without_cuda_is_one_line_before_genesis_starts(go2_run, tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    result = zoo("eval", go2_run, "--device", "cuda", "--episodes", "2", "--out", tmp_path / "e.json")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code != 0 and errors == [
+        "error: --device cuda asked for, but no CUDA device is available"
+    ]
+    assert "hint: use --device cpu" in result.stderr and not (tmp_path / "e.json").exists()
