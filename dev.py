@@ -116,7 +116,7 @@ def test() -> int:
     args = sys.argv[2:]
     if "--fast" in args:
         args = [a for a in args if a != "--fast"] + ["-m", "not slow and not trains and not genesis"]
-    cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--durations=10", *args]
+    cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--durations=10", *args]
     print("+", " ".join(cmd), flush=True)
     return subprocess.run(cmd, cwd=ROOT, env=env).returncode
 

@@ -45,7 +45,8 @@ def dqn_run(tmp_path):
 @pytest.fixture(scope="session")
 def go2_run(tmp_path_factory):
     """A Genesis go2_train.py run on zoo's Go2 task (8 envs, 2 iterations): logs/go2-walking with cfgs.pkl,
-    model_0.pt and model_1.pt; shared by the Genesis test modules (their xdist group runs on one worker)."""
+    model_0.pt and model_1.pt; shared by the Genesis test modules (session-scoped: built once per xdist worker, whichever
+    modules the worker is handed)."""
     from genesis_helpers import train_go2_run
 
     return train_go2_run(tmp_path_factory.mktemp("genesis-go2"), num_envs=8, iterations=2)

@@ -15,7 +15,7 @@ import shutil
 import pytest
 from helpers import zoo
 
-pytestmark = [pytest.mark.genesis, pytest.mark.xdist_group("genesis")]
+pytestmark = pytest.mark.genesis
 
 DEVICE = os.environ.get("ZOO_TEST_DEVICE", "cpu")
 TASK = "Genesis-Go2Walking-v0"

@@ -24,7 +24,7 @@ from zoo.errors import BrokenFile, RefusedError, UnsupportedError
 from zoo.tasks.cfgs import DRONE_HOVER, GO2_WALKING, describe_unknown, read_cfgs, recognize
 from zoo.tasks.genesis import go2, hover
 
-pytestmark = [pytest.mark.genesis, pytest.mark.xdist_group("genesis")]
+pytestmark = pytest.mark.genesis
 
 ATOL = 1e-5
 STEPS = 60
