@@ -93,13 +93,11 @@ def train_skrl_go2_run(log_root: Path, num_envs: int = 8, timesteps: int = 48, s
     (``params/agent.yaml`` beside ``checkpoints/agent_{timesteps}.pt``); returns the experiment dir."""
     import yaml
     from skrl.utils.runner.torch import Runner
-    from skrl_helpers import mlp, ppo_cfg
+    from skrl_helpers import gaussian_policy, mlp, ppo_cfg
 
     from zoo.tasks.genesis.go2 import DEFAULT_CFGS, Go2Walking
 
-    policy = {"class": "GaussianMixin", "clip_actions": False, "clip_log_std": True, "min_log_std": -20.0,
-              "max_log_std": 2.0, "initial_log_std": 0.0, "network": mlp(layers=(64, 64)), "output": "ACTIONS"}  # fmt: skip
-    cfg = ppo_cfg(policy, timesteps=timesteps, rollouts=24)
+    cfg = ppo_cfg(gaussian_policy(mlp(layers=(64, 64))), timesteps=timesteps, rollouts=24)
     cfg["seed"] = seed
     logs = Path(log_root) / "logs" / "skrl" / "go2"
     cfg["agent"]["experiment"].update(directory=str(logs), experiment_name="2026-12-01_10-00-00_ppo_torch")

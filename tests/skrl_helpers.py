@@ -114,6 +114,12 @@ def mlp(input_: str = "OBSERVATIONS", layers: tuple = (32, 32), activations: str
     return [{"name": "net", "input": input_, "layers": list(layers), "activations": activations}]
 
 
+def gaussian_policy(network: list[dict] | None = None, output: str = "ACTIONS") -> dict:
+    """skrl's ``GaussianMixin`` policy as Isaac Lab's skrl configs write it (state-independent log std)."""
+    return {"class": "GaussianMixin", "clip_actions": False, "clip_log_std": True, "min_log_std": -20.0,
+            "max_log_std": 2.0, "initial_log_std": 0.0, "network": network or mlp(), "output": output}  # fmt: skip
+
+
 def ppo_cfg(policy: dict, *, value_network: list | None = None, timesteps: int = 512, separate: bool = True,
             **agent) -> dict:  # fmt: skip
     """An skrl Runner config for PPO (what Isaac Lab dumps to params/agent.yaml), ``agent`` keys overridden."""

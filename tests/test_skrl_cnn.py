@@ -19,6 +19,7 @@ import pytest
 import yaml
 from helpers import assert_exports_act_like_checkpoint, zoo
 from skrl_helpers import (
+    gaussian_policy,
     loaded_agent,
     ppo_cfg,
     skrl_returns,
@@ -64,8 +65,7 @@ FEATURES = {"name": "features_extractor", "input": "permute(OBSERVATIONS, (0, 3,
                        {"conv2d": {"out_channels": 8, "kernel_size": 3, "stride": 1, "padding": 1}}, "flatten"],
             "activations": "relu"}  # fmt: skip
 NETWORK = [FEATURES, {"name": "net", "input": "features_extractor", "layers": [32], "activations": "elu"}]
-POLICY = {"class": "GaussianMixin", "clip_actions": False, "clip_log_std": True, "min_log_std": -20.0,
-          "max_log_std": 2.0, "initial_log_std": 0.0, "network": NETWORK, "output": "ACTIONS"}  # fmt: skip
+POLICY = gaussian_policy(NETWORK)
 CFG = ppo_cfg(POLICY, value_network=NETWORK, separate=False, timesteps=256)
 
 

@@ -10,7 +10,6 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from helpers import zoo as run_zoo
@@ -18,6 +17,7 @@ from test_rsl_rl import _train
 
 import zoo
 from zoo.errors import ZooError
+from zoo.evaluator import single_cpu_thread
 from zoo.tensor_env import TensorEnvSpec
 from zoo.tensor_rollout import HostBridge, tensor_rollout
 
@@ -28,13 +28,9 @@ REPO_TESTS = Path(__file__).resolve().parent  # where tensor_envs is importable 
 
 @pytest.fixture(scope="module")
 def pendulum_runs(tmp_path_factory):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        root = tmp_path_factory.mktemp("tensor-rsl")
-        yield {kind: _train(root, None if kind == "mlp" else kind) for kind in ("mlp", "lstm")}
-    finally:
-        torch.set_num_threads(threads)
+    root = tmp_path_factory.mktemp("tensor-rsl")
+    with single_cpu_thread("cpu"):
+        return {kind: _train(root, None if kind == "mlp" else kind) for kind in ("mlp", "lstm")}
 
 
 class ZeroPolicy:
@@ -179,9 +175,18 @@ def test_an_env_that_never_ends_its_episodes_is_stopped_with_a_reason():
 
 def test_spec_of_a_user_env_names_no_terms_and_no_spaces():
     spec = TensorEnvSpec("MyTask-v0", factory=FACTORY)
-    assert spec.user_code and spec.spaces() is None and spec.obs_terms() == {}
+    assert spec.where == f"--env-factory {FACTORY}" and spec.spaces() is None and spec.obs_terms() == {}
     assert spec.to_json() == {"id": "MyTask-v0", "preset": "tensor", "factory": FACTORY}
-    assert np.isfinite(1.0)
+
+
+def test_a_framework_whose_spaces_come_from_a_gymnasium_env_refuses_an_env_factory(dqn_run, tmp_path):
+    """A CleanRL policy is built for the spaces of its gymnasium env: a user's env, unbuilt, has none yet."""
+    result = run_zoo("eval", dqn_run, "--env-factory", FACTORY, "--out", tmp_path / "e.json")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: --env-factory: cleanrl policies take their spaces from a gymnasium env, and zoo does "
+                      "not build a user's env before the rollout"]  # fmt: skip
+    assert not (tmp_path / "e.json").exists()
 
 
 def test_push_then_enjoy_an_rsl_rl_run_fetches_its_config_and_evaluates_it(pendulum_runs, tmp_path):
@@ -230,19 +235,13 @@ def test_push_then_enjoy_an_rsl_rl_run_fetches_its_config_and_evaluates_it(pendu
 @pytest.fixture(scope="module")
 def skrl_pendulum(tmp_path_factory):
     """skrl's own PPO (Runner + SequentialTrainer) on gymnasium's Pendulum-v1, Isaac Lab's skrl layout."""
-    from skrl_helpers import mlp, ppo_cfg, train_isaac_lab_style
+    from skrl_helpers import gaussian_policy, ppo_cfg, train_isaac_lab_style
 
-    policy = {"class": "GaussianMixin", "clip_actions": False, "clip_log_std": True, "min_log_std": -20.0,
-              "max_log_std": 2.0, "initial_log_std": 0.0, "network": mlp(), "output": "ACTIONS"}  # fmt: skip
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        logs = tmp_path_factory.mktemp("tensor-skrl") / "logs" / "skrl" / "pendulum"
-        run, _ = train_isaac_lab_style(ppo_cfg(policy, timesteps=256), logs, "2026-12-01_10-00-00_ppo_torch",
-                                       "Pendulum-v1")  # fmt: skip
-        return run
-    finally:
-        torch.set_num_threads(threads)
+    logs = tmp_path_factory.mktemp("tensor-skrl") / "logs" / "skrl" / "pendulum"
+    with single_cpu_thread("cpu"):
+        run, _ = train_isaac_lab_style(ppo_cfg(gaussian_policy(), timesteps=256), logs,
+                                       "2026-12-01_10-00-00_ppo_torch", "Pendulum-v1")  # fmt: skip
+    return run
 
 
 def test_skrl_policy_acts_on_the_device_as_on_the_host(skrl_pendulum):

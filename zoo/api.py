@@ -192,9 +192,8 @@ def export(target: PathLike | Target, out: PathLike | None = None, *, format: st
     facts = {"task": resolved.env_id, "env": spec.to_json(),
              "exp_name": resolved.entry.name, "framework": resolved.entry.framework,
              "checkpoint": str(resolved.model_file)}  # fmt: skip
-    terms = spec.obs_terms() if hasattr(spec, "obs_terms") else {}
-    return export_policy(policy, target=facts, preset_notes=spec.deployment_notes(), fmt=fmt,
-                         out=out_path, opset=opset, exporter=exporter, tolerance=tolerance, obs_terms=terms)  # fmt: skip
+    return export_policy(policy, target=facts, preset_notes=spec.deployment_notes(), fmt=fmt, out=out_path,
+                         opset=opset, exporter=exporter, tolerance=tolerance, obs_terms=spec.obs_terms())  # fmt: skip
 
 
 @dataclass

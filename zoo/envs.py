@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from zoo.errors import ZooError
+from zoo.tensor_env import TensorEnvSpec, extra_for, is_task
 
 #: Env families that need an optional extra, recognised by id without importing gymnasium.
 MUJOCO_ENVS = (
@@ -57,8 +58,6 @@ PRESET_DEPLOYMENT_NOTES = {
 
 def extras_for_env(env_id: str) -> list[str]:
     """Optional dependency groups an env id needs (cheap: no imports)."""
-    from zoo.tensor_env import extra_for
-
     task_extra = extra_for(env_id)
     if task_extra:
         return [task_extra]
@@ -155,6 +154,11 @@ class EnvSpec:
         if self.env_kwargs:
             notes.append(f"make the env with {dict(thaw_kwargs(self.env_kwargs))}")
         return notes
+
+    def obs_terms(self) -> dict:
+        """The observation terms a sidecar records by group: a gymnasium env's observation is its own,
+        with no terms zoo knows (zoo's tensor tasks name theirs, :meth:`TensorEnvSpec.obs_terms`)."""
+        return {}
 
 
 def list_videos(video_dir: str | os.PathLike, since: float | None = None) -> list[Path]:
@@ -370,8 +374,6 @@ def make_vector_env(spec: EnvSpec, num_envs: int):
 def env_spec_for(entry, env_id: str, video_dir: str | None = None):
     """A registry entry's eval env: its preset on ``env_id`` (every adapter's ``env_spec``), or zoo's
     tensor task of that id (:data:`zoo.tensor_env.TASKS`) with the task's default config."""
-    from zoo.tensor_env import TensorEnvSpec, is_task
-
     if is_task(env_id):
         return TensorEnvSpec(env_id, video_dir=video_dir)
     return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
@@ -382,8 +384,6 @@ def probe_spaces(spec):
 
     A tensor task states its spaces without being built; a user's tensor env (``--env-factory``) is
     not built to find out: None, the policy's checkpoint says them and the first observation is checked."""
-    from zoo.tensor_env import TensorEnvSpec
-
     if isinstance(spec, TensorEnvSpec):
         return spec.spaces()
     return _probe(dataclasses.replace(spec, video_dir=None, video_log=None))

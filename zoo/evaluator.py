@@ -189,9 +189,8 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
     is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device."""
     num_envs = max(1, min(num_envs, episodes))
     if isinstance(spec, TensorEnvSpec):
-        start, result_episodes = _tensor_rollouts(policy, spec, episodes, num_envs, seed, deterministic, device,
-                                                  on_episode)  # fmt: skip
-        wall = time.perf_counter() - start
+        wall, result_episodes = _tensor_rollouts(policy, spec, episodes, num_envs, seed, deterministic, device,
+                                                 on_episode)  # fmt: skip
     else:
         envs = make_vector_env(spec, num_envs)
         try:
@@ -211,8 +210,9 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
 def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_envs: int, seed: int,
                      deterministic: bool, device: str,
                      on_episode: Callable[[int], None] | None) -> tuple[float, list[Episode]]:  # fmt: skip
-    """Build the tensor env (the user's factory runs here), roll it out on ``device``, close it; the
-    clock starts once the env is built (a simulator's kernel compilation is not rollout time)."""
+    """Build the tensor env (the user's factory runs here), roll it out on ``device``, close it: the
+    rollout's seconds and episodes. The clock runs from the built env to the last episode (a
+    simulator's kernel compilation and a replay's encoding at close are not rollout time)."""
     import torch
 
     from zoo.tensor_env import build
@@ -222,8 +222,8 @@ def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_env
     env = build(spec, num_envs, device, seed)
     try:
         start = time.perf_counter()
-        where = f"--env-factory {spec.factory}" if spec.factory else spec.env_id
-        episodes_ = tensor_rollout(policy, env, episodes, deterministic, where, on_episode)
+        episodes_ = tensor_rollout(policy, env, episodes, deterministic, spec.where, on_episode)
+        wall = time.perf_counter() - start
     finally:
         close = getattr(env, "close", None)
         if callable(close):
@@ -231,4 +231,4 @@ def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_env
         if spec.video_log is not None:
             spec.video_log.written.extend(getattr(env, "videos_written", ()))
             spec.video_log.failures.extend(getattr(env, "video_failures", ()))
-    return start, episodes_
+    return wall, episodes_

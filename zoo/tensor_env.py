@@ -31,7 +31,7 @@ import importlib
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from zoo.errors import UsageError, ZooError
 
@@ -49,7 +49,6 @@ TASKS: dict[str, str] = {
 TASK_EXTRAS = {"Genesis-": "genesis"}
 
 
-@runtime_checkable
 class TensorEnv(Protocol):
     """What zoo needs of a batched tensor env (rsl_rl's ``VecEnv`` shape; see the module docstring)."""
 
@@ -89,21 +88,23 @@ def terms_of(*spec: tuple[str, int, float | tuple[float, ...], float | None]) ->
 
 @dataclass(frozen=True)
 class TensorEnvSpec:
-    """A tensor env to build: one of zoo's :data:`TASKS` (configured from the run's ``cfgs_file``, else
-    the task's defaults) or the user's ``factory`` (``module:function``, called as
+    """A tensor env to build: one of zoo's :data:`TASKS` (configured from the run's config, else the
+    task's defaults) or the user's ``factory`` (``module:function``, called as
     ``function(num_envs=..., device=..., seed=...)``)."""
 
     env_id: str
     factory: str | None = None  # the user's module:function (--env-factory); None: zoo's task definition
-    cfgs_file: str | None = None  # the run's cfgs.pkl, read with zoo's restricted unpickler
-    cfgs_json: str | None = None  # the same config as JSON text (an exported file's sidecar records it)
+    #: The run's config (its cfgs.pkl, as read once by the adapter, or as a sidecar records it) as JSON
+    #: text, so that the spec stays frozen and hashable; None: the task's defaults.
+    cfgs_json: str | None = None
     video_dir: str | None = None
     #: Where the env's replays and video failures are reported (:class:`zoo.envs.VideoLog`).
     video_log: Any = field(default=None, compare=False, repr=False)
 
     @property
-    def user_code(self) -> bool:
-        return self.factory is not None
+    def where(self) -> str:
+        """How error lines name the env: the user's factory, or zoo's task."""
+        return f"--env-factory {self.factory}" if self.factory else self.env_id
 
     def to_json(self) -> dict:
         """The env as an exported policy's sidecar records it."""
@@ -118,11 +119,8 @@ class TensorEnvSpec:
     @classmethod
     def from_json(cls, data: dict, factory: str | None = None, video_dir: str | None = None) -> TensorEnvSpec:
         """The env a sidecar records (``factory``: the user's, which replaces the recorded one)."""
-        import json
-
-        cfgs = data.get("cfgs")
         return cls(data["id"], factory=factory or data.get("factory"), video_dir=video_dir,
-                   cfgs_json=json.dumps(cfgs) if cfgs is not None else None)  # fmt: skip
+                   cfgs_json=cfgs_json(data.get("cfgs")))  # fmt: skip
 
     def deployment_notes(self) -> list[str]:
         """What a deployment must compute around the policy: the task's own words, or the user's env's."""
@@ -132,19 +130,14 @@ class TensorEnvSpec:
 
     def task_class(self):
         """The class of zoo's task definition (imports its module, not the simulator)."""
-        return _load(TASKS[self.env_id], "task")
+        module_name, _, attr = TASKS[self.env_id].partition(":")
+        return getattr(importlib.import_module(module_name), attr)
 
     def config(self) -> list[dict] | None:
-        """The run's ``cfgs.pkl`` (a list of plain dicts), or None: the task's defaults apply."""
-        if self.cfgs_json is not None:
-            import json
+        """The run's config (a list of plain dicts), or None: the task's defaults apply."""
+        import json
 
-            return json.loads(self.cfgs_json)
-        if self.cfgs_file is None:
-            return None
-        from zoo.tasks.cfgs import read_cfgs
-
-        return read_cfgs(self.cfgs_file)
+        return None if self.cfgs_json is None else json.loads(self.cfgs_json)
 
     def obs_terms(self) -> dict[str, tuple[Term, ...]]:
         """The task's observation terms by group (empty for a user's env: zoo does not know them)."""
@@ -160,6 +153,13 @@ class TensorEnvSpec:
         return self.task_class().spaces(self.config())
 
 
+def cfgs_json(cfgs: list[dict] | None) -> str | None:
+    """A run's config as :attr:`TensorEnvSpec.cfgs_json` holds it."""
+    import json
+
+    return None if cfgs is None else json.dumps(cfgs)
+
+
 def is_task(env_id: str) -> bool:
     """Whether ``env_id`` names one of zoo's tensor tasks."""
     return env_id in TASKS
@@ -170,20 +170,23 @@ def extra_for(env_id: str) -> str | None:
     return next((extra for prefix, extra in TASK_EXTRAS.items() if env_id.startswith(prefix)), None)
 
 
-def _load(ref: str, what: str):
+def _load_factory(ref: str):
+    """The user's ``module:function``, imported: a module or name that is not there is one usage line."""
     module_name, _, attr = ref.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        if what != "env factory":
-            raise
         raise UsageError(f"--env-factory {ref}: cannot import {module_name!r} ({exc})",
                          hint="name an importable module:function (the module on sys.path / PYTHONPATH)") from None  # fmt: skip
     try:
-        return getattr(module, attr)
+        factory = getattr(module, attr)
     except AttributeError:
         raise UsageError(f"--env-factory {ref}: module {module_name!r} has no {attr!r}",
                          hint="name an importable module:function") from None  # fmt: skip
+    if not callable(factory):
+        raise UsageError(f"--env-factory {ref}: {type(factory).__name__} is not callable",
+                         hint="name a function that returns the env")  # fmt: skip
+    return factory
 
 
 def parse_factory(ref: str) -> str:
@@ -198,21 +201,15 @@ def parse_factory(ref: str) -> str:
 def build(spec: TensorEnvSpec, num_envs: int, device: str, seed: int):
     """The env of ``spec``, checked against the contract; the user's factory runs only here."""
     if spec.factory:
-        factory = _load(spec.factory, "env factory")
-        if not callable(factory):
-            raise UsageError(f"--env-factory {spec.factory}: {type(factory).__name__} is not callable",
-                             hint="name a function that returns the env")  # fmt: skip
+        factory = _load_factory(spec.factory)
         kwargs = {"num_envs": num_envs, "device": device, "seed": seed}
-        params = inspect.signature(factory).parameters
-        if "video_dir" in params:
+        if "video_dir" in inspect.signature(factory).parameters:
             kwargs["video_dir"] = spec.video_dir
         env = factory(**kwargs)
-        where = f"--env-factory {spec.factory}"
     else:
         cls = spec.task_class()
         env = cls(num_envs=num_envs, device=device, seed=seed, cfgs=spec.config(), video_dir=spec.video_dir)
-        where = spec.env_id
-    check_env(env, num_envs, device, where)
+    check_env(env, num_envs, device, spec.where)
     return env
 
 
@@ -246,7 +243,12 @@ def same_device(a: Any, b: Any) -> bool:
 
 def as_groups(obs: Any) -> dict[str, Any]:
     """The observation as ``{group: tensor}``: a mapping (or ``TensorDict``) by key, a bare tensor as ``policy``."""
-    return dict(obs.items()) if isinstance(obs, Mapping) or hasattr(obs, "items") else {DEFAULT_GROUP: obs}
+    return dict(obs.items()) if hasattr(obs, "items") else {DEFAULT_GROUP: obs}
+
+
+def box_group(groups: dict[str, Any]) -> str:
+    """The group a policy with one flat (Box) observation reads: ``policy``, else the env's only group."""
+    return DEFAULT_GROUP if DEFAULT_GROUP in groups or len(groups) != 1 else next(iter(groups))
 
 
 def observation_groups(obs: Any, device: str, where: str) -> dict[str, Any]:
@@ -271,8 +273,7 @@ def check_fit(groups: dict[str, Any], observation_space: Any, where: str) -> Non
 
     wanted = dict(observation_space.spaces) if isinstance(observation_space, Dict) else None
     if wanted is None:
-        name = DEFAULT_GROUP if DEFAULT_GROUP in groups or len(groups) != 1 else next(iter(groups))
-        wanted = {name: observation_space}
+        wanted = {box_group(groups): observation_space}
     for name, space in wanted.items():
         if name not in groups:
             raise ZooError(f"{where}: the policy reads the observation group {name!r}, the env gives {sorted(groups)}",

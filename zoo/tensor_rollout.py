@@ -21,21 +21,20 @@ from typing import Any
 
 from zoo.episodes import Episode, episode_quotas
 from zoo.errors import ZooError
-from zoo.tensor_env import as_groups, check_fit, check_step, observation_groups
+from zoo.tensor_env import as_groups, box_group, check_fit, check_step, observation_groups
 
 #: Steps between the two host reads of a rollout (the filled check): a GPU queues that many steps
 #: without waiting for the host; an env overshoots its quota by at most this many steps.
 SYNC_EVERY = 16
 
 
-def _max_steps(env, max_quota: int) -> int | None:
-    """A bound on the rollout's steps, when the env has a time limit: every env fills its quota within
-    ``max_quota + 1`` time limits (the first episode may start mid-way)."""
+def _time_limit(env) -> int | None:
+    """The env's ``max_episode_length``, when it has one: rsl_rl's ``VecEnv`` allows an int or a tensor
+    (one limit per env; the longest counts). Read once, before the rollout."""
+    import torch
+
     limit = getattr(env, "max_episode_length", None)
-    try:
-        return (max_quota + 1) * (int(limit) + 1) + SYNC_EVERY if limit is not None else None
-    except (TypeError, ValueError):
-        return None
+    return None if limit is None else int(torch.as_tensor(limit).max())
 
 
 def tensor_rollout(policy, env, episodes: int, deterministic: bool, where: str,
@@ -61,7 +60,9 @@ def tensor_rollout(policy, env, episodes: int, deterministic: bool, where: str,
     obs = observation_groups(obs, device, where)
     check_fit(obs, policy.observation_space, where)
     state, step, reported = None, 0, 0
-    max_steps = _max_steps(env, max_quota)
+    limit = _time_limit(env)
+    # every env fills its quota within max_quota + 1 time limits (the first episode may start mid-way)
+    max_steps = None if limit is None else (max_quota + 1) * (limit + 1) + SYNC_EVERY
     with torch.inference_mode():
         while True:
             actions, state = policy.act_tensor(obs, state, deterministic)
@@ -77,7 +78,7 @@ def tensor_rollout(policy, env, episodes: int, deterministic: bool, where: str,
             slot = counts.clamp(max=max_quota - 1)
             returns[rows, slot] = torch.where(record, running_return, returns[rows, slot])
             lengths[rows, slot] = torch.where(record, running_length, lengths[rows, slot])
-            success = extras.get("is_success") if isinstance(extras, dict) else None
+            success = extras.get("is_success")
             if success is not None:
                 flag = success.reshape(num_envs).to(torch.int8).clamp(0, 1)
                 successes[rows, slot] = torch.where(record, flag, successes[rows, slot])
@@ -96,7 +97,7 @@ def tensor_rollout(policy, env, episodes: int, deterministic: bool, where: str,
                     break
                 if max_steps is not None and step > max_steps:
                     raise ZooError(f"{where}: {episodes - finished} episodes still running after {step} steps, "
-                                   f"beyond the env's max_episode_length ({env.max_episode_length})",
+                                   f"beyond the env's max_episode_length ({limit})",
                                    hint="the env must reset done envs itself and report them in dones")  # fmt: skip
     return _episodes(quotas_host, returns, lengths, successes)
 
@@ -120,7 +121,7 @@ class HostBridge:
         import torch
 
         if self.groups is None:
-            batch = next(iter(obs.values())).cpu().numpy() if len(obs) == 1 else obs["policy"].cpu().numpy()
+            batch = obs[box_group(obs)].cpu().numpy()
         else:
             batch = {name: obs[name].cpu().numpy() for name in self.groups}
         actions, state = self.policy.act(batch, state, deterministic)

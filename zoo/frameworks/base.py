@@ -94,6 +94,9 @@ class Adapter(ABC):
     hub: ClassVar[HubNaming]
     #: Whether :attr:`LoadOptions.model_config` means anything to this framework.
     takes_model_config: ClassVar[bool] = False
+    #: Whether the policy can be loaded for a user's tensor env (``--env-factory``), which zoo does not
+    #: build before the rollout: only adapters whose checkpoint states the spaces (rsl_rl, skrl).
+    takes_env_factory: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ registry
     @abstractmethod
@@ -164,6 +167,10 @@ class Adapter(ABC):
         if options.model_config is not None and not self.takes_model_config:
             raise UsageError(f"--model-config is not used by {self.name} models (their checkpoint states the "
                              "architecture)", hint="drop --model-config")  # fmt: skip
+        if options.env_factory is not None and not self.takes_env_factory:
+            raise UsageError(f"--env-factory: {self.name} policies take their spaces from a gymnasium env, and zoo "
+                             "does not build a user's env before the rollout", hint="evaluate rsl_rl or skrl "
+                             "checkpoints on your own tensor env, or register it with gymnasium and pass --env-id")  # fmt: skip
 
     # ------------------------------------------------------------------ evaluation
     def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None, *, model_file: Path | None = None,
@@ -186,19 +193,6 @@ class Adapter(ABC):
             return TensorEnvSpec(env_id, factory=options.env_factory, video_dir=video_dir)
         return self.env_spec(entry, env_id, video_dir, model_file=model_file,
                              trusted_wrappers=options.trusted_wrappers)  # fmt: skip
-
-    def eval_spaces(self, entry: Entry, env_id: str, options: LoadOptions, model_file: Path | None = None):
-        """``(observation_space, action_space)`` of :meth:`eval_env`. A user's tensor env is not built to
-        find out, so this refuses it; adapters whose checkpoint states the spaces (rsl_rl, skrl) call
-        :func:`zoo.envs.probe_spaces` themselves and read them from the checkpoint when it answers None."""
-        from zoo.envs import probe_spaces
-
-        spaces = probe_spaces(self.eval_env(entry, env_id, options, model_file))
-        if spaces is None:
-            raise UsageError(f"--env-factory: {self.name} policies take their spaces from the eval env, which zoo "
-                             "does not build before the rollout", hint="evaluate rsl_rl or skrl checkpoints on a "
-                             "user's tensor env, or register the env with gymnasium and pass --env-id")  # fmt: skip
-        return spaces
 
     def eval_mode(self, entry: Entry, env_id: str) -> tuple[bool, str]:
         """``(deterministic, why)``: the eval mode when the caller sets none. The registry's, unless the

@@ -205,10 +205,10 @@ def _run_snapshot(target: HubFile, *, local_only: bool) -> Path | None:
     try:
         folder = Path(snapshot_download(target.repo_id, revision=target.revision, allow_patterns=patterns,
                                         local_files_only=local_only))  # fmt: skip
-    except LocalEntryNotFoundError:
+    except LocalEntryNotFoundError as exc:
         if local_only:
             return None
-        raise _hub_error(LocalEntryNotFoundError("unreachable"), target) from None
+        raise _hub_error(exc, target) from None
     except Exception as exc:  # noqa: BLE001 - every failure becomes one clear line
         raise _hub_error(exc, target) from None
     if local_only:
@@ -236,35 +236,30 @@ def _snapshot_source(kind: str, target: HubFile, folder: Path) -> Source:
 
 
 def resolve_model(target: HubFile, local: Run | None, allow_download: bool) -> Source:
-    """Local run, then cache, then the network only with consent (HF_HUB_OFFLINE always wins)."""
+    """Local run, then cache, then the network only with consent (HF_HUB_OFFLINE always wins). A repo that
+    holds a run (the adapter's ``run_files``) is fetched and cached as one snapshot folder."""
     if local is not None:
         return Source("local-run", local.model_file, run=local)
     if target.run_files:
-        return _resolve_run(target, allow_download)
-    cached = from_cache(target)
-    if cached is not None:
-        return Source("cache", cached, target.repo_id, target.revision, _commit_of(cached))
+        what = f"the run ({', '.join(target.run_files)})"
+        folder = _run_snapshot(target, local_only=True)
+        if folder is not None:
+            return _snapshot_source("cache", target, folder)
+    else:
+        what = target.filename
+        cached = from_cache(target)
+        if cached is not None:
+            return Source("cache", cached, target.repo_id, target.revision, _commit_of(cached))
     if offline():
-        raise ZooError(f"offline (HF_HUB_OFFLINE=1) and {target.filename} of {target.repo_id} @ "
+        raise ZooError(f"offline (HF_HUB_OFFLINE=1) and {what} of {target.repo_id} @ "
                        f"{target.revision} is not in the cache", hint="unset HF_HUB_OFFLINE and pass --allow-download")  # fmt: skip
-    if cached_absence(target) and not allow_download:
+    if not target.run_files and cached_absence(target) and not allow_download:
         raise ZooError(f"{target.repo_id} @ {target.revision} has no file {target.filename} "
                        "(remembered from an earlier download)", hint="pass --allow-download to ask the hub again")  # fmt: skip
-    require_network(f"download {target.filename} from {target.repo_id} at revision {target.revision}",
+    require_network(f"download {what} from {target.repo_id} at revision {target.revision}",
                     "--allow-download", allow_download)  # fmt: skip
-    return download(target)
-
-
-def _resolve_run(target: HubFile, allow_download: bool) -> Source:
-    """:func:`resolve_model` for a repo that holds a run: the cached snapshot, else (with consent) a download."""
-    cached = _run_snapshot(target, local_only=True)
-    if cached is not None:
-        return _snapshot_source("cache", target, cached)
-    if offline():
-        raise ZooError(f"offline (HF_HUB_OFFLINE=1) and the run in {target.repo_id} @ "
-                       f"{target.revision} is not in the cache", hint="unset HF_HUB_OFFLINE and pass --allow-download")  # fmt: skip
-    require_network(f"download the run ({', '.join(target.run_files)}) from {target.repo_id} at revision "
-                    f"{target.revision}", "--allow-download", allow_download)  # fmt: skip
+    if not target.run_files:
+        return download(target)
     folder = _run_snapshot(target, local_only=False)
     assert folder is not None
     return _snapshot_source("download", target, folder)

@@ -27,7 +27,7 @@ from zoo.frameworks.rsl_rl.config import AGENT_YAML, CFGS_PKL, ENV_YAML, RunConf
 from zoo.frameworks.rsl_rl.discover import iteration
 from zoo.frameworks.rsl_rl.formats import PolicyWeights, policy_weights
 from zoo.frameworks.rsl_rl.obs import ObsLayout, env_layout
-from zoo.tensor_env import TensorEnvSpec
+from zoo.tensor_env import TensorEnvSpec, cfgs_json
 
 if TYPE_CHECKING:
     from zoo.registry import Entry, Registry
@@ -86,6 +86,7 @@ class RslRlAdapter(Adapter):
     layout_hint = (
         "rsl_rl: logs/rsl_rl/{experiment}/{date_time}/model_{iter}.pt (params/agent.yaml or cfgs.pkl)"
     )
+    takes_env_factory = True
     #: A hub repo of an rsl_rl run holds its checkpoints and its config: ``zoo enjoy`` fetches both.
     hub = HubNaming(library_name="rsl_rl", display_name="rsl_rl", tags=("rsl_rl",), card_template="default",
                     run_files=("model_*.pt", CFGS_PKL, "params/*.yaml"))  # fmt: skip
@@ -123,11 +124,9 @@ class RslRlAdapter(Adapter):
         """The entry's eval env; zoo's tensor task configured from the run's ``cfgs.pkl`` when that file
         describes this very task (else the task's defaults, as the example's ``get_cfgs()``)."""
         spec = super().env_spec(entry, env_id, video_dir)
-        cfgs = model_file.parent / CFGS_PKL if model_file is not None else None
-        if not isinstance(spec, TensorEnvSpec) or cfgs is None or not cfgs.is_file():
+        if not isinstance(spec, TensorEnvSpec) or model_file is None:
             return spec
-        describes = read_run_config(cfgs.parent).env_id == env_id
-        return dataclasses.replace(spec, cfgs_file=str(cfgs)) if describes else spec
+        return _configured(spec, read_run_config(model_file.parent))
 
     def run_seed(self, run: Run) -> int | None:
         """The runner config's ``seed`` (Isaac Lab's run dirs are named by date, not seed)."""
@@ -179,9 +178,10 @@ class RslRlAdapter(Adapter):
                 report.flag(WARNING, "env id unknown (the env config names no gymnasium id)",
                             "pass --env-id to zoo eval")  # fmt: skip
             return
-        spec = self.env_spec(entry, env_id, model_file=run.model_file)
+        spec = self.env_spec(entry, env_id)
         if isinstance(spec, TensorEnvSpec):
-            source = "configured from cfgs.pkl" if spec.cfgs_file else "with the task's default config"
+            spec = _configured(spec, config)  # the config read above: cfgs.pkl is not read again
+            source = "configured from cfgs.pkl" if spec.cfgs_json else "with the task's default config"
             report.details["task"] = f"{env_id}: zoo's definition, {source}"
         spaces = self.env_spaces_or_warn(report, entry, env_id, spec)
         if spaces is None:
@@ -225,6 +225,13 @@ class RslRlAdapter(Adapter):
             ) from None
         return RslRlPolicy(model, *spaces, clip_actions=config.clip_actions, device=options.device,
                            seed=options.seed, layout=layout)  # fmt: skip
+
+
+def _configured(spec: TensorEnvSpec, config: RunConfig) -> TensorEnvSpec:
+    """zoo's task configured from the run's ``cfgs.pkl`` when that file describes this very task."""
+    if config.cfgs is None or config.env_id != spec.env_id:
+        return spec
+    return dataclasses.replace(spec, cfgs_json=cfgs_json(config.cfgs))
 
 
 def _checkpoint_spaces(arch: Architecture, groups: list[str] | None) -> tuple[Any, Any]:

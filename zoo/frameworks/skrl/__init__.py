@@ -91,6 +91,7 @@ class SkrlAdapter(Adapter):
     hub = HubNaming(library_name="skrl", display_name="skrl", tags=("skrl",), card_template="default",
                     run_files=("checkpoints/*.pt", "params/*.yaml"))  # fmt: skip
     takes_model_config = True
+    takes_env_factory = True
 
     def entry_problem(self, raw: dict) -> tuple[str, str] | None:
         """skrl entries need no model class (the policy is rebuilt from weights and config); ``layout``

@@ -89,9 +89,9 @@ class SkrlPolicy:
         import torch
 
         if isinstance(obs, dict):
-            from zoo.tensor_env import DEFAULT_GROUP
+            from zoo.tensor_env import box_group
 
-            obs = obs[DEFAULT_GROUP] if DEFAULT_GROUP in obs or len(obs) != 1 else next(iter(obs.values()))
+            obs = obs[box_group(obs)]
         with torch.inference_mode():
             out = self._output(obs.to(torch.float32).reshape(obs.shape[0], -1))
             return (self.head(out) if deterministic else self._sample(out)), state
