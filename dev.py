@@ -4,11 +4,15 @@
     python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval` on the bundled example runs,
                           # `zoo export` one to ONNX and `zoo eval` the exported file, and offline
                           # sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
-    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis], then the whole test suite
-    python3 dev.py test --fast   # the same without the tests that train, build Genesis scenes or are slow
+    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis], then the whole test suite;
+                          # then .venv-myosuite + zoo[dev,sb3,myosuite] and tests/test_myosuite.py in it
+    python3 dev.py test --fast   # the main venv's suite without the tests that train, build Genesis scenes or are slow
 
 torch is installed first and pinned (2.13.0, a CPU build): any open requirement would pull a
 multi-GB CUDA build of a newer release. Re-running is cheap: pip skips what is installed.
+MyoSuite gets a venv of its own: myosuite 3 pins gymnasium<1.3 and onnxruntime<1.21, the other extras want
+gymnasium 1.4. Pytest arguments go to the main run; naming tests/test_myosuite.py (or a test in it) runs just
+that in .venv-myosuite, naming only other tests leaves it out.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+#: MyoSuite's venv and the one test file that runs in it (the main run leaves the file out).
+MYOSUITE_VENV = ROOT / ".venv-myosuite"
+MYOSUITE_TESTS = "tests/test_myosuite.py"
 TORCH = "torch==2.13.0"
 EXAMPLES = Path("examples") / "runs"  # relative to ROOT, where every command runs
 
@@ -31,10 +38,15 @@ def run(*cmd: str | Path, check: bool = True) -> int:
     return subprocess.run([str(c) for c in cmd], cwd=ROOT, check=check).returncode
 
 
-def setup(extras: str = "") -> None:
-    if not (BIN / "python").exists():
-        venv.create(VENV, with_pip=True)
-    pip = (BIN / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
+def bin_dir(where: Path) -> Path:
+    return where / ("Scripts" if os.name == "nt" else "bin")
+
+
+def setup(extras: str = "", where: Path = VENV) -> None:
+    python = bin_dir(where) / "python"
+    if not python.exists():
+        venv.create(where, with_pip=True)
+    pip = (python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
     run(*pip, TORCH)
     run(*pip, "-e", f".[{extras}]" if extras else ".")
 
@@ -109,14 +121,46 @@ def hub_loop(zoo: Path, out: Path) -> int:
         print("+ hub stopped", flush=True)
 
 
+def _is_myosuite_test(arg: str) -> bool:
+    return (ROOT / arg.split("::")[0]).resolve() == (ROOT / MYOSUITE_TESTS).resolve()
+
+
 def test() -> int:
-    """The whole suite; ``--fast`` leaves out the tests that train, build Genesis scenes or are slow (a development loop)."""
-    setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis")
+    """The whole suite, then tests/test_myosuite.py in .venv-myosuite; ``--fast`` leaves out the tests that
+    train (the MyoSuite ones too), build Genesis scenes or are slow (a development loop). Exit 0 only if both pass."""
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     args = sys.argv[2:]
-    if "--fast" in args:
-        args = [a for a in args if a != "--fast"] + ["-m", "not slow and not trains and not genesis"]
-    cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--durations=10", *args]
+    fast = "--fast" in args
+    args = [a for a in args if a != "--fast"] + (["-m", "not slow and not trains and not genesis"] if fast else [])  # fmt: skip
+    paths = [a for a in args if not a.startswith("-") and (ROOT / a.split("::")[0]).exists()]
+    myosuite_named = [a for a in paths if _is_myosuite_test(a)]
+    status = 0
+    if not paths or len(myosuite_named) < len(paths):
+        setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis")
+        main = [a for a in args if a not in myosuite_named]
+        cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--durations=10", f"--ignore={MYOSUITE_TESTS}", *main]  # fmt: skip
+        print("+", " ".join(cmd), flush=True)
+        status = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    if myosuite_named or (not paths and not fast):
+        # runs whatever the main run gave; exit 0 only if both passed
+        myosuite_status = myosuite_test(env, myosuite_named or [MYOSUITE_TESTS])
+        status = status or myosuite_status
+    return status
+
+
+def myosuite_test(env: dict, tests: list[str]) -> int:
+    """tests/test_myosuite.py in .venv-myosuite (torch first, then zoo[dev,sb3,myosuite]). myosuite must import
+    there: the module's importorskip would otherwise pass the run with every test skipped."""
+    try:
+        setup("dev,sb3,myosuite", MYOSUITE_VENV)
+    except subprocess.CalledProcessError as exc:
+        print(f"error: setting up {MYOSUITE_VENV.name} failed ({exc})", file=sys.stderr, flush=True)
+        return 1
+    python = str(bin_dir(MYOSUITE_VENV) / "python")
+    if run(python, "-c", "import myosuite", check=False):
+        print(f"error: myosuite does not import in {MYOSUITE_VENV.name}", file=sys.stderr, flush=True)
+        return 1
+    cmd = [python, "-m", "pytest", "-m", "myosuite", "--durations=5", *tests]
     print("+", " ".join(cmd), flush=True)
     return subprocess.run(cmd, cwd=ROOT, env=env).returncode
 

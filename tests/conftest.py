@@ -18,7 +18,7 @@ TRAINING_FIXTURES = frozenset({
     "skrl_runs", "skrl_reference", "skrl_kind_runs", "skrl_rnn_runs", "skrl_cnn_run",
     "rsl_cnn_run", "rsl_distilled",
     "rlzoo_runs", "atari_reference", "contrib_run", "contrib_models",
-    "pendulum_runs", "skrl_pendulum", "go2_run", "short_run", "skrl_go2_run", "genesis_hover_run",
+    "pendulum_runs", "skrl_pendulum", "sb3_run", "go2_run", "short_run", "skrl_go2_run", "genesis_hover_run",
 })  # fmt: skip
 
 

@@ -114,3 +114,99 @@ def test_an_unknown_framework_is_one_clear_error():
 def test_each_adapter_has_its_docs_page_listed_in_the_guide(name):
     assert (ZOO.parent / "docs" / "frameworks" / f"{name}.md").is_file()
     assert f"frameworks/{name}.md" in (ZOO.parent / "docs" / "adding-a-framework.md").read_text()
+
+
+# ----------------------------------------------------------------------------- following training (zoo watch)
+#: One run dir per framework as its trainer lays it out (file names only: the hook reads listings), with
+#: zoo watch's best model in it already, and the checkpoints the hook must list: (step, model, companions).
+SAVED_RUNS = {
+    "cleanrl": (["dqn_2000.cleanrl_model", "dqn_1000.cleanrl_model", "dqn.cleanrl_model", "best_model.cleanrl_model",
+                 "events.out.tfevents.1.host"],
+                [(1000, "dqn_1000.cleanrl_model", {}), (2000, "dqn_2000.cleanrl_model", {}), (None, "dqn.cleanrl_model", {})]),
+    "sb3": (["rl_model_1000_steps.zip", "rl_model_vecnormalize_1000_steps.pkl", "rl_model_500_steps.zip",
+             "best_model.zip", "best_model_vecnormalize.pkl", "ppo_final.zip", "notes.zip"],
+            [(500, "rl_model_500_steps.zip", {}),
+             (1000, "rl_model_1000_steps.zip", {"vecnormalize": "rl_model_vecnormalize_1000_steps.pkl"}),
+             (None, "ppo_final.zip", {})]),
+    "skrl": (["checkpoints/agent_100.pt", "checkpoints/agent_20.pt", "checkpoints/best_agent.pt", "best_model.pt",
+              "params/agent.yaml"],
+             [(20, "checkpoints/agent_20.pt", {}), (100, "checkpoints/agent_100.pt", {})]),
+    "rsl_rl": (["model_10.pt", "model_2.pt", "best_model.pt", "params/agent.yaml"],
+               [(2, "model_2.pt", {}), (10, "model_10.pt", {})]),
+}  # fmt: skip
+BEST_NAMES = {"cleanrl": ["best_model.cleanrl_model"], "sb3": ["best_model.zip", "best_model_vecnormalize.pkl"],
+              "skrl": ["best_model.pt"], "rsl_rl": ["best_model.pt"]}  # fmt: skip
+
+
+def _lay_out(root: Path, names: list[str]) -> Path:
+    import zipfile
+
+    for name in names:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name == "ppo_final.zip":  # an SB3 zip saved over in place is recognised by its central directory
+            with zipfile.ZipFile(path, "w") as zf:
+                zf.writestr("data", "{}")
+                zf.writestr("policy.pth", b"")
+        else:
+            path.write_bytes(b"")
+    return root
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_checkpoints_of_an_empty_folder_are_none_and_best_names_start_with_best_model(name, tmp_path):
+    from zoo.frameworks import BEST_MODEL, SavedCheckpoint
+
+    adapter = get_adapter(name)
+    assert adapter.checkpoints(tmp_path) == []
+    names = adapter.best_model_files(
+        tmp_path, SavedCheckpoint(1, tmp_path / "model_1.pt", {"x": tmp_path / "x.pkl"})
+    )
+    assert names and all(n.startswith(BEST_MODEL) for n in names)
+    assert next(iter(names.values())) == tmp_path / "model_1.pt", "the model comes first"
+
+
+@pytest.mark.parametrize("name", sorted(SAVED_RUNS))
+def test_checkpoints_lists_a_training_run_by_step_and_never_the_best_model(name, tmp_path):
+    files, expected = SAVED_RUNS[name]
+    run = _lay_out(tmp_path / "run", files)
+    adapter = get_adapter(name)
+    found = adapter.checkpoints(run)
+    assert [(c.step, c.model_file.relative_to(run).as_posix(),
+             {k: v.relative_to(run).as_posix() for k, v in c.companions.items()}) for c in found] == expected  # fmt: skip
+    assert list(adapter.best_model_files(run, found[-1] if name != "sb3" else found[1])) == BEST_NAMES[name]
+
+
+@pytest.mark.parametrize("name", ["cleanrl", "skrl", "rsl_rl"])
+def test_the_best_model_is_not_the_latest_checkpoint_but_loads_as_the_run_s_model(name, tmp_path):
+    """A run dir's model stays its latest checkpoint; the best model given by name is read as a model of
+    that very run (its config and names), and claimed by one framework only."""
+    from zoo.artifacts.runs import RunFilter
+    from zoo.checker import discover_runs
+
+    files, expected = SAVED_RUNS[name]
+    run = _lay_out(tmp_path / "CartPole-v1__dqn__1__1700000000", files)
+    (found,) = list(get_adapter(name).discover(run))
+    latest = {"cleanrl": "dqn.cleanrl_model"}.get(name, expected[-1][1])
+    assert found.model_file == run / latest
+    best = run / BEST_NAMES[name][0]
+    (given,) = list(discover_runs([best], load_registry(), RunFilter()))
+    assert (given.framework, given.path, given.model_file) == (name, run, best)
+
+
+def test_skrl_per_module_checkpoints_keep_their_scalers_under_best_model_names(tmp_path):
+    from zoo.frameworks.skrl.discover import companion, parse_checkpoint
+
+    names = [
+        "checkpoints/policy_100.pt",
+        "checkpoints/observation_preprocessor_100.pt",
+        "checkpoints/value_100.pt",
+    ]
+    run = _lay_out(tmp_path / "exp", names)
+    adapter = get_adapter("skrl")
+    (saved,) = adapter.checkpoints(run)
+    assert saved.step == 100 and saved.companions == {"observation_preprocessor": run / names[1]}
+    files = adapter.best_model_files(run, saved)
+    assert list(files) == ["best_model_policy.pt", "best_model_observation_preprocessor.pt"]
+    assert parse_checkpoint("best_model_policy.pt") == ("policy", None)
+    assert companion(run / "best_model_policy.pt", "observation_preprocessor") == run / files.popitem()[0]

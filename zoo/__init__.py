@@ -2,7 +2,8 @@
 
 The library API is :mod:`zoo.api`, re-exported here (imported on first use, so that ``import zoo``
 and ``zoo --help`` stay fast): ``zoo.check``, ``zoo.evaluate``, ``zoo.export``, ``zoo.push``,
-``zoo.enjoy``, ``zoo.load_policy``, ``zoo.resolve``, ``zoo.plan``. See docs/python-api.md.
+``zoo.enjoy``, ``zoo.load_policy``, ``zoo.resolve``, ``zoo.plan``, ``zoo.diagnose`` (``zoo doctor``),
+``zoo.watch``. See docs/python-api.md.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ __version__ = "0.1.0"
 
 _API = (
     "check",
+    "diagnose",
     "enjoy",
     "evaluate",
     "export",
@@ -19,6 +21,7 @@ _API = (
     "push",
     "resolve",
     "run_plan",
+    "watch",
     "PushResult",
 )
 __all__ = ["__version__", *_API]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from zoo.artifacts.report import RunReport
+    from zoo.doctor import Diagnosis, Guardrail
     from zoo.evaluator import EvalResult
     from zoo.exporter import ExportResult
     from zoo.hub.fetch import Source
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from zoo.policy import Policy
     from zoo.registry import Registry
     from zoo.targets import EvalPlan, Target
+    from zoo.watcher.loop import WatchResult
 
 PathLike = str | os.PathLike
 
@@ -66,63 +68,84 @@ def resolve(target: PathLike, *, exp_name: str | None = None, env_id: str | None
     )
 
 
-def load_policy(target: PathLike | Target, *, exp_name: str | None = None, env_id: str | None = None,
+def load_policy(target: PathLike | Target | None = None, *, exp_name: str | None = None, env_id: str | None = None,
                 run_seed: int | None = None, device: str = "cpu", seed: int = 0, trust_pickle: bool = False,
                 model_config: PathLike | None = None, trust_wrappers: Iterable[str] = (),
-                env_factory: str | None = None, registry: Registry | PathLike | None = None) -> Policy:  # fmt: skip
+                env_factory: str | None = None, env_module: str | None = None, policy_class: str | None = None,
+                registry: Registry | PathLike | None = None) -> Policy:  # fmt: skip
     """The target's policy, loaded safely: ``policy.act(obs_batch, deterministic=True)`` maps a batch
     of raw observations to env actions. ``seed`` seeds the policy's own randomness; ``trust_wrappers``
     names env wrapper classes beyond zoo's allowlist that the run's config may use (their code runs);
-    ``env_factory`` (``module:function``) names the user's tensor env the policy is for (not called here)."""
+    ``env_factory`` (``module:function``) names the user's tensor env the policy is for (not called here);
+    ``env_module`` imports the package that registers the env id (MyoSuite: ``"myosuite"``);
+    ``policy_class`` (``module:Class``) is the user's own policy, constructed here for ``env_id`` (user code:
+    ``target`` may then be None, or a file its ``load(path)`` reads; docs/frameworks/custom.md)."""
     from zoo.evaluator import resolve_device
     from zoo.frameworks import LoadOptions
     from zoo.targets import load_target_policy
     from zoo.tensor_env import parse_factory
 
-    resolved = _target(target, exp_name, env_id, run_seed, registry)
+    resolved = _target(target, exp_name, env_id, run_seed, registry, env_module, policy_class)
     options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
                           model_config=Path(model_config) if model_config else None,
                           trusted_wrappers=frozenset(trust_wrappers),
-                          env_factory=parse_factory(env_factory) if env_factory else None)  # fmt: skip
+                          env_factory=parse_factory(env_factory) if env_factory else None,
+                          policy_class=policy_class)  # fmt: skip
     return load_target_policy(resolved, options)
 
 
-def _target(target, exp_name, env_id, run_seed, registry) -> Target:
-    from zoo.targets import Target
+def _target(target, exp_name, env_id, run_seed, registry, env_module: str | None = None,
+            policy_class: str | None = None) -> Target:  # fmt: skip
+    """The resolved target; ``env_module`` (``--env-module``) qualifies its env id as ``module:EnvId``, after the
+    run and its model file were chosen by the bare id. No target: the user's ``policy_class`` alone."""
+    from zoo.envs import qualify_env_id
+    from zoo.errors import UsageError
+    from zoo.targets import Target, class_target
 
-    if isinstance(target, Target):
-        return target
-    return resolve(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
+    if target is None:
+        if policy_class is None:
+            raise UsageError("nothing to evaluate: no target", hint="give a run dir or model file, or "
+                             "policy_class='module:Class' with env_id")  # fmt: skip
+        target = class_target(_registry(registry), policy_class, exp_name=exp_name, env_id=env_id)
+    elif not isinstance(target, Target):
+        target = resolve(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
+    if env_module:
+        target = dataclasses.replace(target, env_id=qualify_env_id(target.env_id, env_module))
+    return target
 
 
-def plan(target: PathLike | Target, *, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
+def plan(target: PathLike | Target | None = None, *, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
          deterministic: bool | None = None, device: str = "auto", out: PathLike | None | str = "default",
          capture_video: bool = False, trust_pickle: bool = False, model_config: PathLike | None = None,
          exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
          registry: Registry | PathLike | None = None, source: dict | None = None,
          video_dir: PathLike | None = None, trust_wrappers: Iterable[str] = (),
-         env_factory: str | None = None) -> EvalPlan:  # fmt: skip
+         env_factory: str | None = None, env_module: str | None = None,
+         policy_class: str | None = None) -> EvalPlan:  # fmt: skip
     """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
 
     ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
     file: ``FILE.eval.json``), None writes nothing. ``source``: where the model came from, for eval.json.
     ``video_dir``: where ``capture_video`` records (default: the framework's layout beside the run).
     ``env_factory``: ``module:function`` building the user's batched tensor env, which replaces the eval
-    env (user code: it runs when the rollout starts, see docs/tensor-envs.md)."""
+    env (user code: it runs when the rollout starts, see docs/tensor-envs.md). ``env_module``: the package that
+    registers the env id, imported by every ``gym.make`` of it (the id becomes ``module:EnvId``).
+    ``policy_class``: ``module:Class``, the user's own policy (user code: it runs when the policy is loaded);
+    with it ``target`` may be None (eval.json then goes to ``./eval.json``), see docs/frameworks/custom.md."""
     from zoo.targets import DEFAULT_OUT, plan_eval
 
-    resolved = _target(target, exp_name, env_id, run_seed, registry)
+    resolved = _target(target, exp_name, env_id, run_seed, registry, env_module, policy_class)
     out_path = DEFAULT_OUT if out == "default" else (Path(out) if out is not None else None)
     return plan_eval(resolved, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
                      device=device, out=out_path, capture_video=capture_video, trust_pickle=trust_pickle,
                      model_config=Path(model_config) if model_config else None, source=source,
                      video_dir=Path(video_dir) if video_dir else None,
-                     trusted_wrappers=frozenset(trust_wrappers), env_factory=env_factory)  # fmt: skip
+                     trusted_wrappers=frozenset(trust_wrappers), env_factory=env_factory,
+                     policy_class=policy_class)  # fmt: skip
 
 
-def evaluate(
-    target: PathLike | Target | EvalPlan, *, on_episode: Callable[[int], None] | None = None, **settings: Any
-) -> EvalResult:
+def evaluate(target: PathLike | Target | EvalPlan | None = None, *,
+             on_episode: Callable[[int], None] | None = None, **settings: Any) -> EvalResult:  # fmt: skip
     """``zoo eval``: seeded, vectorized rollouts of the target's policy; writes eval.json (see
     :func:`plan` for the settings and their defaults) and returns the :class:`~zoo.evaluator.EvalResult`.
 
@@ -149,7 +172,7 @@ def run_plan(planned: EvalPlan, policy: Policy | None = None,
     with warnings.catch_warnings():  # the recorder's failures arrive in the log; do not print them twice
         warnings.filterwarnings("ignore", message="video capture")
         result = rollouts(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
-                          deterministic=planned.deterministic, checkpoint=str(target.model_file),
+                          deterministic=planned.deterministic, checkpoint=target.label,
                           exp_name=target.entry.name, framework=target.entry.framework, device=planned.device,
                           settings=planned.settings, source=planned.source, on_episode=on_episode)  # fmt: skip
     if planned.video_dir is not None:
@@ -164,7 +187,8 @@ def export(target: PathLike | Target, out: PathLike | None = None, *, format: st
            opset: int | None = None, exporter: str = "auto", tolerance: float | None = None,
            exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
            trust_pickle: bool = False, model_config: PathLike | None = None, trust_wrappers: Iterable[str] = (),
-           env_factory: str | None = None, registry: Registry | PathLike | None = None) -> ExportResult:  # fmt: skip
+           env_factory: str | None = None, env_module: str | None = None,
+           registry: Registry | PathLike | None = None) -> ExportResult:  # fmt: skip
     """``zoo export``: the target's policy as one ONNX or TorchScript file (raw observation in, env
     action out, normalizer and action head baked in) plus its sidecar, parity-checked against the
     source policy; a file that does not act like it is not kept."""
@@ -173,7 +197,7 @@ def export(target: PathLike | Target, out: PathLike | None = None, *, format: st
     from zoo.frameworks import LoadOptions
     from zoo.targets import env_spec
 
-    resolved = _target(target, exp_name, env_id, run_seed, registry)
+    resolved = _target(target, exp_name, env_id, run_seed, registry, env_module)
     if resolved.exported is not None:
         raise ZooError(f"{resolved.model_file} is already an exported policy",
                        hint="export the run dir or checkpoint it came from")  # fmt: skip
@@ -311,5 +335,57 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
     return plan(target, seed=seed, out=out, source=source.to_json(), **settings), source
 
 
-__all__ = ["PushResult", "check", "enjoy", "evaluate", "export", "load_policy", "plan", "push", "resolve",
-           "run_plan"]  # fmt: skip
+def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
+          until: int | None = None, idle: float | None = None, poll: float = 5.0, device: str = "cpu",
+          nice: int = 10, max_cpu: int | None = 1, retries: int = 3, exp_name: str | None = None,
+          env_id: str | None = None, registry: Registry | PathLike | None = None,
+          on_eval: Callable[[dict], None] | None = None,
+          notify: Callable[[str], None] | None = None) -> WatchResult:  # fmt: skip
+    """``zoo watch``: follow the training run saving checkpoints into ``run_dir``; evaluate every ``every``-th
+    new one (deterministic, ``seed``, ``episodes``), append each result to ``run_dir/evals.jsonl`` and keep
+    the best one as ``best_model.*`` with ``best_model_meta.json`` (docs/watch.md).
+
+    Returns once a checkpoint at step ``until`` or later was evaluated, or no checkpoint appeared for
+    ``idle`` seconds (neither: never; a KeyboardInterrupt stops it with every file consistent). It lowers
+    this process's priority first (``nice``, ``max_cpu`` cores: the bound it keeps to beside the trainer),
+    so call it in a process of its own. ``on_eval`` gets each evals.jsonl line as it is written, ``notify``
+    each status line (those starting ``warning:`` are warnings). A run already followed is resumed: what
+    evals.jsonl holds is not evaluated again, and the best so far stays unless beaten."""
+    from zoo.watcher.loop import watch_run
+
+    return watch_run(Path(run_dir), _registry(registry), every=every, episodes=episodes, num_envs=num_envs,
+                     seed=seed, until=until, idle=idle, poll=poll, device=device, nice=nice, max_cpu=max_cpu,
+                     retries=retries, exp_name=exp_name, env_id=env_id, notify=notify or _ignore,
+                     on_eval=on_eval or _ignore)  # fmt: skip
+
+
+def _ignore(_what: object) -> None:
+    pass
+
+
+def diagnose(*, framework: str | None = None, policy: PathLike | None = None, config: PathLike | None = None,
+             launcher: str | None = None, probe_env: bool = False, env_id: str | None = None,
+             env_module: str | None = None, exp_name: str | None = None, seed: int = 0, episodes: int | None = None,
+             policy_class: str | None = None, guardrail: Guardrail | None = None, handoff: PathLike | None = None,
+             command: Iterable[str] = (),
+             registry: Registry | PathLike | None = None) -> Diagnosis:  # fmt: skip
+    """``zoo doctor``: the checks the arguments ask for, in order (package, file, content, spaces; config and
+    guardrail), with no side effects; ``diagnosis.exit_code`` is 0, 1 or 3 (a usage error raises). Without
+    ``framework``: only what is installed (``diagnosis.environment``). ``handoff``: a folder to write
+    ``handoff.json`` and ``HANDOFF.md`` into (the only files doctor writes; ``command`` is the doctor command
+    line they record). Nothing here authorizes training."""
+    from zoo.doctor import diagnose as run_checks
+
+    diagnosis = run_checks(framework=framework, policy=Path(policy) if policy else None,
+                           config=Path(config) if config else None, launcher=launcher, probe_env=probe_env,
+                           env_id=env_id, env_module=env_module, exp_name=exp_name, seed=seed, episodes=episodes,
+                           policy_class=policy_class, guardrail=guardrail, registry=_registry(registry) if framework else None)  # fmt: skip
+    if handoff is not None:
+        from zoo.doctor.handoff import write_handoff
+
+        diagnosis.handoff = [str(p) for p in write_handoff(diagnosis, Path(handoff), list(command))]
+    return diagnosis
+
+
+__all__ = ["PushResult", "diagnose", "check", "enjoy", "evaluate", "export", "load_policy", "plan", "push", "resolve",
+           "run_plan", "watch"]  # fmt: skip

@@ -1,8 +1,11 @@
 """Write files so that readers see the old content or the new, never half of one.
 
-Three tools, one rule (build beside the destination, then rename):
+One rule (build beside the destination, then rename), and the tools that follow it:
 
-- :func:`write_text_atomic` / :func:`write_json_atomic` for one file;
+- :func:`write_text_atomic` / :func:`write_json_atomic` for one file, :func:`copy_file_atomic` for a copy
+  of exactly the bytes that were hashed;
+- :func:`append_line` for logs of one record per line (``evals.jsonl``), where a reader must never see
+  a record half written run into the next one;
 - :func:`private_workdir` for results made of several files (an export and its sidecar, a staged
   push): a hidden folder next to the destination that holds an ``flock`` while in use, so the folders
   a killed process leaves behind are recognised (nobody holds their lock) and removed by the next run;
@@ -17,38 +20,87 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from zoo.errors import ZooError
+from zoo.errors import FileChanged, ZooError
 
 _LOCK = ".lock"
 #: A work folder without its lock file is stale after this long (the lock is taken right after mkdtemp).
 _UNLOCKED_GRACE_S = 60.0
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write to a temp file in the same folder, fsync, then rename over ``path``."""
-    path = Path(path)
+@contextlib.contextmanager
+def _replacing(path: Path, binary: bool = False) -> Iterator[IO]:
+    """A temp file beside ``path`` for the block to write; fsynced and renamed over ``path`` when the block
+    ends, removed if it raises (``path`` is then as it was)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write to a temp file in the same folder, fsync, then rename over ``path``."""
+    path = Path(path)
+    with _replacing(path) as fh:
+        fh.write(text)
     return path
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> Path:
     return write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+
+
+def copy_file_atomic(src: str | os.PathLike, dst: str | os.PathLike, sha256: str | None = None) -> Path:
+    """Copy ``src`` to a temp file beside ``dst``, fsync, then rename over ``dst``.
+
+    With ``sha256``, the copy must have that digest: a source rewritten since it was hashed (a trainer
+    saving over the file it was evaluated from) raises :class:`FileChanged` and leaves ``dst`` as it was,
+    so that a copy is never of other bytes than the ones that were measured.
+    """
+    import hashlib
+
+    dst = Path(dst)
+    digest = hashlib.sha256()
+    with _replacing(dst, binary=True) as out, open(src, "rb") as inp:
+        for chunk in iter(lambda: inp.read(1 << 20), b""):
+            digest.update(chunk)
+            out.write(chunk)
+        if sha256 is not None and digest.hexdigest() != sha256:
+            raise FileChanged(f"{src} changed while it was copied")
+        os.chmod(
+            out.fileno(), stat.S_IMODE(os.stat(src).st_mode)
+        )  # the source's permission bits, as copymode
+    return dst
+
+
+def append_line(path: str | os.PathLike, line: str) -> None:
+    """Append ``line`` (no newline in it) to a log of one record per line, with one ``write`` and fsync.
+
+    Readers see whole lines; the one damage a crash can do is a last line cut short, which readers skip
+    and which this function closes with a newline before appending, so it never runs into the next record.
+    """
+    with open(path, "a+b") as fh:
+        fh.seek(0, os.SEEK_END)
+        torn = False
+        if fh.tell() > 0:
+            fh.seek(-1, os.SEEK_END)
+            torn = fh.read(1) != b"\n"
+        fh.write((b"\n" if torn else b"") + line.encode("utf-8") + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def check_writable(path: Path, what: str, *, folder: bool = False) -> None:

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from zoo.artifacts.cache import CheckMemo, context, stamp
-from zoo.artifacts.report import RememberedReport, RunReport
+from zoo.artifacts.report import WARNING, RememberedReport, RunReport
 from zoo.artifacts.runs import Run, RunFilter, shared_listings
 from zoo.errors import ZooError
-from zoo.frameworks import get_adapter
+from zoo.frameworks import BEST_MODEL, get_adapter
 from zoo.registry import Registry
 
 #: Runs to read before more than one process is worth its start-up.
@@ -49,11 +49,25 @@ def discover_runs(paths: list[Path], registry: Registry, run_filter: RunFilter) 
                 )
             for framework in frameworks(registry):
                 for run in get_adapter(framework).discover(path):
+                    if run.env_id is None and run.model_file is not None:
+                        run.env_id = _recorded_env_id(run.model_file)
                     model = os.path.abspath(run.model_file) if run.model_file else None
                     key = (run.framework, os.path.abspath(run.path), model)
                     if run_filter.matches(run) and key not in seen:
                         seen.add(key)
                         yield run
+
+
+def _recorded_env_id(model_file: Path) -> str | None:
+    """The env zoo watch evaluated a best model on, from the ``best_model_meta.json`` beside it: a copy
+    named ``best_model.zip`` no longer says its env the way its checkpoint's folder or name did."""
+    if not model_file.name.startswith(BEST_MODEL):
+        return None
+    from zoo.artifacts.runs import note_read
+    from zoo.watcher.records import BEST_META_FILE, recorded_env_id
+
+    note_read(model_file.parent / BEST_META_FILE)
+    return recorded_env_id(model_file)
 
 
 def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, use_cache: bool = True,
@@ -127,7 +141,8 @@ def _discover(paths: list[Path], registry: Registry) -> tuple[Found, list[str], 
     with shared_listings() as listed:
         runs = list(discover_runs(paths, registry, RunFilter()))
         found = [(json.dumps(run.to_json(), sort_keys=True),
-                  [os.fspath(p) for p in get_adapter(run.framework).inputs(run) if p is not None]) for run in runs]  # fmt: skip
+                  [os.fspath(p) for p in [*get_adapter(run.framework).inputs(run), *_watch_inputs(run)] if p is not None])
+                 for run in runs]  # fmt: skip
     return found, listed.inputs(), runs
 
 
@@ -190,7 +205,32 @@ def inspect(run: Run, registry: Registry, logged: tuple | None | str = UNREAD) -
         last = train_return(report.run) if logged == UNREAD else logged
         if last is not None:
             report.details["train_return"] = {"step": int(last[0]), "value": float(last[1])}
+    _watch_details(report)
     return report.to_json()
+
+
+def _watch_inputs(run: Run) -> list[Path]:
+    """The records zoo watch keeps in the run's folder: a verdict shows them, so it depends on them."""
+    from zoo.watcher.records import BEST_META_FILE, EVALS_FILE
+
+    folder = run.path if run.path.is_dir() else run.path.parent
+    return [folder / EVALS_FILE, folder / BEST_META_FILE]
+
+
+def _watch_details(report: RunReport) -> None:
+    """``details["watch"]``: what zoo watch recorded (how many evaluations, the best model's step and
+    score), on a run dir's row, or in a folder of lone model files on its best model's row. A malformed
+    record is a warning: it says nothing about whether the model loads."""
+    from zoo.watcher.records import read_records
+
+    run = report.run
+    named_best = run.model_file is not None and run.model_file.name.startswith(BEST_MODEL)
+    if not (run.path.is_dir() or named_best) or not any(p.exists() for p in _watch_inputs(run)):
+        return
+    found = read_records(run.path if run.path.is_dir() else run.path.parent)
+    for problem in found.problems:
+        report.flag(WARNING, f"zoo watch's {problem}", "zoo watch skips what it cannot read; remove it")
+    report.details["watch"] = found.summary()
 
 
 def _inspect_key(task: tuple[str, tuple | None | str], registry: Registry) -> tuple[str, str]:

@@ -15,6 +15,7 @@ import click
 
 from zoo import __version__
 from zoo import cli_options as opt
+from zoo.doctor.config import Guardrail
 from zoo.errors import EXIT_PROBLEM, ZooError
 
 _QUICK_EXIT = False  # set by a command whose process has nothing left to do but tear down imports
@@ -240,9 +241,10 @@ def _row_names(reports, paths: list[Path]) -> list[str]:
 
 
 def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
-    table = _table("status", "run", "model", "train return", "reason")
     shown = [(r, name) for r, name in zip(reports, _row_names(reports, paths), strict=True)
              if not (quiet and r.status == "ok")]  # fmt: skip
+    watched = any("watch" in r.details for r, _ in shown)  # a column only where zoo watch left records
+    table = _table("status", "run", "model", "train return", *(("best eval",) if watched else ()), "reason")
     for r, name in shown:
         run, d = r.run, r.details
         model = "-"
@@ -250,9 +252,10 @@ def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
             model = f"{d['size'] / 1024:.0f} KiB {d.get('format', '')}"
         train = d.get("train_return")
         reason = escape(r.reason) if not r.hint else f"{escape(r.reason)}\n[dim]{escape(r.hint)}[/]"
+        best = _best_eval(d["watch"]) if "watch" in d else "-"
         table.add_row(
             f"[{_STYLE[r.status]}]{r.status}[/]", escape(name), model,
-            f"{train['value']:.1f}" if train else "-", reason,
+            f"{train['value']:.1f}" if train else "-", *((best,) if watched else ()), reason,
         )  # fmt: skip
     if shown:
         out().print(table)
@@ -263,32 +266,46 @@ def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
     )
 
 
+def _best_eval(watch: dict) -> str:
+    """zoo watch's best model in a check row: its score, step and how many evaluations it beat."""
+    best, count = watch["best"], watch["evaluations"]
+    if best is None:
+        return f"- ({count} eval{'s' if count != 1 else ''})"
+    return f"{best['return_mean']:.1f} at step {best['step']} ({count} eval{'s' if count != 1 else ''})"
+
+
 # ----------------------------------------------------------------------------- eval
 @cli.command("eval")
-@click.argument("target", type=click.Path(path_type=Path))
+@click.argument("target", type=click.Path(path_type=Path), required=False)
 @opt.target_options
 @opt.eval_options
 @opt.trust_pickle
 @opt.trust_wrapper
 @opt.env_factory
+@opt.env_module
+@opt.policy_class
 @opt.out("Where to write eval.json [run dir/eval.json].")
 @opt.model_config
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
 @opt.quiet
 @click.pass_context
 def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, device, deterministic,
-             capture_video, trust_pickle, trust_wrappers, env_factory, out_path, model_config, as_json,
-             quiet) -> None:  # fmt: skip
+             capture_video, trust_pickle, trust_wrappers, env_factory, env_module, policy_class, out_path,
+             model_config, as_json, quiet) -> None:  # fmt: skip
     """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
+    With --policy-class module:Class and --env-id, your own class is evaluated and TARGET is optional.
     """
     from zoo import api
 
+    if target is None and policy_class is None:  # TARGET is optional only for a policy class
+        raise click.MissingParameter(ctx=ctx, param_type="argument", param_hint="'TARGET'")
     plan = api.plan(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
                     num_envs=num_envs, device=device, deterministic=deterministic, capture_video=capture_video,
                     trust_pickle=trust_pickle, model_config=model_config, out=out_path or "default",
-                    trust_wrappers=trust_wrappers, env_factory=env_factory, registry=_registry(ctx))  # fmt: skip
+                    trust_wrappers=trust_wrappers, env_factory=env_factory, env_module=env_module,
+                    policy_class=policy_class, registry=_registry(ctx))  # fmt: skip
     _evaluate(plan, quiet, as_json)
 
 
@@ -298,12 +315,15 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
     from zoo.targets import load_target_policy
 
     target = plan.target
+    if plan.options.policy_class:  # said even with --quiet, and before loading: loading runs the user's class
+        err().print(f"[yellow]note:[/] running your code: --policy-class {escape(plan.options.policy_class)} acts",
+                    markup=True)  # fmt: skip
     policy = load_target_policy(target, plan.options)  # refusals and bad files before the announcement
     if plan.options.env_factory:  # said even with --quiet: it is the user's code that runs
         err().print(f"[yellow]note:[/] running your code: --env-factory {escape(plan.options.env_factory)} "
                     "builds the env", markup=True)  # fmt: skip
     if not quiet:
-        err().print(f"evaluating [bold]{escape(str(target.model_file))}[/] ({target.entry.name}, {target.env_id}): "
+        err().print(f"evaluating [bold]{escape(target.label)}[/] ({target.entry.name}, {target.env_id}): "
                     f"{_count(plan.episodes, 'episode')}, {_count(plan.num_envs, 'env')}, {seeds or f'seed {plan.seed}'}, {plan.mode} "
                     f"[dim]({plan.mode_source})[/], device {plan.device}", markup=True)  # fmt: skip
     result = _run_with_progress(
@@ -341,12 +361,13 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
 @opt.trust_pickle
 @opt.trust_wrapper
 @opt.env_factory
+@opt.env_module
 @opt.model_config
 @click.option("--json", "as_json", is_flag=True, help="Print the sidecar on stdout.")
 @opt.quiet
 @click.pass_context
 def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name, env_id, run_seed, trust_pickle,
-               trust_wrappers, env_factory, model_config, as_json, quiet) -> None:  # fmt: skip
+               trust_wrappers, env_factory, env_module, model_config, as_json, quiet) -> None:  # fmt: skip
     """Export TARGET's policy as TorchScript or ONNX: raw observation in, env action out.
 
     The framework's observation normalizer and action head are baked in. The written file is loaded
@@ -357,7 +378,7 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
     result = api.export(target, out_path, format=fmt, opset=opset, exporter=exporter, tolerance=tolerance,
                         exp_name=exp_name, env_id=env_id, run_seed=run_seed, trust_pickle=trust_pickle,
                         model_config=model_config, trust_wrappers=trust_wrappers, env_factory=env_factory,
-                        registry=_registry(ctx))  # fmt: skip
+                        env_module=env_module, registry=_registry(ctx))  # fmt: skip
     for note in result.notes:
         err().print(f"[yellow]note:[/] {escape(note)}", markup=True)
     if as_json:
@@ -397,6 +418,7 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @opt.eval_options
 @opt.trust_wrapper
 @opt.env_factory
+@opt.env_module
 @opt.out("eval.json path [run dir for a local run, else ./eval.json].")
 @click.option(
     "--allow-download", is_flag=True, help="Consent to download from the hub (else: local and cache only)."
@@ -405,7 +427,7 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @opt.quiet
 @click.pass_context
 def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revision, runs_dir, seed, episodes,
-              num_envs, device, deterministic, capture_video, trust_wrappers, env_factory, out_path,
+              num_envs, device, deterministic, capture_video, trust_wrappers, env_factory, env_module, out_path,
               allow_download, as_json, quiet) -> None:  # fmt: skip
     """Evaluate a published model: local run first, then the HF cache, then (with consent) the hub.
 
@@ -419,10 +441,139 @@ def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revisio
                              allow_download=allow_download, registry=_registry(ctx), episodes=episodes,
                              num_envs=num_envs, device=device, deterministic=deterministic,
                              capture_video=capture_video, trust_wrappers=trust_wrappers,
-                             env_factory=env_factory, out=out_path or "default")  # fmt: skip
+                             env_factory=env_factory, env_module=env_module,
+                             out=out_path or "default")  # fmt: skip
     if not quiet:
         err().print(f"model: {source.describe()}")
     _evaluate(plan, quiet, as_json, seeds=f"run seed {run_seed}, eval seed {seed}")
+
+
+# ----------------------------------------------------------------------------- doctor
+@cli.command("doctor")
+@click.option("--framework", type=click.Choice(["sb3", "cleanrl", "skrl", "rsl_rl", "custom"]), default=None,
+              help="Check this framework's setup (without it: what is installed).")  # fmt: skip
+@click.option("--policy", type=click.Path(path_type=Path), default=None,
+              help="A model file or run dir: it exists, and its content loads (read without running it).")  # fmt: skip
+@click.option("--config", type=click.Path(path_type=Path), default=None,
+              help="A YAML experiment config: fields, types and the guardrail (see docs/doctor.md).")  # fmt: skip
+@click.option("--launcher", type=click.Choice(["local", "hydra-local", "submitit", "slurm"]), default=None,
+              help="How the run would launch [the config's, else local].")  # fmt: skip
+@click.option(
+    "--probe-env", is_flag=True, help="Create and reset the env once to read its spaces (never stepped)."
+)
+@click.option("--env-id", "--env", "env_id", default=None, help="The env id [the policy's or the config's].")
+@opt.env_module
+@click.option("--exp-name", default=None, help="Experiment name (registry) when the path does not say.")
+@click.option("--policy-class", default=None, metavar="MODULE:CLASS",
+              help="--framework custom: your policy class; its module is found, not imported.")  # fmt: skip
+@opt.seed
+@click.option(
+    "--episodes", "-n", type=click.IntRange(min=1), default=None, help="Eval episodes [registry default]."
+)
+@click.option("--max-timesteps", type=click.IntRange(min=1), default=Guardrail.max_timesteps, show_default=True,
+              help="Guardrail: env steps per run.")  # fmt: skip
+@click.option("--max-envs", type=click.IntRange(min=1), default=Guardrail.max_envs, show_default=True,
+              help="Guardrail: parallel envs per run.")  # fmt: skip
+@click.option("--max-wall-minutes", type=click.FloatRange(min=0, min_open=True), default=Guardrail.max_wall_minutes,
+              show_default=True, help="Guardrail: wall time per run.")  # fmt: skip
+@click.option("--max-gpus", type=click.IntRange(min=0), default=Guardrail.max_gpus, show_default=True,
+              help="Guardrail: GPUs per run.")  # fmt: skip
+@click.option("--max-runs", type=click.IntRange(min=1), default=Guardrail.max_runs, show_default=True,
+              help="Guardrail: runs a sweep may launch.")  # fmt: skip
+@click.option("--allow-launcher", "allow_launchers", multiple=True,
+              type=click.Choice(["local", "hydra-local", "submitit", "slurm"]),
+              help="Guardrail: also allow this launcher [local, hydra-local]. Repeatable.")  # fmt: skip
+@click.option("--handoff", "handoff_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write handoff.json and HANDOFF.md (a plan for a human to run) into this folder.")  # fmt: skip
+@opt.as_json
+@click.pass_context
+def doctor_cmd(ctx, framework, policy, config, launcher, probe_env, env_id, env_module, exp_name, policy_class, seed, episodes,
+               max_timesteps, max_envs, max_wall_minutes, max_gpus, max_runs, allow_launchers, handoff_dir,
+               as_json) -> None:  # fmt: skip
+    """Preflight: check packages, files, a config and spaces before anything is loaded or launched.
+
+    Exit 0: every requested check passed (and the config is within the guardrail); 1: a requirement is
+    missing or invalid; 2: usage error; 3: the config exceeds or evades the guardrail. Doctor installs,
+    downloads, unpickles, trains and launches nothing, and writes nothing but --handoff. No exit code
+    authorizes training.
+    """
+    from zoo import api
+
+    guardrail = Guardrail(max_timesteps=max_timesteps, max_envs=max_envs, max_wall_minutes=max_wall_minutes,
+                          max_gpus=max_gpus, max_runs=max_runs,
+                          allowed_launchers=tuple(dict.fromkeys([*Guardrail.allowed_launchers, *allow_launchers])))  # fmt: skip
+    diagnosis = api.diagnose(framework=framework, policy=policy, config=config, launcher=launcher,
+                             probe_env=probe_env, env_id=env_id, env_module=env_module, exp_name=exp_name, seed=seed,
+                             episodes=episodes, policy_class=policy_class, guardrail=guardrail, handoff=handoff_dir,
+                             command=_given_options(ctx), registry=ctx.obj.get("registry"))  # fmt: skip
+    if as_json:
+        _print_json(diagnosis.to_json())
+    elif framework is None:
+        _render_environment(diagnosis.environment)
+    else:
+        _render_checks(diagnosis)
+    if diagnosis.handoff and not as_json:
+        err().print(f"handoff: {', '.join(diagnosis.handoff)} (a plan: nothing was run)")
+    ctx.exit(diagnosis.exit_code)
+
+
+def _given_options(ctx: click.Context) -> list[str]:
+    """The options typed on the command line, as arguments (a handoff records the command that made it)."""
+    from click.core import ParameterSource
+
+    args: list[str] = []
+    for param in ctx.command.params:
+        if (
+            not isinstance(param, click.Option)
+            or ctx.get_parameter_source(param.name) != ParameterSource.COMMANDLINE
+        ):
+            continue
+        name = max(param.opts, key=len)
+        value = ctx.params[param.name]
+        if param.is_flag:
+            args.append(name)
+        else:
+            args += [item for v in (value if param.multiple else [value]) for item in (name, str(v))]
+    return args
+
+
+def _render_environment(env: dict) -> None:
+    table = _table("", "", title=f"zoo {env['zoo']}", title_justify="left", show_header=False)
+    torch = env["torch"]
+    for name, found in env["packages"].items():
+        table.add_row(name, found or "[red]not installed[/]")
+    table.add_row("cuda", ("usable: " + ", ".join(torch["devices"])) if torch["cuda_available"]
+                  else f"not usable (torch build: {torch.get('cuda_build') or 'CPU'})")  # fmt: skip
+    for framework, packages in env["frameworks"].items():
+        table.add_row(
+            f"framework {framework}",
+            ", ".join(f"{p} {v or 'not installed'}" for p, v in packages.items()) or "-",
+        )
+    for name, extra in env["extras"].items():
+        table.add_row(
+            f"extra {name}", "installed" if extra["installed"] else f"missing {', '.join(extra['missing'])}"
+        )
+    hub = env["hub"]
+    table.add_row("hub endpoint", hub["endpoint"] + ("" if hub["endpoint_set"] else " (default)"))
+    table.add_row("hub cache", hub["cache"])
+    table.add_row("hub token", hub["token"])
+    table.add_row("HF_HUB_OFFLINE", "on" if hub["offline"] else "off")
+    hw = env["hardware"]
+    table.add_row(
+        "machine", f"{hw['platform']}, {hw['cpus']} CPUs, {hw['memory_gib']} GiB, Python {hw['python']}"
+    )
+    out().print(table)
+
+
+def _render_checks(diagnosis) -> None:
+    colours = {"ok": "green", "fail": "red", "over": "yellow", "not checked": "dim"}
+    table = _table("check", "status", "finding", title=f"zoo doctor --framework {diagnosis.framework}",
+                   title_justify="left")  # fmt: skip
+    for check in diagnosis.checks:
+        finding = escape(check.message) + (f"\n[dim]hint: {escape(check.hint)}[/]" if check.hint else "")
+        table.add_row(escape(check.name), f"[{colours[check.status]}]{check.status}[/]", finding)
+    out().print(table)
+    out().print(f"{diagnosis.verdict} (exit {diagnosis.exit_code}); doctor authorizes no training")
 
 
 # ----------------------------------------------------------------------------- push
@@ -486,6 +637,91 @@ def _size(n: int) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"
+
+
+# ----------------------------------------------------------------------------- watch
+@cli.command("watch")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--every", type=click.IntRange(min=1), default=1, show_default=True, metavar="K",
+              help="Evaluate every K-th new checkpoint (the newest is always evaluated at an --idle stop).")  # fmt: skip
+@opt.episodes
+@opt.num_envs
+@opt.seed
+@click.option("--until", type=click.IntRange(min=0), default=None, metavar="ITER",
+              help="Stop after evaluating a checkpoint at this step or iteration, or later.")  # fmt: skip
+@click.option("--idle", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Stop when no checkpoint appeared or changed for this long [never].")  # fmt: skip
+@click.option("--poll", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
+              metavar="SECONDS", help="Look at the run dir this often.")  # fmt: skip
+@click.option("--device", type=click.Choice(["cpu", "cuda", "auto"]), default="cpu", show_default=True,
+              help="Where policies run (the trainer keeps the GPU unless you say otherwise).")  # fmt: skip
+@click.option("--nice", type=click.IntRange(0, 19), default=10, show_default=True,
+              help="Add this to the watcher's niceness: the trainer keeps >= 90% of a shared core at 10.")  # fmt: skip
+@click.option("--max-cpu", type=click.IntRange(min=0), default=1, show_default=True, metavar="N",
+              help="Run on at most N cores, with N torch threads (0: no bound).")  # fmt: skip
+@opt.exp_name
+@opt.env_id
+@click.option("--json", "as_json", is_flag=True, help="Print each evals.jsonl line on stdout when written.")
+@opt.quiet
+@click.pass_context
+def watch_cmd(ctx, run_dir, every, episodes, num_envs, seed, until, idle, poll, device, nice, max_cpu, exp_name,
+              env_id, as_json, quiet) -> None:  # fmt: skip
+    """Follow the training run saving checkpoints into RUN_DIR: evaluate every K-th new one, keep the best.
+
+    Each evaluation (deterministic, seeded) is appended to RUN_DIR/evals.jsonl; a checkpoint that beats the
+    best return so far is copied to RUN_DIR/best_model.* with best_model_meta.json. Restarted, it goes on
+    where it stopped. Ctrl-C stops it with every file consistent (exit 130). See docs/watch.md.
+    """
+    import json
+
+    from zoo import api
+
+    evaluations = []
+
+    def on_eval(line: dict) -> None:
+        evaluations.append(line)
+        if as_json:
+            click.echo(json.dumps(line))
+        if not quiet or line["status"] != "ok":
+            err().print(_watch_line(line), markup=True)
+
+    def notify(message: str) -> None:
+        if message.startswith("warning:"):
+            err().print(f"[yellow]warning:[/]{escape(message.removeprefix('warning:'))}", markup=True)
+        elif not quiet:
+            err().print(f"[dim]{escape(message)}[/]", markup=True)
+
+    try:
+        result = api.watch(run_dir, every=every, episodes=episodes, num_envs=num_envs, seed=seed, until=until,
+                           idle=idle, poll=poll, device=device, nice=nice, max_cpu=max_cpu or None,
+                           exp_name=exp_name, env_id=env_id, registry=_registry(ctx), on_eval=on_eval,
+                           notify=notify)  # fmt: skip
+    except KeyboardInterrupt:
+        err().print(f"interrupted: {_count(len(evaluations), 'evaluation')} recorded this time; evals.jsonl and "
+                    "the best model are consistent")  # fmt: skip
+        sys.exit(130)
+    if not quiet:
+        best = result.best
+        kept = f"; best {best['return_mean']:.2f} at step {best['step']} -> {run_dir / best['model']}" if best else ""  # fmt: skip
+        why = f"a checkpoint at step {until} or later" if result.stopped == "until" else f"idle for {idle:g} s"  # fmt: skip
+        err().print(f"stopped ({why}): {_count(len(result.evaluations), 'evaluation')}{escape(kept)}")
+
+
+def _watch_line(line: dict) -> str:
+    """One evaluation as ``zoo watch`` prints it (rich markup)."""
+    step = f"step {line['step']}" if line["step"] is not None else "step ?"
+    where = escape(line["checkpoint"] or "")
+    if line["status"] != "ok":
+        hint = f"\n  [dim]hint: {escape(line['hint'])}[/]" if line.get("hint") else ""
+        tries = f"{line['attempts']} tr{'ies' if line['attempts'] != 1 else 'y'}"
+        where = "" if Path(line["checkpoint"] or "").name in line["error"] else f"  [dim]{where}[/]"
+        return f"{step}  [red]failed[/] after {tries}: {escape(line['error'])}{where}{hint}"
+    m = line["metrics"]
+    success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
+    best = "  [bold green]new best[/]" if line["new_best"] else ""
+    note = f"  [yellow]{escape(line['note'])}[/]" if line.get("note") else ""
+    return (f"{step}  return {m['return_mean']:.2f} +/- {m['return_std']:.2f}{success}  "
+            f"[dim]{line['episodes']} episodes in {line['wall_clock_seconds']:.1f}s  {where}[/]{best}{note}")  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- hub serve

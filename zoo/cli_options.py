@@ -88,6 +88,13 @@ trust_wrapper = click.option("--trust-wrapper", "trust_wrappers", multiple=True,
 env_factory = click.option("--env-factory", default=None, metavar="MODULE:FUNCTION",
                            help="Evaluate on your own batched tensor env: FUNCTION(num_envs=, device=, seed=) "
                            "returns it (your code runs; see docs/tensor-envs.md).")  # fmt: skip
+env_module = click.option("--env-module", default=None, metavar="MODULE",
+                           help="Import MODULE to register the env id first (e.g. myosuite); the same as "
+                           "--env-id MODULE:ID, gymnasium's syntax.")  # fmt: skip
+policy_class = click.option("--policy-class", default=None, metavar="MODULE:CLASS",
+                            help="Evaluate your own policy class: built as CLASS(env, seed) or CLASS(observation_space, "
+                            "action_space), acting with get_action, predict or act; TARGET is then optional, or a "
+                            "file its load(path) reads (your code runs; see docs/frameworks/custom.md).")  # fmt: skip
 model_config = click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                             default=None, help="YAML with the policy architecture when the checkpoint has none "
                             "(skrl: params/agent.yaml format).")  # fmt: skip

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from zoo.errors import ZooError
+from zoo.errors import UsageError, ZooError
 from zoo.tensor_env import TensorEnvSpec, extra_for, is_task
 
 #: Env families that need an optional extra, recognised by id without importing gymnasium.
@@ -61,7 +61,10 @@ def extras_for_env(env_id: str) -> list[str]:
     task_extra = extra_for(env_id)
     if task_extra:
         return [task_extra]
-    base = env_id.split("/")[-1].split("-v")[0]
+    module = env_module_of(env_id)
+    base = env_id.split(":")[-1].split("/")[-1].split("-v")[0]
+    if module == "myosuite" or (module is None and base.startswith("myo")):
+        return ["myosuite"]
     if base in MUJOCO_ENVS:
         return ["mujoco"]
     if env_id.startswith("ALE/") or "NoFrameskip" in env_id or _ENVPOOL_ID.fullmatch(env_id):
@@ -69,20 +72,58 @@ def extras_for_env(env_id: str) -> list[str]:
     return []
 
 
+#: The module each optional extra is known by (its presence means the extra is installed).
+EXTRA_MODULES = {
+    "mujoco": ("mujoco",),
+    "atari": ("ale_py",),
+    "video": ("moviepy", "pygame"),
+    "sb3": ("stable_baselines3",),
+    "skrl": ("skrl",),
+    "rsl": ("rsl_rl",),
+    "genesis": ("genesis", "tensordict"),
+    "myosuite": ("myosuite",),
+}
+
+
 def missing_modules_for_extras(extras: list[str]) -> list[str]:
     """Extras whose import module is absent (find_spec, nothing imported)."""
     from importlib.util import find_spec
 
-    modules = {
-        "mujoco": ("mujoco",),
-        "atari": ("ale_py",),
-        "video": ("moviepy", "pygame"),
-        "sb3": ("stable_baselines3",),
-        "skrl": ("skrl",),
-        "rsl": ("rsl_rl",),
-        "genesis": ("genesis", "tensordict"),
-    }
-    return [e for e in extras if any(find_spec(m) is None for m in modules.get(e, ()))]
+    return [e for e in extras if any(find_spec(m) is None for m in EXTRA_MODULES.get(e, ()))]
+
+
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def env_module_of(env_id: str) -> str | None:
+    """The module of gymnasium's ``module:EnvId`` syntax (gym.make imports it, which registers the env)."""
+    return env_id.split(":", 1)[0] if ":" in env_id else None
+
+
+def qualify_env_id(env_id: str, env_module: str | None) -> str:
+    """``env_id`` in gymnasium's ``module:EnvId`` form when ``--env-module`` names the package that registers it
+    (MyoSuite's envs exist once ``myosuite`` is imported). The id then says where its env comes from wherever it
+    is recorded (eval.json, an export's sidecar), and every ``gym.make`` of it imports the module first."""
+    if not env_module:
+        return env_id
+    from importlib.util import find_spec
+
+    if not _MODULE_NAME.fullmatch(env_module):
+        raise UsageError(f"--env-module {env_module!r}: not a module name", hint="give an importable module, e.g. "
+                       "--env-module myosuite")  # fmt: skip
+    named = env_module_of(env_id)
+    if named is not None and named != env_module:
+        raise UsageError(f"--env-module {env_module} contradicts the env id {env_id!r}",
+                       hint="give the module once: in the id (module:EnvId) or with --env-module")  # fmt: skip
+    if find_spec(env_module.split(".")[0]) is None:
+        extras = [e for e, modules in EXTRA_MODULES.items() if env_module.split(".")[0] in modules]
+        hint = (
+            f"pip install 'rl-zoo-hub[{extras[0]}]'"
+            if extras
+            else f"install the package that provides {env_module}"
+        )
+        raise ZooError(f"--env-module {env_module}: no such module is installed", hint=hint)
+    return env_id if named else f"{env_module}:{env_id}"
 
 
 #: What to install when a recorder cannot import one of the video extra's modules (moviepy encodes,
@@ -270,8 +311,8 @@ def _make_base(spec: EnvSpec, record: bool):
     try:
         env = gym.make(spec.env_id, **kwargs)
     except gym.error.Error as exc:
-        extras = extras_for_env(spec.env_id)
-        hint = f" (install the extra: pip install 'rl-zoo-hub[{extras[0]}]')" if extras else ""
+        missing = missing_modules_for_extras(extras_for_env(spec.env_id))
+        hint = f" (install the extra: pip install 'rl-zoo-hub[{missing[0]}]')" if missing else ""
         raise ZooError(f"cannot create env {spec.env_id!r}: {exc}{hint}") from None
     except ImportError as exc:
         raise ZooError(f"cannot create env {spec.env_id!r}: {exc}") from None
@@ -369,6 +410,20 @@ def make_vector_env(spec: EnvSpec, num_envs: int):
     if spec.video_dir is not None:
         _headless_rendering()
     return gym.vector.SyncVectorEnv([env_factory(spec, i) for i in range(num_envs)])
+
+
+def reset_restores(spec) -> bool:
+    """Whether ``reset(seed=...)`` of this spec's vector env restores all of its state, so that one env
+    kept for many evaluations gives each the episodes a fresh env would (``zoo watch`` keeps one).
+
+    True for a plain ``gym.make`` under ``RecordEpisodeStatistics`` (the classic preset, or a run config
+    that wraps nothing). Not for the presets whose wrappers carry state across resets: the observation
+    normalizer's running statistics (normalized_continuous), the Atari stack's episodic life (its reset
+    goes on from a lost life), a run config's own wrappers, EnvPool's game counter, a recorder's episode
+    numbers; nor for batched tensor envs, which are seeded only when built."""
+    if not isinstance(spec, EnvSpec) or spec.video_dir is not None:
+        return False
+    return spec.preset == "classic" or (spec.preset == "run_config" and not spec.wrappers)
 
 
 def env_spec_for(entry, env_id: str, video_dir: str | None = None):

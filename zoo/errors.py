@@ -11,6 +11,7 @@ class                     exit  meaning
 :class:`ZooError`         1     a problem was found or the operation failed (the base class)
 :class:`BrokenFile`       1     a file is cut short, corrupt, malformed or over a read bound
 :class:`LayoutMismatch`   1     a file is sound but not laid out as its framework writes it
+:class:`FileChanged`      1     a file changed while zoo read it (a trainer saving over it)
 :class:`UnsupportedError` 1     zoo cannot do this yet, or a needed optional extra is missing
 :class:`NetworkError`     1     the hub could not be reached, or refused the request
 :class:`UsageError`       2     flags that contradict each other or name nothing
@@ -46,6 +47,12 @@ class BrokenFile(ZooError):
 
 class LayoutMismatch(ZooError):
     """A readable file whose structure is not what its framework writes (or the registry describes)."""
+
+
+class FileChanged(ZooError):
+    """A file was rewritten while zoo read it: a trainer saved over the checkpoint being copied."""
+
+    default_hint = "it is read again when it is evaluated again"
 
 
 class UnsupportedError(ZooError):

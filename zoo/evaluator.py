@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 import zoo
-from zoo.envs import EnvSpec, make_vector_env
+from zoo.envs import EnvSpec, make_vector_env, reset_restores
 from zoo.episodes import Episode, episode_quotas
 from zoo.policy import Policy
 from zoo.tensor_env import TensorEnvSpec
@@ -184,22 +184,31 @@ def resolve_device(device: str) -> str:
 def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, num_envs: int, seed: int,
              deterministic: bool, checkpoint: str, exp_name: str | None, framework: str | None, device: str,
              settings: dict | None = None, source: dict | None = None,
-             on_episode: Callable[[int], None] | None = None) -> EvalResult:  # fmt: skip
-    """Run the rollouts and time them; the env is always closed, also on failure. A gymnasium ``spec``
-    is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device."""
+             on_episode: Callable[[int], None] | None = None, envs=None) -> EvalResult:  # fmt: skip
+    """Run the rollouts and time them; an env built here is always closed, also on failure. A gymnasium ``spec``
+    is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device.
+
+    ``envs``: a vector env of ``spec`` that the caller built (:func:`~zoo.envs.make_vector_env`) and keeps
+    for many evaluations (``zoo watch``, which must not rebuild the simulator per checkpoint). It is reset
+    with ``seed`` as a fresh one would be and left open; only a spec whose reset restores everything
+    (:func:`~zoo.envs.reset_restores`) gives the episodes a fresh env gives, so no other is taken."""
     num_envs = max(1, min(num_envs, episodes))
+    if envs is not None and (not reset_restores(spec) or envs.num_envs != num_envs):
+        raise ValueError(f"a kept env must be a {num_envs}-env vector env of a spec whose reset restores it")
     if isinstance(spec, TensorEnvSpec):
         wall, result_episodes = _tensor_rollouts(policy, spec, episodes, num_envs, seed, deterministic, device,
                                                  on_episode)  # fmt: skip
     else:
-        envs = make_vector_env(spec, num_envs)
+        kept = envs is not None
+        envs = envs if kept else make_vector_env(spec, num_envs)
         try:
             with single_cpu_thread(device):
                 start = time.perf_counter()
                 result_episodes = rollout(policy, envs, episodes, seed, deterministic, on_episode)
                 wall = time.perf_counter() - start
         finally:
-            envs.close()
+            if not kept:
+                envs.close()
     return EvalResult(
         task=spec.env_id, checkpoint=checkpoint, exp_name=exp_name, framework=framework,
         num_episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic, device=device,

@@ -18,7 +18,7 @@ from zoo.envs import PRESETS
 from zoo.errors import ZooError
 from zoo.frameworks import Adapter, framework_names, get_adapter
 
-FORMATS = ("torch-state-dict", "torch-checkpoint", "sb3-zip", "flax-msgpack", "safetensors")
+FORMATS = ("torch-state-dict", "torch-checkpoint", "sb3-zip", "flax-msgpack", "safetensors", "pickle")
 KNOWN_EXTRAS = ("mujoco", "atari", "video", "sb3", "skrl", "rsl")
 _EVAL_KEYS = {"episodes": int, "deterministic": bool, "epsilon": float, "exploration_noise": float}
 

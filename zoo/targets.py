@@ -27,12 +27,18 @@ class Target:
     run: Run
     entry: Entry
     env_id: str
-    model_file: Path
+    model_file: Path | None  # None: nothing on disk, the user's policy class alone (class_target)
     exported: dict | None = None  # the sidecar, when the target is a file zoo export wrote
 
     @property
     def adapter(self) -> Adapter:
         return get_adapter(self.entry.framework)
+
+    @property
+    def label(self) -> str:
+        """What is evaluated, as ``zoo eval`` and eval.json's ``checkpoint`` name it: the model file, else the
+        policy class (a class target's run is named by it)."""
+        return str(self.model_file) if self.model_file is not None else str(self.run.run_name)
 
 
 def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = None, env_id: str | None = None,
@@ -81,6 +87,27 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
     return Target(dataclasses.replace(run, model_file=model, seed=adapter.run_seed(run)), entry, env, model)
 
 
+def class_target(registry: Registry, policy_class: str, *, exp_name: str | None = None,
+                 env_id: str | None = None) -> Target:  # fmt: skip
+    """A target with nothing on disk: the user's policy class (``--policy-class``) acting in ``env_id``.
+
+    Its experiment is ``exp_name``, else the registry's one entry whose framework takes a policy class
+    (:attr:`Adapter.takes_policy_class`); its run is the current folder, where eval.json and videos go."""
+    if env_id is None:
+        raise UsageError(f"--policy-class {policy_class}: no env for it to act in",
+                         hint="pass --env-id (for example --env-id Pendulum-v1)")  # fmt: skip
+    if exp_name is None:
+        names = [e.name for e in registry.entries.values() if get_adapter(e.framework).takes_policy_class]
+        if len(names) != 1:
+            raise UsageError(f"--policy-class: {len(names)} registry entries take a policy class",
+                             hint=f"pass --exp-name ({', '.join(sorted(names)) or 'add one to the registry'})")  # fmt: skip
+        exp_name = names[0]
+    entry = registry.get(exp_name)
+    run = Run(framework=entry.framework, path=Path("."), run_name=policy_class, exp_name=entry.name,
+              env_id=env_id)  # fmt: skip
+    return Target(run, entry, env_id, None)
+
+
 def _model_file(run: Run, entry: Entry, env_id: str, named: bool) -> Path | None:
     """The run's model file; when the experiment was named, the one whose name the entry's pattern matches."""
     if not named:
@@ -123,9 +150,10 @@ class EvalPlan:
 
     @property
     def settings(self) -> dict:
-        """The stochastic mode's parameters (epsilon / exploration noise) and the user's env factory,
-        recorded in eval.json."""
-        settings = {} if self.options.env_factory is None else {"env_factory": self.options.env_factory}
+        """The stochastic mode's parameters (epsilon / exploration noise) and the user's code (env factory,
+        policy class), recorded in eval.json."""
+        user_code = {"env_factory": self.options.env_factory, "policy_class": self.options.policy_class}
+        settings = {key: value for key, value in user_code.items() if value is not None}
         if self.deterministic:
             return settings
         eval_ = self.target.entry.eval
@@ -146,7 +174,8 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
               deterministic: bool | None = None, device: str = "auto", out: Path | None = DEFAULT_OUT,
               capture_video: bool = False, trust_pickle: bool = False, model_config: Path | None = None,
               source: dict | None = None, video_dir: Path | None = None,
-              trusted_wrappers: frozenset[str] = frozenset(), env_factory: str | None = None) -> EvalPlan:  # fmt: skip
+              trusted_wrappers: frozenset[str] = frozenset(), env_factory: str | None = None,
+              policy_class: str | None = None) -> EvalPlan:  # fmt: skip
     """Fill what the caller leaves open from the registry entry; outputs default to the run's folders
     (``video_dir`` overrides where ``capture_video`` records, else the adapter's layout decides)."""
     from zoo.atomic import check_writable
@@ -160,6 +189,8 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
     if target.exported is not None:
         if deterministic is False:
             raise UsageError("an exported policy only acts deterministically", hint="drop --stochastic")
+        if policy_class is not None:
+            raise UsageError("--policy-class: an exported file is its own policy", hint="drop --policy-class")
         if device.startswith("cuda"):
             raise UnsupportedError("zoo evaluates exported files on the CPU (onnxruntime's and TorchScript's CPU "
                              "runtimes)", hint="drop --device cuda, or evaluate the checkpoint on the GPU")  # fmt: skip
@@ -172,7 +203,8 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
         check_writable(out_path, "--out")  # before the rollout, not after minutes of it
     options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
                           model_config=model_config, trusted_wrappers=trusted_wrappers,
-                          env_factory=parse_factory(env_factory) if env_factory else None)  # fmt: skip
+                          env_factory=parse_factory(env_factory) if env_factory else None,
+                          policy_class=policy_class)  # fmt: skip
     if target.exported is None:
         target.adapter.check_options(options)
     episodes = episodes or entry.eval["episodes"]

@@ -144,12 +144,20 @@ def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, ops
         tmp.unlink(missing_ok=True)
         try:
             _write(spec, fmt, name, example, tmp, opset)
-            runner = open_runner(tmp, fmt, recurrent)
         except ZooError:
             raise
         except Exception as exc:  # noqa: BLE001 - an exporter failing is a finding; the next may work
             passed_over[name] = f"export failed: {_first_line(exc)}"
             opset_only = opset_only and isinstance(exc, OpsetError)
+            continue
+        try:
+            runner = open_runner(tmp, fmt, recurrent)
+        except ZooError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the runtime cannot run what was written (an older onnxruntime)
+            passed_over[name] = (
+                f"the written file does not run here ({_runtime_name(fmt)}): {_first_line(exc)}"
+            )
             continue
         parity = check_parity(policy, runner, spec.obs_groups, tolerance=tol)
         if parity.ok:
@@ -157,9 +165,19 @@ def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, ops
         passed_over[name] = f"parity check failed: {_parity_failure(parity)}"
         opset_only = False
     detail = "; ".join(f"{k}: {v}" for k, v in passed_over.items())
-    hint = ("choose another --opset or --exporter; docs/export.md says what each writes" if opset_only
-            else "this is a bug in zoo's exporter for this policy; please report it")  # fmt: skip
+    if any("does not run here" in v for v in passed_over.values()):
+        hint = "choose a lower --opset, or upgrade onnxruntime (an older release runs fewer opsets)"
+    elif opset_only:
+        hint = "choose another --opset or --exporter; docs/export.md says what each writes"
+    else:
+        hint = "this is a bug in zoo's exporter for this policy; please report it"
     raise ZooError(f"export failed, no file written: {detail}", hint=hint)
+
+
+def _runtime_name(fmt: str) -> str:
+    from importlib.metadata import version
+
+    return f"onnxruntime {version('onnxruntime')}" if fmt == "onnx" else "torch.jit"
 
 
 def _record_terms(obs_groups: dict[str, dict], obs_terms: dict) -> None:

@@ -15,9 +15,10 @@ import pkgutil
 from pathlib import Path
 
 from zoo.errors import ZooError
-from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions
+from zoo.frameworks.base import BEST_MODEL, Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint
 
-__all__ = ["Adapter", "Checkpoint", "HubNaming", "LoadOptions", "framework_names", "get_adapter"]
+__all__ = ["BEST_MODEL", "Adapter", "Checkpoint", "HubNaming", "LoadOptions", "SavedCheckpoint", "framework_names",
+           "get_adapter"]  # fmt: skip
 
 
 def framework_names() -> list[str]:

@@ -15,6 +15,8 @@ The hooks, in the order a model meets them:
   loader builds the policy from the very same one (:meth:`~Adapter.load_policy`), so "ok" and "loads"
   cannot drift apart;
 - evaluation: :meth:`~Adapter.env_spec` (the eval env), :meth:`~Adapter.video_dir` (where replays go);
+- following training (``zoo watch``): :meth:`~Adapter.checkpoints` lists what a run has saved so far,
+  :meth:`~Adapter.best_model_files` names the copy of the best one;
 - sharing: :attr:`~Adapter.hub` (the Hub's name for the library, tags, default org, card template),
   :meth:`~Adapter.hub_files` (what a repo holds beside the model), :meth:`~Adapter.card_context`.
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -43,7 +45,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class LoadOptions:
     """How to load a policy: the same object whatever the framework (unused fields are ignored,
-    except ``model_config``, which an adapter that has no use for it refuses)."""
+    except ``model_config``, ``env_factory`` and ``policy_class``, which an adapter that has no use for
+    them refuses in :meth:`Adapter.check_options`)."""
 
     device: str = "cpu"
     seed: int = 0  # the seed of the policy's own randomness (stochastic eval modes)
@@ -51,6 +54,9 @@ class LoadOptions:
     model_config: Path | None = None  # the architecture, for checkpoints that do not state it
     trusted_wrappers: frozenset[str] = frozenset()  # env wrapper classes the user named (--trust-wrapper)
     env_factory: str | None = None  # the user's tensor env, module:function (--env-factory): user code
+    #: The user's policy class, ``module:Class`` (``--policy-class``): user code, imported and constructed only
+    #: by an adapter that takes it (:attr:`Adapter.takes_policy_class`), when the policy is loaded.
+    policy_class: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,23 @@ class Checkpoint:
     size: int | None
 
 
+#: The stem of the files ``zoo watch`` writes for a run's best checkpoint (``best_model.pt``, ...). Discovery
+#: must never take them for the latest checkpoint, and :meth:`Adapter.checkpoints` never lists them.
+BEST_MODEL = "best_model"
+
+
+@dataclass
+class SavedCheckpoint:
+    """One checkpoint a training run has written so far, as :meth:`Adapter.checkpoints` lists it."""
+
+    #: The training step or iteration its name says; None for a file saved over in place (no step in its name).
+    step: int | None
+    model_file: Path
+    #: Files saved with this checkpoint that evaluating it reads, by role (SB3: ``{"vecnormalize": ...}``):
+    #: they must be complete before it is loaded, and are copied with it when it is the best.
+    companions: dict[str, Path] = field(default_factory=dict)
+
+
 class Adapter(ABC):
     """One training library, as zoo's core sees it. Subclass it in ``zoo/frameworks/<name>/``."""
 
@@ -86,6 +109,8 @@ class Adapter(ABC):
     name: ClassVar[str]
     #: PyPI distributions of the library (reported by ``zoo --version`` when installed).
     packages: ClassVar[tuple[str, ...]] = ()
+    #: The zoo extra whose modules loading this framework's models needs (None: torch alone does).
+    extra: ClassVar[str | None] = None
     #: TensorBoard tags under which training logs its episode return; the first one found is shown.
     train_return_tags: ClassVar[tuple[str, ...]] = ()
     #: What a run of this framework looks like on disk (the hint when ``zoo check`` finds nothing).
@@ -97,6 +122,9 @@ class Adapter(ABC):
     #: Whether the policy can be loaded for a user's tensor env (``--env-factory``), which zoo does not
     #: build before the rollout: only adapters whose checkpoint states the spaces (rsl_rl, skrl).
     takes_env_factory: ClassVar[bool] = False
+    #: Whether a policy can be the user's own class (:attr:`LoadOptions.policy_class`); such an adapter's
+    #: entries can also be evaluated with no file at all (``zoo eval --policy-class ... --env-id ...``).
+    takes_policy_class: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ registry
     @abstractmethod
@@ -171,6 +199,10 @@ class Adapter(ABC):
             raise UsageError(f"--env-factory: {self.name} policies take their spaces from a gymnasium env, and zoo "
                              "does not build a user's env before the rollout", hint="evaluate rsl_rl or skrl "
                              "checkpoints on your own tensor env, or register it with gymnasium and pass --env-id")  # fmt: skip
+        if options.policy_class is not None and not self.takes_policy_class:
+            raise UsageError(f"--policy-class is not used by {self.name} models (zoo builds their policy from the "
+                             "checkpoint)", hint="drop --policy-class, or evaluate your class alone: zoo eval "
+                             "--policy-class module:Class --env-id ENV")  # fmt: skip
 
     # ------------------------------------------------------------------ evaluation
     def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None, *, model_file: Path | None = None,
@@ -209,6 +241,26 @@ class Adapter(ABC):
         model = run.model_file or run.path
         return [self.video_dir(run, model)]
 
+    # ------------------------------------------------------------------ following training
+    def checkpoints(self, run_dir: Path) -> list[SavedCheckpoint]:
+        """The checkpoints the run being trained in ``run_dir`` has written so far, oldest first.
+
+        ``zoo watch`` calls this every poll, so it reads directory listings only (a file may be half
+        written: the watcher waits until it is stable and retries what fails to load). The files zoo
+        writes itself (:data:`BEST_MODEL` ones) are never listed. A framework whose training writes no
+        checkpoint series keeps this default: nothing to follow."""
+        return []
+
+    def best_model_files(self, run_dir: Path, checkpoint: SavedCheckpoint) -> dict[str, Path]:
+        """``{name in run_dir: source file}`` of the copy ``zoo watch`` keeps of the best checkpoint, the
+        model first: ``best_model`` plus its suffix, and ``best_model_{role}`` plus theirs for its
+        companions. An adapter whose discovery reads other names overrides it; either way
+        ``zoo eval run_dir/<the model's name>`` must load the copy as it loaded the checkpoint."""
+        files = {f"{BEST_MODEL}{checkpoint.model_file.suffix}": checkpoint.model_file}
+        for role, path in checkpoint.companions.items():
+            files[f"{BEST_MODEL}_{role}{path.suffix}"] = path
+        return files
+
     # ------------------------------------------------------------------ sharing
     def hub_files(self, model_file: Path, env_id: str, workdir: Path) -> dict[str, Path]:
         """Files a hub repo of this model holds beside it, under the names the library's own hub tools
@@ -239,8 +291,10 @@ class Adapter(ABC):
     def env_spaces_or_warn(self, report: RunReport, entry: Entry, env_id: str,
                            spec: EnvSpec | None = None) -> tuple | None:  # fmt: skip
         """The eval env's ``(observation_space, action_space)`` (of ``spec``, else the entry's preset), or
-        None after a warning saying why not (a missing extra, an env that cannot be built here)."""
-        from zoo.envs import probe_spaces
+        None after a warning saying why not (a missing extra, an env that cannot be built here), or None
+        when the inspection scope creates no env (:mod:`zoo.artifacts.scope`: ``zoo doctor`` without
+        ``--probe-env``)."""
+        from zoo.artifacts.scope import env_spaces
 
         missing = self.missing_extra(entry, env_id)
         if missing:
@@ -248,7 +302,7 @@ class Adapter(ABC):
                         f"pip install 'rl-zoo-hub[{missing}]'")  # fmt: skip
             return None
         try:
-            return probe_spaces(spec or self.env_spec(entry, env_id))
+            return env_spaces(spec or self.env_spec(entry, env_id))
         except RefusedError:
             raise
         except ZooError as exc:

@@ -19,7 +19,7 @@ from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import BrokenFile, LayoutMismatch, ZooError
-from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
+from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint, does_not_fit
 from zoo.frameworks.cleanrl import discover as _discover
 from zoo.frameworks.cleanrl import flaxlayout
 from zoo.frameworks.cleanrl.discover import MODEL_SUFFIX
@@ -121,6 +121,10 @@ class CleanRLAdapter(Adapter):
 
     def inputs(self, run: Run) -> list[Path | None]:
         return [run.model_file, *run.other_model_files, run.events_file]
+
+    def checkpoints(self, run_dir: Path) -> list[SavedCheckpoint]:
+        """The run dir's ``.cleanrl_model`` files: step-numbered copies, then the model saved over in place."""
+        return _discover.saved_checkpoints(run_dir)
 
     def read(self, run: Run, entry: Entry | None) -> CleanRLCheckpoint:
         """The file's torch facts and, when the static check decoded it, its parts as the layout names

@@ -12,9 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from zoo.artifacts.runs import Run, is_folder, listdir, listed_names, scan_tree
+from zoo.frameworks.base import BEST_MODEL, SavedCheckpoint
 
 MODEL_SUFFIX = ".cleanrl_model"
 RUN_NAME = re.compile(r"^(?P<env_id>.+?)__(?P<exp_name>[^_].*?)__(?P<seed>\d+)__(?P<time>\d+)$")
+#: A step-numbered copy of the model (``dqn_10000.cleanrl_model``; qdagger's ``..._offline-100000``):
+#: CleanRL's ``--save-model`` writes one file at the end, so periodic saves are the user's own names.
+STEP_COPY = re.compile(rf"^.+?[_-](?P<step>\d+){re.escape(MODEL_SUFFIX)}$")
 
 
 def parse_run_name(name: str) -> dict | None:
@@ -98,3 +102,12 @@ def discover(root: Path) -> Iterator[Run]:
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.name.endswith(MODEL_SUFFIX) and not is_folder(entry):
                 yield run_from_model_file(Path(entry.path))
+
+
+def saved_checkpoints(run_dir: Path) -> list[SavedCheckpoint]:
+    """The model files of a run being trained: step-numbered copies by step, then files saved over in
+    place (``{exp_name}.cleanrl_model`` written again every K steps), which have no step in their name."""
+    names = sorted(e.name for e in listdir(run_dir) if e.name.endswith(MODEL_SUFFIX) and not is_folder(e))
+    found = [(STEP_COPY.match(n), run_dir / n) for n in names if n != f"{BEST_MODEL}{MODEL_SUFFIX}"]
+    by_step = [SavedCheckpoint(*saved) for saved in sorted((int(m["step"]), path) for m, path in found if m)]
+    return by_step + [SavedCheckpoint(None, path) for m, path in found if not m]

@@ -20,7 +20,7 @@ from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import BrokenFile, LayoutMismatch, UnsupportedError, ZooError
-from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
+from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint, does_not_fit
 from zoo.frameworks.rsl_rl import discover as _discover
 from zoo.frameworks.rsl_rl.checkpoint import Architecture, architecture, state_problems
 from zoo.frameworks.rsl_rl.config import AGENT_YAML, CFGS_PKL, ENV_YAML, RunConfig, read_run_config
@@ -82,6 +82,7 @@ def _fit(env_id: str, arch: Architecture, weights: PolicyWeights, config: RunCon
 class RslRlAdapter(Adapter):
     name = "rsl_rl"
     packages = ("rsl-rl-lib",)
+    extra = "rsl"
     train_return_tags = ("Train/mean_reward",)
     layout_hint = (
         "rsl_rl: logs/rsl_rl/{experiment}/{date_time}/model_{iter}.pt (params/agent.yaml or cfgs.pkl)"
@@ -110,6 +111,10 @@ class RslRlAdapter(Adapter):
         run_dir = _run_dir(run)
         configs = [run_dir / AGENT_YAML, run_dir / ENV_YAML, run_dir / CFGS_PKL]
         return [run.model_file, *configs, run.events_file]
+
+    def checkpoints(self, run_dir: Path) -> list[SavedCheckpoint]:
+        """The run's ``model_{iter}.pt`` files by iteration (the config beside them is the run's, not theirs)."""
+        return _discover.saved_checkpoints(run_dir)
 
     def env_id(self, run: Run) -> str | None:
         """The gymnasium id the run's env config names (``params/env.yaml``), or zoo's tensor task that a

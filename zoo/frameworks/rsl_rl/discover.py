@@ -15,8 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from zoo.artifacts.runs import Run, is_folder, listdir, scan_tree
+from zoo.frameworks.base import BEST_MODEL, SavedCheckpoint
 
 MODEL_NAME = re.compile(r"^model_(\d+)\.pt$")
+#: The copy of the best checkpoint ``zoo watch`` keeps beside a run's ``model_{iter}.pt``: given by name it is
+#: read as that run's model (its config is the run's), never taken for the latest checkpoint.
+BEST_FILE = f"{BEST_MODEL}.pt"
 #: The registry entry a discovered run belongs to: rsl_rl's runners write one checkpoint layout for PPO.
 DEFAULT_EXP_NAME = "rsl_ppo"
 _DATE_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})")
@@ -59,10 +63,19 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None, chosen
 def discover(root: Path) -> Iterator[Run]:
     """Every rsl_rl run under ``root`` (a logs folder, one run dir, or one ``model_{iter}.pt``)."""
     if root.is_file():
-        if MODEL_NAME.match(root.name):
+        if MODEL_NAME.match(root.name) or (root.name == BEST_FILE and saved_checkpoints(root.parent)):
             yield run_from_dir(root.parent, chosen=root)
         return
     for folder, entries, subdirs in scan_tree(root):
         if any(MODEL_NAME.match(e.name) for e in entries):
             yield run_from_dir(folder, entries)
             subdirs.clear()
+
+
+def saved_checkpoints(run_dir: Path) -> list[SavedCheckpoint]:
+    """The ``model_{iter}.pt`` files ``OnPolicyRunner`` has saved in ``run_dir`` so far, by iteration."""
+    try:
+        models = [Path(e.path) for e in listdir(run_dir) if MODEL_NAME.match(e.name) and not is_folder(e)]
+    except OSError:
+        return []
+    return [SavedCheckpoint(iteration(path), path) for path in sorted(models, key=iteration)]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from zoo.artifacts.report import WARNING, RunReport
 from zoo.artifacts.runs import Run
 from zoo.errors import UnsupportedError, ZooError
-from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
+from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint, does_not_fit
 from zoo.frameworks.sb3 import discover as _discover
 from zoo.frameworks.sb3.archive import ALGORITHMS, SB3Archive, read_archive
 
@@ -46,6 +46,7 @@ def _installed_sb3() -> str | None:
 class SB3Adapter(Adapter):
     name = "sb3"
     packages = ("stable-baselines3", "sb3-contrib", "rl_zoo3")
+    extra = "sb3"
     train_return_tags = ("rollout/ep_rew_mean",)
     layout_hint = "SB3: a model .zip (data + policy.pth), e.g. rl_zoo3's logs/{algo}/{env_id}_{n}/"
     hub = HubNaming(library_name="stable-baselines3", display_name="Stable-Baselines3",
@@ -68,11 +69,14 @@ class SB3Adapter(Adapter):
         return _discover.discover(root)
 
     def inputs(self, run: Run) -> list[Path | None]:
-        """The zip and every place its statistics may be."""
+        """The zip, every place its statistics may be, and the ``args.yml`` files its env id may come from."""
         from zoo.frameworks.sb3.normalize import stats_candidates
 
         model = run.model_file
-        return [model, *(stats_candidates(model, run.env_id) if model else []), run.events_file]
+        if model is None:
+            return [run.events_file]
+        args = ([model.parent / run.env_id / "args.yml"] if run.env_id else []) + [model.parent / "args.yml"]
+        return [model, *stats_candidates(model, run.env_id), *args, run.events_file]
 
     def read(self, run: Run, entry: Entry | None) -> SB3Checkpoint:
         assert run.model_file is not None
@@ -105,7 +109,13 @@ class SB3Adapter(Adapter):
             what = run.exp_name or f"policy class {archive.policy_class_name}"
             raise ZooError(f"no registry entry for {what}",
                            f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name to zoo eval")  # fmt: skip
-        inspect_model(self, report, archive, entry, run.env_id)
+        inspect_model(self, report, archive, entry, self.env_id(run))
+
+    def env_id(self, run: Run) -> str | None:
+        """From the names, with the module that registers the env when ``args.yml`` gives one (MyoSuite)."""
+        from zoo.frameworks.sb3.discover import qualified_env_id
+
+        return qualified_env_id(run)
 
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
         from zoo.envs import probe_spaces
@@ -141,6 +151,10 @@ class SB3Adapter(Adapter):
         normalizer = load_stats(stats, trust_pickle=options.trust_pickle) if stats else None
         kind = SB3RecurrentPolicy if archive.algorithm == "RecurrentPPO" else SB3Policy
         return kind(rebuilt, normalizer, archive.algorithm, options.seed, obs_space)
+
+    def checkpoints(self, run_dir: Path) -> list[SavedCheckpoint]:
+        """``CheckpointCallback``'s zips with their VecNormalize snapshots, then zips saved over in place."""
+        return _discover.saved_checkpoints(run_dir)
 
     def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None, *, model_file: Path | None = None,
                  trusted_wrappers: frozenset[str] = frozenset()) -> EnvSpec:  # fmt: skip

@@ -21,8 +21,16 @@ from zoo.artifacts import limits
 from zoo.errors import BrokenFile, RefusedError, ZooError
 
 REQUIRED = ("data", "policy.pth")
-#: rl_zoo3's CheckpointCallback names: the model, and its statistics beside it.
-CHECKPOINT = re.compile(r"^rl_model_(\d+)_steps\.zip$")
+#: SB3's ``CheckpointCallback`` names: ``{name_prefix}_{num_timesteps}_steps.zip`` (rl_zoo3's prefix is
+#: ``rl_model``), its statistics beside it (:func:`checkpoint_stats_name`).
+CHECKPOINT = re.compile(r"^(?P<prefix>.+)_(?P<steps>\d+)_steps\.zip$")
+
+
+def checkpoint_stats_name(match: re.Match) -> str:
+    """The VecNormalize snapshot ``CheckpointCallback(save_vecnormalize=True)`` writes with a checkpoint."""
+    return f"{match['prefix']}_vecnormalize_{match['steps']}_steps.pkl"
+
+
 #: Each algorithm zoo reads, by the class name SB3 / sb3-contrib give it, and its rl_zoo3 name (the
 #: ``logs/{algo}/`` folder, the hub's ``{algo}-{env_id}``, and ``sb3_{algo}`` in zoo's registry).
 ZOO_NAMES = {"PPO": "ppo", "A2C": "a2c", "DQN": "dqn", "SAC": "sac", "TD3": "td3", "DDPG": "ddpg",

@@ -20,9 +20,17 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, is_folder, note_read, scan_tree
+from zoo.artifacts.runs import Run, is_folder, listdir, note_read, scan_tree
 from zoo.errors import ZooError
-from zoo.frameworks.sb3.archive import CHECKPOINT, ZOO_NAMES, exp_name_for, is_sb3_zip, read_archive
+from zoo.frameworks.base import BEST_MODEL, SavedCheckpoint
+from zoo.frameworks.sb3.archive import (
+    CHECKPOINT,
+    ZOO_NAMES,
+    checkpoint_stats_name,
+    exp_name_for,
+    is_sb3_zip,
+    read_archive,
+)
 
 FRAMEWORK = "sb3"
 _ZOO_RUN_DIR = re.compile(r"^(?P<env_id>.+)_(?P<n>\d+)$")
@@ -41,6 +49,18 @@ def _args_env_id(folder: Path) -> str | None:
     note_read(path)
     env = read_zoo_yaml(path).get("env") if path.is_file() else None
     return env if isinstance(env, str) else None
+
+
+def qualified_env_id(run: Run) -> str | None:
+    """The run's env id with the module gymnasium needs to find it: rl_zoo3 names folders and files after the
+    bare id (``myoElbowPose1D6MRandom-v0``) and keeps ``module:EnvId`` (``myosuite:...``) in ``args.yml`` only."""
+    if run.env_id is None or run.model_file is None:
+        return run.env_id
+    for folder in (run.model_file.parent / run.env_id, run.model_file.parent):
+        named = _args_env_id(folder)
+        if named and named.split(":", 1)[-1] == run.env_id:
+            return named
+    return run.env_id
 
 
 def _describe(run: Run, model: Path) -> Run:
@@ -65,7 +85,7 @@ def _zoo_run(folder: Path, zips: list[Path]) -> Run | None:
     env_id = m["env_id"]
     by_name = {z.name: z for z in zips}
     checkpoints = sorted((z for z in zips if CHECKPOINT.match(z.name)),
-                         key=lambda z: int(CHECKPOINT.match(z.name)[1]))  # fmt: skip
+                         key=lambda z: int(CHECKPOINT.match(z.name)["steps"]))  # fmt: skip
     model = (
         by_name.get(f"{env_id}.zip")
         or by_name.get("best_model.zip")
@@ -125,3 +145,27 @@ def discover(root: Path) -> Iterator[Run]:
             yield run
         else:
             yield from (run_for_file(z) for z in zips)
+
+
+def saved_checkpoints(run_dir: Path) -> list[SavedCheckpoint]:
+    """The models a training run has saved in ``run_dir`` so far: ``CheckpointCallback``'s
+    ``{prefix}_{steps}_steps.zip`` by step (each with its ``{prefix}_vecnormalize_{steps}_steps.pkl`` once that
+    exists), then any other SB3 zip, saved over in place (``model.save("ppo")`` in a loop), with the statistics
+    its evaluation reads. A zip still being written is not an SB3 zip yet: it is listed once it is one."""
+    from zoo.frameworks.sb3.normalize import find_stats
+
+    files = {e.name for e in listdir(run_dir) if not is_folder(e)}
+    by_step, in_place = [], []
+    for name in sorted(files):
+        model = run_dir / name
+        if not name.endswith(".zip") or name == f"{BEST_MODEL}.zip":
+            continue
+        checkpoint = CHECKPOINT.match(name)
+        if checkpoint:
+            stats = checkpoint_stats_name(checkpoint)
+            companions = {"vecnormalize": run_dir / stats} if stats in files else {}
+            by_step.append(SavedCheckpoint(int(checkpoint["steps"]), model, companions))
+        elif is_sb3_zip(model):
+            stats_file = find_stats(model, None)
+            in_place.append(SavedCheckpoint(None, model, {"vecnormalize": stats_file} if stats_file else {}))
+    return sorted(by_step, key=lambda c: c.step or 0) + in_place

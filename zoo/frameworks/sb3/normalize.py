@@ -17,18 +17,21 @@ import numpy as np
 
 from zoo.artifacts import limits
 from zoo.errors import BrokenFile, RefusedError, ZooError
-from zoo.frameworks.sb3.archive import CHECKPOINT, UNKNOWN_HINT
+from zoo.frameworks.sb3.archive import CHECKPOINT, UNKNOWN_HINT, checkpoint_stats_name
 
 STATS_NAMES = ("vecnormalize.pkl", "vec_normalize.pkl")
 
 
 def stats_candidates(model_file: Path, env_id: str | None) -> list[Path]:
-    """Where a model's statistics may be, in the order they are looked for."""
+    """Where a model's statistics may be, in the order they are looked for: its own snapshot first (a
+    checkpoint's ``{prefix}_vecnormalize_{steps}_steps.pkl``; ``{stem}_vecnormalize.pkl`` beside any other
+    model, such as the ``best_model_vecnormalize.pkl`` zoo watch keeps with ``best_model.zip``), then the run's."""
     folder = model_file.parent
     checkpoint = CHECKPOINT.match(model_file.name)
+    own = checkpoint_stats_name(checkpoint) if checkpoint else f"{model_file.stem}_vecnormalize.pkl"
     subdirs = dict.fromkeys(d for d in (env_id, model_file.stem) if d)
-    candidates = [folder / f"rl_model_vecnormalize_{checkpoint[1]}_steps.pkl"] if checkpoint else []
-    return candidates + [folder / d / "vecnormalize.pkl" for d in subdirs] + [folder / n for n in STATS_NAMES]
+    candidates = [folder / own, *(folder / d / "vecnormalize.pkl" for d in subdirs)]
+    return candidates + [folder / n for n in STATS_NAMES]
 
 
 def find_stats(model_file: Path, env_id: str | None) -> Path | None:

@@ -19,7 +19,15 @@ from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import LayoutMismatch, UnsupportedError, ZooError
-from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, does_not_fit
+from zoo.frameworks.base import (
+    BEST_MODEL,
+    Adapter,
+    Checkpoint,
+    HubNaming,
+    LoadOptions,
+    SavedCheckpoint,
+    does_not_fit,
+)
 from zoo.frameworks.skrl import discover as _discover
 from zoo.frameworks.skrl.architecture import Architecture, architecture, shape_problems, unused_keys
 from zoo.frameworks.skrl.checkpoint import (
@@ -30,7 +38,7 @@ from zoo.frameworks.skrl.checkpoint import (
     split_agent,
 )
 from zoo.frameworks.skrl.config import GENERATION_2, RunConfig, check_policy_input, run_config, scaler_spec
-from zoo.frameworks.skrl.discover import parse_checkpoint, step_of
+from zoo.frameworks.skrl.discover import acting_files, parse_checkpoint, step_of
 
 if TYPE_CHECKING:
     from zoo.registry import Entry, Registry
@@ -113,6 +121,26 @@ class SkrlAdapter(Adapter):
         model = run.model_file
         companions = list(companion_modules(model).values()) if model else []
         return [model, *run.other_model_files, *companions, *configs, run.events_file]
+
+    def checkpoints(self, run_dir: Path) -> list[SavedCheckpoint]:
+        """``checkpoints/agent_{step}.pt`` (per-module: ``policy_{step}.pt`` with its scaler files) by step.
+        skrl's own ``best_*.pt``, its best by training reward saved over in place, is not one of them."""
+        folder = run_dir / "checkpoints"
+        found = []
+        for name in acting_files(_discover.checkpoint_names(folder)):
+            _, tag = parse_checkpoint(name) or ("", None)
+            if tag is not None:
+                path = folder / name
+                found.append(SavedCheckpoint(step_of(path), path, companion_modules(path)))
+        return sorted(found, key=lambda c: (c.step is None, c.step or 0, c.model_file.name))
+
+    def best_model_files(self, run_dir: Path, checkpoint: SavedCheckpoint) -> dict[str, Path]:
+        """``best_model.pt`` for a whole-agent file; ``best_model_policy.pt`` and ``best_model_{module}.pt``
+        for per-module files, the names :func:`~zoo.frameworks.skrl.discover.parse_checkpoint` reads back."""
+        module, _ = parse_checkpoint(checkpoint.model_file.name) or ("agent", None)
+        model = f"{BEST_MODEL}.pt" if module == "agent" else f"{BEST_MODEL}_{module}.pt"
+        return {model: checkpoint.model_file,
+                **{f"{BEST_MODEL}_{key}.pt": path for key, path in checkpoint.companions.items()}}  # fmt: skip
 
     def env_id(self, run: Run) -> str | None:
         """From the experiment's names, else ``params/env.yaml``."""

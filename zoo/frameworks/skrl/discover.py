@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from zoo.artifacts.runs import Run, is_folder, listdir, scan_tree
+from zoo.frameworks.base import BEST_MODEL
 
 #: Module names skrl's torch agents put in ``checkpoint_modules`` (per-module files carry them).
 MODULES = (
@@ -28,16 +29,22 @@ MODULES = (
 #: skrl agent classes; an experiment dir name that holds one (``..._PPO``, ``..._ppo_torch``) says the algo.
 ALGORITHMS = ("ppo", "a2c", "rpo", "trpo", "amp", "sac", "td3", "ddpg", "dqn", "ddqn", "cem")
 _TAG = r"(?P<tag>\d+|\d{2}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}-\d{6})"
-CHECKPOINT = re.compile(rf"^(?:best_(?P<best>{'|'.join(('agent',) + MODULES)})|(?P<module>agent|{'|'.join(MODULES)})_{_TAG})\.pt$")  # fmt: skip
+#: ``zoo watch``'s copy of the best checkpoint, in the experiment dir: ``best_model.pt`` (a whole-agent file)
+#: or ``best_model_policy.pt`` with ``best_model_{module}.pt`` beside it (per-module files).
+_ZOO_BEST = rf"{BEST_MODEL}(?:_(?P<zoo_module>{'|'.join(MODULES)}))?"
+CHECKPOINT = re.compile(rf"^(?:(?P<zoo>{_ZOO_BEST})|best_(?P<best>{'|'.join(('agent',) + MODULES)})|(?P<module>agent|{'|'.join(MODULES)})_{_TAG})\.pt$")  # fmt: skip
 ENV_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*-v\d+$")
 _SKIP = {"checkpoints", "params", "videos", "exported", "git"}
 
 
 def parse_checkpoint(name: str) -> tuple[str, str | None] | None:
-    """``(module, tag)`` for an skrl checkpoint name; ``tag`` is None for ``best_*``; None otherwise."""
+    """``(module, tag)`` for an skrl checkpoint name; ``tag`` is None for ``best_*`` (and zoo watch's
+    ``best_model*``); None otherwise."""
     m = CHECKPOINT.match(name)
     if not m:
         return None
+    if m["zoo"]:
+        return m["zoo_module"] or "agent", None
     return (m["best"], None) if m["best"] else (m["module"], m["tag"])
 
 
@@ -50,6 +57,8 @@ def step_of(path: Path) -> int | None:
 def companion(model_file: Path, module: str) -> Path:
     """The per-module file written beside ``model_file`` at the same checkpoint (same tag or best)."""
     _, tag = parse_checkpoint(model_file.name) or ("", None)
+    if model_file.name.startswith(BEST_MODEL):
+        return model_file.with_name(f"{BEST_MODEL}_{module}.pt")
     name = f"best_{module}.pt" if tag is None else f"{module}_{tag}.pt"
     return model_file.with_name(name)
 
@@ -119,7 +128,8 @@ def run_from_dir(experiment_dir: Path, checkpoint_names: list[str], model_file: 
     return run
 
 
-def _checkpoint_names(folder: Path) -> list[str]:
+def checkpoint_names(folder: Path) -> list[str]:
+    """The checkpoint files ``folder`` (a ``checkpoints/``) lists; none when it cannot be listed."""
     try:
         return [e.name for e in listdir(folder) if not is_folder(e) and parse_checkpoint(e.name)]
     except OSError:
@@ -127,10 +137,16 @@ def _checkpoint_names(folder: Path) -> list[str]:
 
 
 def _from_file(path: Path) -> Iterator[Run]:
-    """A checkpoint given directly: described by its experiment dir when it sits in ``checkpoints/``."""
+    """A checkpoint given directly: described by its experiment dir when it sits in ``checkpoints/`` (or is
+    zoo watch's best model beside ``checkpoints/``)."""
     parsed = parse_checkpoint(path.name)
+    zoo_best = parsed is not None and path.name.startswith(BEST_MODEL)
     if path.parent.name == "checkpoints" and parsed:
-        yield run_from_dir(path.parent.parent, _checkpoint_names(path.parent), model_file=path)
+        yield run_from_dir(path.parent.parent, checkpoint_names(path.parent), model_file=path)
+    elif zoo_best:  # beside checkpoints/ only: an rsl_rl run's best_model.pt is rsl_rl's
+        names = checkpoint_names(path.parent / "checkpoints")
+        if acting_files(names):
+            yield run_from_dir(path.parent, names, model_file=path)
     elif parsed or path.name == "agent.pt":  # agent.pt: skrl's Hugging Face file name
         yield Run(framework="skrl", path=path, model_file=path)
 
@@ -140,11 +156,11 @@ def discover(root: Path) -> Iterator[Run]:
     if root.is_file():
         yield from _from_file(root)
         return
-    if root.name == "checkpoints" and acting_files(_checkpoint_names(root)):
+    if root.name == "checkpoints" and acting_files(checkpoint_names(root)):
         root = root.parent
     for folder, entries, subdirs in scan_tree(root):
         if any(e.name == "checkpoints" for e in entries):
-            names = _checkpoint_names(folder / "checkpoints")
+            names = checkpoint_names(folder / "checkpoints")
             if acting_files(names):
                 yield run_from_dir(folder, names)
                 subdirs.clear()

@@ -1,0 +1,191 @@
+"""``zoo doctor``'s checks, in the order a failure must be told apart: package, file, content, spaces.
+
+A missing module is reported as a missing module, never as a bad file, because the package checks
+run first and a later check that depends on a failed one is marked "not checked" instead of run.
+The content check is ``zoo check``'s own inspection (bytes verified statically, values decoded by
+zoo's restricted reader, never ``pickle.load``) with env creation switched off; only ``--probe-env``
+creates an env, once: made, reset, its spaces read, closed, never stepped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+from dataclasses import dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from zoo.errors import ZooError
+
+OK, FAIL, OVER, SKIPPED = "ok", "fail", "over", "not checked"
+
+#: What each launcher needs on this machine: a distribution, or a program on PATH.
+LAUNCHER_NEEDS = {"local": (), "hydra-local": ("dist:hydra-core",), "submitit": ("dist:submitit",),
+                  "slurm": ("program:sbatch",)}  # fmt: skip
+
+
+@dataclass
+class Check:
+    """One line of the diagnosis: what was checked, how it went, and the fix."""
+
+    name: str
+    status: str
+    message: str
+    hint: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _skipped(name: str, because: str) -> Check:
+    return Check(name, SKIPPED, f"not checked: {because}")
+
+
+def distribution_check(name: str, purpose: str, hint: str) -> Check:
+    from zoo.doctor.installed import installed_version
+
+    found = installed_version(name)
+    if found is None:
+        return Check(f"package {name}", FAIL, f"{name} is not installed ({purpose})", hint)
+    return Check(f"package {name}", OK, f"{name} {found}", details={"version": found})
+
+
+def module_check(module: str, purpose: str, hint: str) -> Check:
+    """A module is importable, found without importing it (its top-level package only: a dotted
+    name's parents would be imported by the lookup)."""
+    top = module.split(".")[0]
+    if find_spec(top) is None:
+        return Check(f"module {top}", FAIL, f"no module named {top!r} ({purpose})", hint)
+    return Check(f"module {top}", OK, f"{top} found ({purpose})")
+
+
+def framework_packages(adapter, *, loading: bool, training: bool, script: str | None = None) -> list[Check]:
+    """What the framework needs here: the extra zoo loads its models with, and for a training plan
+    the library itself (or the script a CleanRL-style config names)."""
+    checks = []
+    if loading and adapter.extra:
+        from zoo.envs import EXTRA_MODULES
+
+        for module in EXTRA_MODULES.get(adapter.extra, ()):
+            checks.append(module_check(module, f"zoo loads {adapter.name} models with it",
+                                       f"pip install 'rl-zoo-hub[{adapter.extra}]'"))  # fmt: skip
+    if training:
+        if script is not None:
+            found = Path(script).is_file()
+            checks.append(Check("training script", OK if found else FAIL, f"{script} {'found' if found else 'not found'}",
+                                None if found else "set script: to the training script's path"))  # fmt: skip
+        elif adapter.packages:
+            checks.append(distribution_check(adapter.packages[0], f"{adapter.name} trains with it",
+                                             f"pip install {adapter.packages[0]}"))  # fmt: skip
+    return checks
+
+
+def env_packages(env_id: str, env_module: str | None) -> list[Check]:
+    """The optional extra an env id needs (MuJoCo, Atari, MyoSuite, Genesis) and the module that registers it."""
+    from zoo.envs import env_module_of, extras_for_env, missing_modules_for_extras
+
+    checks = [Check(f"extra {extra}", FAIL if missing_modules_for_extras([extra]) else OK,
+                    f"{env_id} needs the {extra} extra" + (" (not installed)" if missing_modules_for_extras([extra]) else ""),
+                    f"pip install 'rl-zoo-hub[{extra}]'" if missing_modules_for_extras([extra]) else None)
+              for extra in extras_for_env(env_id)]  # fmt: skip
+    module = env_module or env_module_of(env_id)
+    if module:
+        checks.append(
+            module_check(module, f"it registers {env_id}", f"install the package that provides {module}")
+        )
+    return checks
+
+
+def launcher_checks(launcher: str) -> list[Check]:
+    checks = []
+    for need in LAUNCHER_NEEDS[launcher]:
+        kind, name = need.split(":")
+        if kind == "dist":
+            checks.append(distribution_check(name, f"the {launcher} launcher", f"pip install {name}"))
+        else:
+            found = shutil.which(name)
+            checks.append(Check(f"program {name}", OK if found else FAIL,
+                                f"{name} at {found}" if found else f"{name} is not on PATH (the {launcher} launcher)",
+                                None if found else "run doctor on a cluster login node"))  # fmt: skip
+    return checks
+
+
+class EnvProbe:
+    """Creates each env the checks ask about once (made, reset with seed 0, closed) and remembers it."""
+
+    def __init__(self) -> None:
+        self.seen: dict[Any, dict] = {}
+        self.failure: ZooError | None = None
+
+    def __call__(self, spec) -> tuple:
+        if spec not in self.seen:
+            try:
+                self.seen[spec] = _create_and_reset(spec)
+            except ZooError as exc:
+                self.failure = exc
+                raise
+        found = self.seen[spec]
+        return found["observation_space"], found["action_space"]
+
+    def attempt(self, spec) -> None:
+        """Create ``spec``'s env for the record: a failure is kept in :attr:`failure`, not raised."""
+        with contextlib.suppress(ZooError):
+            self(spec)
+
+
+def _create_and_reset(spec) -> dict:
+    from zoo.envs import env_factory
+    from zoo.tensor_env import TensorEnvSpec
+
+    if isinstance(spec, TensorEnvSpec):  # zoo's tensor tasks state their spaces; a scene is not built
+        obs, act = spec.spaces()
+        return {"observation_space": obs, "action_space": act, "max_episode_steps": None, "created": False}
+    env = env_factory(dataclasses.replace(spec, video_dir=None, video_log=None), 0)()
+    try:
+        env.reset(seed=0)
+        limit = env.spec.max_episode_steps if env.spec is not None else None
+        return {"observation_space": env.observation_space, "action_space": env.action_space,
+                "max_episode_steps": limit, "created": True}  # fmt: skip
+    finally:
+        env.close()
+
+
+def spaces_check(probe: EnvProbe, env_id: str) -> Check:
+    """What the probe saw of the env (or why it could not make it)."""
+    if probe.failure is not None:
+        return Check(
+            "spaces", FAIL, probe.failure.message, probe.failure.hint or "check --env-id and the env's extra"
+        )
+    if not probe.seen:
+        return _skipped("spaces", "no env was created")
+    found = next(iter(probe.seen.values()))
+    obs, act = summary(found["observation_space"]), summary(found["action_space"])
+    return Check("spaces", OK, f"{env_id}: observation {obs}, action {act}",
+                 details={"env_id": env_id, "observation_space": str(found["observation_space"]),
+                          "action_space": str(found["action_space"]),
+                          "max_episode_steps": found["max_episode_steps"]})  # fmt: skip
+
+
+def summary(space) -> str:
+    """A space in a few words: a Box by shape and dtype (its bounds fill a screen), others as gymnasium says."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Box):
+        return f"Box{space.shape} {space.dtype}"
+    if isinstance(space, spaces.Dict):
+        return "Dict(" + ", ".join(f"{k}: {summary(v)}" for k, v in space.spaces.items()) + ")"
+    return str(space)
+
+
+def probe_plain_env(env_id: str) -> EnvProbe:
+    """``--probe-env`` without a policy: the env as gymnasium makes it (zoo's classic preset)."""
+    from zoo.envs import EnvSpec
+    from zoo.tensor_env import TensorEnvSpec, is_task
+
+    probe = EnvProbe()
+    spec = TensorEnvSpec(env_id) if is_task(env_id) else EnvSpec(env_id)
+    probe.attempt(spec)
+    return probe

@@ -1,0 +1,172 @@
+"""``zoo doctor --handoff DIR``: a plan a human can read, check and run, instead of a run started for them.
+
+Two files, each written atomically: ``handoff.json`` (everything, for tools) and ``HANDOFF.md`` (the
+same in a page). They say what would run, with which versions, bounds and stop conditions, what it
+would touch (files, network, credentials, workers, GPUs, time) and the exact commands. Writing them
+runs nothing: the commands are templates for a person to run knowingly.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import shlex
+from pathlib import Path
+
+from zoo.doctor import Diagnosis
+
+#: Training entry points by framework, as each library's own docs launch a run. ``{...}`` fields come
+#: from the config; a config's ``script`` replaces the script.
+TRAIN_COMMANDS = {
+    "sb3": "python -m rl_zoo3.train --algo {algorithm} --env {env_id} -n {total_timesteps} --seed {seed} "
+           "-f {output_dir} --save-freq {checkpoint_every} --eval-freq {eval_every} --eval-episodes {eval_episodes} "
+           "--vec-env dummy --hyperparams n_envs:{num_envs}{hyperparams}",
+    "cleanrl": "python {script} --env-id {env_id} --total-timesteps {total_timesteps} --seed {seed} "
+               "--num-envs {num_envs} --save-model",
+    "skrl": "python {script} --task {env_id} --num_envs {num_envs} --seed {seed} --max_iterations {iterations} "
+            "--headless",
+    "rsl_rl": "python {script} --task {env_id} --num_envs {num_envs} --seed {seed} --max_iterations {iterations} "
+              "--headless",
+    "custom": "python {script} --config {config}",
+}  # fmt: skip
+DEFAULT_SCRIPTS = {"cleanrl": "cleanrl/{algorithm}.py", "skrl": "scripts/reinforcement_learning/skrl/train.py",
+                   "rsl_rl": "scripts/reinforcement_learning/rsl_rl/train.py", "custom": "train.py"}  # fmt: skip
+
+
+def _training(diagnosis: Diagnosis) -> dict | None:
+    """The training plan: the config as resolved, its cadence, protocol, stop conditions and command."""
+    report = diagnosis.config
+    if report is None or report.problems:
+        return None
+    v = dict(report.values)
+    evaluation = {"every": v["total_timesteps"] // 10, "episodes": 10, "seed": 0, **(v.get("eval") or {})}
+    checkpoint_every = v.get("checkpoint_every") or evaluation["every"]
+    steps_per_env = (v.get("hyperparams") or {}).get("num_steps_per_env", 24)  # rsl_rl / Isaac Lab's default
+    fields = {**v, "script": v.get("script") or DEFAULT_SCRIPTS.get(v["framework"], "train.py").format(**v),
+              "checkpoint_every": checkpoint_every, "eval_every": evaluation["every"],
+              "eval_episodes": evaluation["episodes"], "config": str(report.path),
+              "iterations": math.ceil(v["total_timesteps"] / (v["num_envs"] * steps_per_env)),
+              "hyperparams": "".join(f" {k}:{val!r}" for k, val in (v.get("hyperparams") or {}).items())}  # fmt: skip
+    command = TRAIN_COMMANDS[v["framework"]].format(**fields)
+    wall = v["wall_time_minutes"]
+    launcher = v.get("launcher", "local")
+    if launcher == "slurm":
+        command = (f"sbatch --time={math.ceil(wall)} --gpus={v.get('gpus', 0)} --cpus-per-task={v['num_envs']} "
+                   f"--wrap {shlex.quote(command)}")  # fmt: skip
+    else:
+        command = f"timeout {math.ceil(wall)}m nice -n 10 {command}"
+    return {
+        "config": v, "config_file": str(report.path), "launcher": launcher, "runs": report.runs,
+        "checkpoint_every": checkpoint_every,
+        "eval_protocol": {**evaluation, "deterministic": True, "how": "zoo watch: every checkpoint, "
+                          "seeded per-env quotas, best model kept with its normalizer"},
+        "stop_conditions": {"total_timesteps": v["total_timesteps"], "wall_time_minutes": wall},
+        "command": command,
+        # RUN_DIR: the run folder the trainer makes under output_dir (its name holds a time stamp or counter)
+        "watch_command": f"zoo watch RUN_DIR --every 1 --episodes {evaluation['episodes']} "
+                         f"--seed {evaluation['seed']} --idle 600",
+    }  # fmt: skip
+
+
+def _side_effects(diagnosis: Diagnosis, training: dict | None) -> dict:
+    """What running the plan would touch, said before anyone runs it."""
+    budget = diagnosis.eval_budget
+    effects = {"files": [], "videos": False, "checkpoints": 0, "network": "none", "credentials": "none",
+               "workers": "this process", "ram": "not estimated", "gpus": 0, "wall_time_minutes": None}  # fmt: skip
+    if budget:
+        effects["files"].append(budget["out"])
+        effects["videos"] = budget["render_mode"] is not None
+    if training:
+        v = training["config"]
+        runs = training["runs"]
+        effects["files"].append(f"{v['output_dir']} (runs, logs, checkpoints, evals.jsonl, best_model.*)")
+        effects["checkpoints"] = runs * math.ceil(v["total_timesteps"] / training["checkpoint_every"])
+        effects["videos"] = effects["videos"] or bool(v.get("capture_video"))
+        effects["workers"] = f"{runs} run(s) x {v['num_envs']} envs, launched by {training['launcher']}"
+        effects["gpus"] = v.get("gpus", 0)
+        effects["wall_time_minutes"] = runs * v["wall_time_minutes"]
+        if v.get("push_to_hub"):
+            effects["network"] = "uploads to the Hub (zoo push --yes, after the run)"
+            effects["credentials"] = "a Hub token with write access (HF_TOKEN), at push time only"
+    return effects
+
+
+def manifest(diagnosis: Diagnosis, argv: list[str]) -> dict:
+    """The handoff as one JSON-ready dict."""
+    from zoo.doctor.installed import freeze, hardware
+
+    training = _training(diagnosis)
+    env = diagnosis.environment
+    commands = []
+    if diagnosis.policy:
+        p, budget = diagnosis.policy, diagnosis.eval_budget
+        mode = "--deterministic" if budget["deterministic"] else "--stochastic"
+        commands.append(shlex.join(["zoo", "eval", p["file"], "--exp-name", p["exp_name"], "--env-id",
+                                    diagnosis.env["env_id"], "--episodes", str(budget["episodes"]), "--seed",
+                                    str(budget["seed"]), mode, "--out", budget["out"]]))  # fmt: skip
+    if training:
+        commands += [training["command"], training["watch_command"]]
+    return {
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "authorizes_training": False,
+        "doctor": {"command": shlex.join(["zoo", "doctor", *argv]), "exit_code": diagnosis.exit_code,
+                   "verdict": diagnosis.verdict, "checks": [c.to_json() for c in diagnosis.checks]},
+        "framework": diagnosis.framework,
+        "algorithm": (diagnosis.policy or {}).get("algorithm") or (training or {}).get("config", {}).get("algorithm"),
+        "env": diagnosis.env or ({"env_id": training["config"]["env_id"]} if training else None),
+        "versions": {"zoo": env["zoo"], **env["packages"], **{k: v for fw in env["frameworks"].values() for k, v in fw.items()}},
+        "artifact": diagnosis.policy,
+        "eval_budget": diagnosis.eval_budget,
+        "training": training,
+        "resource_caps": diagnosis.guardrail.to_json(),
+        "hardware": {**hardware(), "torch": env["torch"]},
+        "side_effects": _side_effects(diagnosis, training),
+        "commands": commands,
+        "dependency_lock": freeze(),
+    }  # fmt: skip
+
+
+def markdown(data: dict) -> str:
+    """The handoff as a short page: verdict, what would run, what it would touch, the commands."""
+    lines = ["# Handoff", "", f"Made by `{data['doctor']['command']}` at {data['created_at']}.",
+             f"Verdict: **{data['doctor']['verdict']}** (exit {data['doctor']['exit_code']}). "
+             "This plan authorizes nothing: a person runs the commands below.", "", "## Checks", ""]  # fmt: skip
+    lines += [f"- {c['name']}: {c['status']}: {c['message']}" for c in data["doctor"]["checks"]]
+    if data["artifact"]:
+        a = data["artifact"]
+        lines += ["", "## Artifact", "", f"- `{a['file']}` ({a['size']} bytes), sha256 `{a['sha256']}`",
+                  f"- origin: {a['origin']}", *[f"- companion `{c['file']}`, sha256 `{c['sha256']}`" for c in a["companions"]]]  # fmt: skip
+    if data["eval_budget"]:
+        b = data["eval_budget"]
+        lines += ["", "## Evaluation", "", f"- {b['episodes']} episodes, seed {b['seed']}, "
+                  f"{'deterministic' if b['deterministic'] else 'stochastic'}, max steps {b['max_steps'] or 'the env limit'}, "
+                  f"render {b['render_mode'] or 'off'}, output {b['out']}"]  # fmt: skip
+    if data["training"]:
+        t = data["training"]
+        lines += ["", "## Training", "", f"- {t['runs']} run(s) via {t['launcher']}; checkpoint every "
+                  f"{t['checkpoint_every']} steps; stop at {t['stop_conditions']['total_timesteps']} steps or "
+                  f"{t['stop_conditions']['wall_time_minutes']} minutes",
+                  f"- eval: every {t['eval_protocol']['every']} steps, {t['eval_protocol']['episodes']} episodes, "
+                  f"seed {t['eval_protocol']['seed']}, deterministic"]  # fmt: skip
+    s = data["side_effects"]
+    wall = f"{s['wall_time_minutes']} minutes" if s["wall_time_minutes"] is not None else "one evaluation"
+    lines += ["", "## Side effects", "", f"- files: {', '.join(s['files']) or 'none'}; checkpoints: {s['checkpoints']}; "
+              f"videos: {'yes' if s['videos'] else 'no'}",
+              f"- network: {s['network']}; credentials: {s['credentials']}",
+              f"- workers: {s['workers']}; GPUs: {s['gpus']}; RAM: {s['ram']}; wall time: {wall}",
+              "", "## Commands", "", "```sh", *data["commands"], "```", "",
+              f"Versions and the full dependency lock ({len(data['dependency_lock'])} packages) are in handoff.json."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def write_handoff(diagnosis: Diagnosis, folder: Path, argv: list[str]) -> list[Path]:
+    """Write ``handoff.json`` and ``HANDOFF.md`` into ``folder`` (created), each atomically."""
+    from zoo.atomic import check_writable, write_json_atomic, write_text_atomic
+
+    check_writable(folder, "--handoff", folder=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = manifest(diagnosis, argv)
+    return [
+        write_json_atomic(folder / "handoff.json", data),
+        write_text_atomic(folder / "HANDOFF.md", markdown(data)),
+    ]

@@ -1,0 +1,82 @@
+"""A run's checkpoints evaluated one after another on one eval env, built once.
+
+Building the eval env is the expensive part of a short evaluation (a MuJoCo model compiled, a
+simulator started), and a watch evaluates dozens of checkpoints of one run on the same env: the session
+keeps the vector env between them and :func:`zoo.evaluator.evaluate` resets it with the seed, so every
+evaluation gives the episodes ``zoo eval`` of that checkpoint gives, bit for bit. Envs whose reset does
+not restore everything (:func:`zoo.envs.reset_restores`: an observation normalizer's statistics, Atari's
+episodic life, batched tensor envs seeded when built) are built per evaluation instead, exactness first.
+
+Each checkpoint is loaded through the path ``zoo eval`` takes (:mod:`zoo.targets`): resolved as a model
+file of its run, verified without running it, loaded with the adapter's safe loader.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zoo.envs import make_vector_env, reset_restores
+
+if TYPE_CHECKING:
+    from zoo.evaluator import EvalResult
+    from zoo.registry import Registry
+    from zoo.targets import Target
+
+
+class EvalSession:
+    """Deterministic, seeded evaluations of model files with the same settings, on a kept env."""
+
+    def __init__(self, registry: Registry, *, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
+                 device: str = "cpu", exp_name: str | None = None, env_id: str | None = None):  # fmt: skip
+        self.registry, self.episodes, self.num_envs, self.seed = registry, episodes, num_envs, seed
+        self.device, self.exp_name, self.env_id = device, exp_name, env_id
+        self._envs = None
+        self._built_for: tuple | None = None  # (spec, num_envs) of the kept env
+
+    def evaluate(self, model_file: Path) -> tuple[Target, EvalResult]:
+        """Resolve, load and roll out the model in ``model_file``, as ``zoo eval FILE --deterministic
+        --out none`` would: nothing is written. Raises what ``zoo eval`` raises for that file."""
+        from zoo.evaluator import evaluate
+        from zoo.targets import env_spec, load_target_policy, plan_eval, resolve_target
+
+        target = resolve_target(model_file, self.registry, exp_name=self.exp_name, env_id=self.env_id)
+        planned = plan_eval(target, episodes=self.episodes, num_envs=self.num_envs, seed=self.seed,
+                            deterministic=True, device=self.device, out=None)  # fmt: skip
+        policy = load_target_policy(target, planned.options)
+        spec = env_spec(target, None, planned.options)
+        try:
+            result = evaluate(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
+                              deterministic=True, checkpoint=str(model_file), exp_name=target.entry.name,
+                              framework=target.entry.framework, device=planned.device, settings=planned.settings,
+                              envs=self._kept_env(spec, planned.num_envs))  # fmt: skip
+        except BaseException:
+            self.close()  # an env a failed rollout left behind is not trusted again: the next one is new
+            raise
+        return target, result
+
+    def _kept_env(self, spec, num_envs: int):
+        """The kept vector env for ``spec`` (built at its first use, rebuilt only if the spec changes), or
+        None for a spec the evaluator must build fresh each time."""
+        if not reset_restores(spec):
+            return None
+        if self._built_for != (spec, num_envs):
+            self.close()
+            self._envs = make_vector_env(spec, num_envs)
+            self._built_for = (spec, num_envs)
+        return self._envs
+
+    def close(self) -> None:
+        """Close the kept env (a session may be used again: the next evaluation builds a new one)."""
+        if self._envs is not None:
+            self._envs.close()
+        self._envs, self._built_for = None, None
+
+
+def logged_step(target: Target) -> int | None:
+    """The training step the run's log had reached, for a checkpoint whose name has none (a model saved
+    over in place): the step of the last training return its framework logs (TensorBoard)."""
+    from zoo.checker import train_return
+
+    last = train_return(target.run)
+    return int(last[0]) if last is not None else None
