@@ -175,3 +175,33 @@ def test_device_cuda_without_cuda_is_one_line_before_genesis_starts(go2_run, tmp
         "error: --device cuda asked for, but no CUDA device is available"
     ]
     assert "hint: use --device cpu" in result.stderr and not (tmp_path / "e.json").exists()
+
+
+def test_a_watch_keeps_one_scene_and_each_checkpoint_scores_as_a_fresh_eval(short_run, monkeypatch):
+    """zoo watch's session builds the Go2 scene once and reseeds it per checkpoint: every evaluation gives the
+    episodes a fresh ``zoo eval`` of that checkpoint gives, bit for bit, also after another checkpoint ran."""
+    import zoo
+    from zoo.registry import load_registry
+    from zoo.tasks.genesis.go2 import Go2Walking
+    from zoo.watcher.session import EvalSession
+
+    fresh = {name: zoo.evaluate(short_run / name, episodes=4, num_envs=2, seed=3, deterministic=True,
+                                device=DEVICE, out=None).episodes for name in ("model_0.pt", "model_1.pt")}  # fmt: skip
+    built = []
+    real_build = Go2Walking._build_scene
+    monkeypatch.setattr(
+        Go2Walking, "_build_scene", lambda self, gs: (built.append(1), real_build(self, gs))[1]
+    )
+    session = EvalSession(load_registry(), episodes=4, num_envs=2, seed=3, device=DEVICE)
+    try:
+        kept = [
+            session.evaluate(short_run / name)[1].episodes
+            for name in ("model_0.pt", "model_1.pt", "model_0.pt")
+        ]
+    finally:
+        session.close()
+    assert len(built) == 1  # one scene for three evaluations
+    assert kept == [fresh["model_0.pt"], fresh["model_1.pt"], fresh["model_0.pt"]]
+    assert (
+        fresh["model_0.pt"] != fresh["model_1.pt"]
+    )  # two policies, two results: the comparison says something

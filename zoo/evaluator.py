@@ -188,16 +188,20 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
     """Run the rollouts and time them; an env built here is always closed, also on failure. A gymnasium ``spec``
     is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device.
 
-    ``envs``: a vector env of ``spec`` that the caller built (:func:`~zoo.envs.make_vector_env`) and keeps
-    for many evaluations (``zoo watch``, which must not rebuild the simulator per checkpoint). It is reset
-    with ``seed`` as a fresh one would be and left open; only a spec whose reset restores everything
-    (:func:`~zoo.envs.reset_restores`) gives the episodes a fresh env gives, so no other is taken."""
+    ``envs``: an env of ``spec`` that the caller built and keeps for many evaluations (``zoo watch``, which
+    must not rebuild the simulator per checkpoint): a vector env (:func:`~zoo.envs.make_vector_env`) of a
+    spec whose seeded reset restores everything (:func:`~zoo.envs.reset_restores`), or a tensor env that
+    can be reseeded (:func:`~zoo.tensor_env.reseeds`). It starts from the state a fresh one with ``seed``
+    would, so the episodes are a fresh env's, and is left open; no other env is taken."""
+    from zoo.tensor_env import reseeds
+
     num_envs = max(1, min(num_envs, episodes))
-    if envs is not None and (not reset_restores(spec) or envs.num_envs != num_envs):
-        raise ValueError(f"a kept env must be a {num_envs}-env vector env of a spec whose reset restores it")
+    keepable = reseeds(envs) if isinstance(spec, TensorEnvSpec) else reset_restores(spec)
+    if envs is not None and (not keepable or envs.num_envs != num_envs):
+        raise ValueError(f"a kept env must be a {num_envs}-env env of {spec.env_id} that a seed restores")
     if isinstance(spec, TensorEnvSpec):
         wall, result_episodes = _tensor_rollouts(policy, spec, episodes, num_envs, seed, deterministic, device,
-                                                 on_episode)  # fmt: skip
+                                                 on_episode, envs)  # fmt: skip
     else:
         kept = envs is not None
         envs = envs if kept else make_vector_env(spec, num_envs)
@@ -218,16 +222,22 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
 
 def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_envs: int, seed: int,
                      deterministic: bool, device: str,
-                     on_episode: Callable[[int], None] | None) -> tuple[float, list[Episode]]:  # fmt: skip
+                     on_episode: Callable[[int], None] | None, kept=None) -> tuple[float, list[Episode]]:  # fmt: skip
     """Build the tensor env (the user's factory runs here), roll it out on ``device``, close it: the
     rollout's seconds and episodes. The clock runs from the built env to the last episode (a
-    simulator's kernel compilation and a replay's encoding at close are not rollout time)."""
+    simulator's kernel compilation and a replay's encoding at close are not rollout time). A ``kept``
+    env is reseeded instead of built, and left open."""
     import torch
 
     from zoo.tensor_env import build
     from zoo.tensor_rollout import tensor_rollout
 
     torch.manual_seed(seed)  # for a user's env that draws from torch's global generator
+    if kept is not None:
+        kept.reseed(seed)
+        start = time.perf_counter()
+        episodes_ = tensor_rollout(policy, kept, episodes, deterministic, spec.where, on_episode)
+        return time.perf_counter() - start, episodes_
     env = build(spec, num_envs, device, seed)
     try:
         start = time.perf_counter()

@@ -14,7 +14,10 @@ for rsl_rl's runner plugs in unchanged):
   env itself in the same step (``obs`` is then its first observation), ``extras["time_outs"]`` marks
   the dones that are time limits rather than terminations, and ``extras["is_success"]``, when the env
   has a notion of success, is read at each done;
-- ``close()``, optional, is called when the evaluation ends.
+- ``close()``, optional, is called when the evaluation ends;
+- ``reseed(seed)``, optional: every env back to the state a fresh build with ``seed`` starts in (its
+  random draws included), the simulator kept. An env that has it is built once and kept for many
+  evaluations (``zoo watch``: one scene, its kernels compiled once, for every checkpoint).
 
 Everything stays on ``device``: zoo's tensor rollout (:mod:`zoo.tensor_rollout`) accumulates returns,
 lengths, quotas and success flags there, and the host sees the episodes once every quota is filled.
@@ -211,6 +214,11 @@ def build(spec: TensorEnvSpec, num_envs: int, device: str, seed: int):
         env = cls(num_envs=num_envs, device=device, seed=seed, cfgs=spec.config(), video_dir=spec.video_dir)
     check_env(env, num_envs, device, spec.where)
     return env
+
+
+def reseeds(env: Any) -> bool:
+    """Whether ``env`` can be kept across evaluations: it restores a fresh build's state with ``reseed``."""
+    return callable(getattr(env, "reseed", None))
 
 
 def check_env(env: Any, num_envs: int, device: str, where: str) -> None:

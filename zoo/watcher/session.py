@@ -2,10 +2,12 @@
 
 Building the eval env is the expensive part of a short evaluation (a MuJoCo model compiled, a
 simulator started), and a watch evaluates dozens of checkpoints of one run on the same env: the session
-keeps the vector env between them and :func:`zoo.evaluator.evaluate` resets it with the seed, so every
-evaluation gives the episodes ``zoo eval`` of that checkpoint gives, bit for bit. Envs whose reset does
-not restore everything (:func:`zoo.envs.reset_restores`: an observation normalizer's statistics, Atari's
-episodic life, batched tensor envs seeded when built) are built per evaluation instead, exactness first.
+keeps the env between them and :func:`zoo.evaluator.evaluate` resets it with the seed, so every
+evaluation gives the episodes ``zoo eval`` of that checkpoint gives, bit for bit. A gymnasium vector env
+is kept when its seeded reset restores everything (:func:`zoo.envs.reset_restores`); zoo's tensor tasks
+(Genesis) are kept and reseeded (:func:`zoo.tensor_env.reseeds`), so a scene compiles once per watch.
+The others (an observation normalizer's statistics, Atari's episodic life, a user's ``--env-factory``)
+are built per evaluation instead, exactness first.
 
 Each checkpoint is loaded through the path ``zoo eval`` takes (:mod:`zoo.targets`): resolved as a model
 file of its run, verified without running it, loaded with the adapter's safe loader.
@@ -32,7 +34,7 @@ class EvalSession:
         self.registry, self.episodes, self.num_envs, self.seed = registry, episodes, num_envs, seed
         self.device, self.exp_name, self.env_id = device, exp_name, env_id
         self._envs = None
-        self._built_for: tuple | None = None  # (spec, num_envs) of the kept env
+        self._built_for: tuple | None = None  # (spec, num_envs, device) of the kept env
 
     def evaluate(self, model_file: Path) -> tuple[Target, EvalResult]:
         """Resolve, load and roll out the model in ``model_file``, as ``zoo eval FILE --deterministic
@@ -49,21 +51,26 @@ class EvalSession:
             result = evaluate(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
                               deterministic=True, checkpoint=str(model_file), exp_name=target.entry.name,
                               framework=target.entry.framework, device=planned.device, settings=planned.settings,
-                              envs=self._kept_env(spec, planned.num_envs))  # fmt: skip
+                              envs=self._kept_env(spec, planned.num_envs, planned.device))  # fmt: skip
         except BaseException:
             self.close()  # an env a failed rollout left behind is not trusted again: the next one is new
             raise
         return target, result
 
-    def _kept_env(self, spec, num_envs: int):
-        """The kept vector env for ``spec`` (built at its first use, rebuilt only if the spec changes), or
-        None for a spec the evaluator must build fresh each time."""
-        if not reset_restores(spec):
+    def _kept_env(self, spec, num_envs: int, device: str):
+        """The kept env for ``spec`` (built at its first use, rebuilt only if the spec changes), or None for
+        a spec the evaluator must build fresh each time."""
+        from zoo.tensor_env import TensorEnvSpec, build
+
+        tensor_task = isinstance(spec, TensorEnvSpec) and spec.factory is None and spec.video_dir is None
+        if not (tensor_task or reset_restores(spec)):
             return None
-        if self._built_for != (spec, num_envs):
+        if self._built_for != (spec, num_envs, device):
             self.close()
-            self._envs = make_vector_env(spec, num_envs)
-            self._built_for = (spec, num_envs)
+            self._envs = (
+                build(spec, num_envs, device, self.seed) if tensor_task else make_vector_env(spec, num_envs)
+            )
+            self._built_for = (spec, num_envs, device)
         return self._envs
 
     def close(self) -> None:

@@ -68,6 +68,16 @@ class GenesisTask(ABC):
         self._init_buffers(gs, torch)
         self.reset()
 
+    def reseed(self, seed: int) -> None:
+        """Back to the state a fresh build with ``seed`` starts in, the scene kept: the generator seeded,
+        the buffers as :meth:`_init_buffers` makes them, every env reset. ``zoo watch`` evaluates each
+        checkpoint on one scene this way, so Genesis compiles its kernels once per watch, not per checkpoint."""
+        import torch
+
+        self.generator.manual_seed(seed)
+        self._init_buffers(import_genesis(), torch)
+        self.reset()
+
     @property
     def videos_written(self) -> list:
         return self.video.written if self.video else []
