@@ -304,6 +304,25 @@ def test_the_watcher_lowers_its_own_priority_by_default():
     )
 
 
+def test_sched_idle_puts_the_watcher_under_linux_idle_policy():
+    """``--sched-idle``: the watcher runs only when a core would otherwise idle (applied in a fork)."""
+    import multiprocessing
+
+    from zoo.watcher.priority import lower_priority
+
+    def lowered(queue):
+        said = lower_priority(10, None, sched_idle=True)
+        queue.put((os.sched_getscheduler(0), said))
+
+    queue = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(target=lowered, args=(queue,))
+    child.start()
+    policy, said = queue.get(timeout=30)
+    child.join(timeout=30)
+    assert policy == os.SCHED_IDLE and said == ["SCHED_IDLE"]
+    assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the test worker itself is untouched
+
+
 # ----------------------------------------------------------------------------- zoo check
 def test_check_shows_the_best_step_and_score_and_warns_about_malformed_records(tmp_path):
     run = tmp_path / "runs" / TRAINED_DQN.parent.name

@@ -337,7 +337,8 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
 
 def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
           until: int | None = None, idle: float | None = None, poll: float = 5.0, device: str = "cpu",
-          nice: int = 10, max_cpu: int | None = 1, retries: int = 3, exp_name: str | None = None,
+          nice: int = 10, max_cpu: int | None = 1, sched_idle: bool = False, retries: int = 3,
+          exp_name: str | None = None,
           env_id: str | None = None, registry: Registry | PathLike | None = None,
           on_eval: Callable[[dict], None] | None = None,
           notify: Callable[[str], None] | None = None) -> WatchResult:  # fmt: skip
@@ -347,7 +348,8 @@ def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num
 
     Returns once a checkpoint at step ``until`` or later was evaluated, or no checkpoint appeared for
     ``idle`` seconds (neither: never; a KeyboardInterrupt stops it with every file consistent). It lowers
-    this process's priority first (``nice``, ``max_cpu`` cores: the bound it keeps to beside the trainer),
+    this process's priority first (``nice``, or Linux's ``SCHED_IDLE`` with ``sched_idle``; ``max_cpu`` cores:
+    the bound it keeps to beside the trainer),
     so call it in a process of its own. ``on_eval`` gets each evals.jsonl line as it is written, ``notify``
     each status line (those starting ``warning:`` are warnings). A run already followed is resumed: what
     evals.jsonl holds is not evaluated again, and the best so far stays unless beaten."""
@@ -355,6 +357,7 @@ def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num
 
     return watch_run(Path(run_dir), _registry(registry), every=every, episodes=episodes, num_envs=num_envs,
                      seed=seed, until=until, idle=idle, poll=poll, device=device, nice=nice, max_cpu=max_cpu,
+                     sched_idle=sched_idle,
                      retries=retries, exp_name=exp_name, env_id=env_id, notify=notify or _ignore,
                      on_eval=on_eval or _ignore)  # fmt: skip
 

@@ -657,6 +657,9 @@ def _size(n: int) -> str:
               help="Where policies run (the trainer keeps the GPU unless you say otherwise).")  # fmt: skip
 @click.option("--nice", type=click.IntRange(0, 19), default=10, show_default=True,
               help="Add this to the watcher's niceness: the trainer keeps >= 90% of a shared core at 10.")  # fmt: skip
+@click.option("--sched-idle", is_flag=True,
+              help="Run only when a core would otherwise idle (Linux SCHED_IDLE; --nice is then moot): the "
+              "trainer is not slowed, evaluations may lag.")  # fmt: skip
 @click.option("--max-cpu", type=click.IntRange(min=0), default=1, show_default=True, metavar="N",
               help="Run on at most N cores, with N torch threads (0: no bound).")  # fmt: skip
 @opt.exp_name
@@ -664,7 +667,8 @@ def _size(n: int) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print each evals.jsonl line on stdout when written.")
 @opt.quiet
 @click.pass_context
-def watch_cmd(ctx, run_dir, every, episodes, num_envs, seed, until, idle, poll, device, nice, max_cpu, exp_name,
+def watch_cmd(ctx, run_dir, every, episodes, num_envs, seed, until, idle, poll, device, nice, sched_idle, max_cpu,
+              exp_name,
               env_id, as_json, quiet) -> None:  # fmt: skip
     """Follow the training run saving checkpoints into RUN_DIR: evaluate every K-th new one, keep the best.
 
@@ -693,7 +697,8 @@ def watch_cmd(ctx, run_dir, every, episodes, num_envs, seed, until, idle, poll, 
 
     try:
         result = api.watch(run_dir, every=every, episodes=episodes, num_envs=num_envs, seed=seed, until=until,
-                           idle=idle, poll=poll, device=device, nice=nice, max_cpu=max_cpu or None,
+                           idle=idle, poll=poll, device=device, nice=nice, sched_idle=sched_idle,
+                           max_cpu=max_cpu or None,
                            exp_name=exp_name, env_id=env_id, registry=_registry(ctx), on_eval=on_eval,
                            notify=notify)  # fmt: skip
     except KeyboardInterrupt:

@@ -244,7 +244,7 @@ class Watcher:
 def watch_run(run_dir: Path, registry: Registry, *, every: int = 1, episodes: int | None = None,
               num_envs: int = 8, seed: int = 0, until: int | None = None, idle: float | None = None,
               poll: float = 5.0, device: str = "cpu", nice: int = 10, max_cpu: int | None = 1,
-              retries: int = RETRIES, exp_name: str | None = None, env_id: str | None = None,
+              sched_idle: bool = False, retries: int = RETRIES, exp_name: str | None = None, env_id: str | None = None,
               notify: Callable[[str], None] = _quiet, on_eval: Callable[[dict], None] = _quiet) -> WatchResult:  # fmt: skip
     """Check the settings, lower this process's priority, and follow the run (see the module docstring)."""
     if run_dir.name in ("", ".."):  # "." or "..": a run is known by its folder's name (CleanRL's, skrl's)
@@ -259,7 +259,7 @@ def watch_run(run_dir: Path, registry: Registry, *, every: int = 1, episodes: in
             raise UsageError(f"{flag} {value}: must be at least {low}")
     if poll <= 0 or (idle is not None and idle <= 0):
         raise UsageError("--poll and --idle take a number of seconds above 0")
-    lowered = lower_priority(nice, max_cpu)
+    lowered = lower_priority(nice, max_cpu, sched_idle)
     if lowered:
         notify(f"priority: {', '.join(lowered)}")
     session = EvalSession(registry, episodes=episodes, num_envs=num_envs, seed=seed, device=device,
