@@ -493,6 +493,51 @@ def test_rsl_rl_training_followed_by_zoo_watch_in_a_thread(tmp_path):
     )
 
 
+SKRL_TRAINER = """
+import sys
+from pathlib import Path
+
+import torch
+from skrl_helpers import gaussian_policy, ppo_cfg, train_isaac_lab_style
+
+torch.set_num_threads(1)
+experiment = Path(sys.argv[1])
+cfg = ppo_cfg(gaussian_policy(), timesteps=256, experiment={"write_interval": 64, "checkpoint_interval": 64})
+train_isaac_lab_style(cfg, experiment.parent, experiment.name, "Pendulum-v1")  # agent_64.pt ... agent_256.pt
+"""
+
+
+@pytest.mark.trains
+def test_skrl_training_followed_by_zoo_watch_in_a_thread(tmp_path):
+    """skrl's own Runner writes ``checkpoints/agent_{t}.pt`` (and its ``best_agent.pt``, which zoo leaves to
+    skrl) while ``zoo.watch`` follows the experiment dir; the best re-evaluates to its recorded score."""
+    run = tmp_path / "logs" / "skrl" / "pendulum" / "2026-12-01_10-00-00_ppo_torch"
+    (run / "checkpoints").mkdir(parents=True)
+    results = []
+    watcher = threading.Thread(target=lambda: results.append(zoo_api.watch(
+        run, until=256, idle=120, poll=0.2, nice=0, max_cpu=None, episodes=4, num_envs=4, env_id="Pendulum-v1")))  # fmt: skip
+    watcher.start()
+    trainer = _start(SKRL_TRAINER, run)
+    _, errors = trainer.communicate(timeout=180)
+    assert trainer.returncode == 0, errors
+    watcher.join(timeout=180)
+    (result,) = results
+    assert result.framework == "skrl" and result.stopped == "until"
+    assert [line["step"] for line in result.evaluations] == [64, 128, 192, 256]
+    meta = result.best
+    assert (run / "best_model.pt").read_bytes() == (run / meta["source_checkpoint"]).read_bytes()
+    again = _re_evaluated(run / "best_model.pt", meta, tmp_path / "again.json", "--env-id", "Pendulum-v1")
+    assert (
+        again["metrics"]["return_mean"] == meta["return_mean"]
+        and again["episodes"] == meta["eval"]["episodes"]
+    )
+    latest = zoo("eval", run, "--env-id", "Pendulum-v1", "-n", "1", "--out", tmp_path / "latest.json", "-q")
+    assert latest.exit_code == 0
+    assert json.loads((tmp_path / "latest.json").read_text())["checkpoint"] == str(
+        run / "checkpoints" / "agent_256.pt"
+    )
+
+
 @pytest.mark.trains
 def test_the_sb3_callback_records_what_zoo_watch_records(tmp_path):
     import torch
