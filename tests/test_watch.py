@@ -2,7 +2,7 @@
 
 The proofs train for real, in a subprocess, while the watcher follows: Stable-Baselines3 (PPO with
 VecNormalize, ``CheckpointCallback(save_vecnormalize=True)``) watched by the ``zoo watch`` command itself,
-and rsl_rl (``OnPolicyRunner``) watched by ``zoo.watch`` in a thread. Each ends with a fresh ``zoo eval`` of
+rsl_rl (``OnPolicyRunner``) and skrl (``Runner``) watched by ``zoo.watch`` in a thread. Each ends with a fresh ``zoo eval`` of
 the best model kept, which must give the score recorded for it, bit for bit. The other tests drive the
 watcher poll by poll (:meth:`Watcher.poll`, a fake clock) over CleanRL runs made from the bundled example.
 """
