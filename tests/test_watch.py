@@ -28,7 +28,7 @@ from zoo.envs import EnvSpec, make_vector_env
 from zoo.errors import ZooError
 from zoo.evaluator import evaluate
 from zoo.registry import load_registry
-from zoo.watcher.loop import Watcher
+from zoo.watcher.loop import Watcher, WatchResult
 from zoo.watcher.records import BEST_META_FILE, EVALS_FILE, read_records
 from zoo.watcher.session import EvalSession
 
@@ -395,6 +395,21 @@ def _zoo_command(*args: str | Path) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
 
 
+def _train_while_watching(trainer: str, run: Path, **settings) -> WatchResult:
+    """``trainer`` run in a subprocess while ``zoo.watch`` follows ``run`` in a thread (in-process: the test
+    worker keeps its priority); the watch's result."""
+    results = []
+    watcher = threading.Thread(target=lambda: results.append(
+        zoo_api.watch(run, idle=120, poll=0.2, nice=0, max_cpu=None, **settings)))  # fmt: skip
+    watcher.start()
+    process = _start(trainer, run)
+    _, errors = process.communicate(timeout=180)
+    assert process.returncode == 0, errors
+    watcher.join(timeout=180)
+    (result,) = results
+    return result
+
+
 def _re_evaluated(target: Path, meta: dict, out: Path, *args: str) -> dict:
     """A fresh ``zoo eval`` of the best model with the settings its meta records."""
     result = zoo("eval", target, "--deterministic", "-n", meta["episodes"], "--seed", meta["seed"], "--num-envs",
@@ -467,15 +482,7 @@ for _ in range(3):  # model_1.pt, model_2.pt, model_3.pt (each learn() goes on f
 def test_rsl_rl_training_followed_by_zoo_watch_in_a_thread(tmp_path):
     run = tmp_path / "logs" / "rsl_rl" / "pendulum" / "2026-12-01_10-00-00"
     run.mkdir(parents=True)
-    results = []
-    watcher = threading.Thread(target=lambda: results.append(
-        zoo_api.watch(run, until=3, idle=120, poll=0.2, nice=0, max_cpu=None, episodes=5, num_envs=5)))  # fmt: skip
-    watcher.start()
-    trainer = _start(RSL_TRAINER, run)
-    _, errors = trainer.communicate(timeout=120)
-    assert trainer.returncode == 0, errors
-    watcher.join(timeout=120)
-    (result,) = results
+    result = _train_while_watching(RSL_TRAINER, run, until=3, episodes=5, num_envs=5)
     saved = sorted(run.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1]))
     assert result.framework == "rsl_rl" and [line["checkpoint"] for line in result.evaluations] == [
         p.name for p in saved
@@ -513,15 +520,7 @@ def test_skrl_training_followed_by_zoo_watch_in_a_thread(tmp_path):
     skrl) while ``zoo.watch`` follows the experiment dir; the best re-evaluates to its recorded score."""
     run = tmp_path / "logs" / "skrl" / "pendulum" / "2026-12-01_10-00-00_ppo_torch"
     (run / "checkpoints").mkdir(parents=True)
-    results = []
-    watcher = threading.Thread(target=lambda: results.append(zoo_api.watch(
-        run, until=256, idle=120, poll=0.2, nice=0, max_cpu=None, episodes=4, num_envs=4, env_id="Pendulum-v1")))  # fmt: skip
-    watcher.start()
-    trainer = _start(SKRL_TRAINER, run)
-    _, errors = trainer.communicate(timeout=180)
-    assert trainer.returncode == 0, errors
-    watcher.join(timeout=180)
-    (result,) = results
+    result = _train_while_watching(SKRL_TRAINER, run, until=256, episodes=4, num_envs=4, env_id="Pendulum-v1")
     assert result.framework == "skrl" and result.stopped == "until"
     assert [line["step"] for line in result.evaluations] == [64, 128, 192, 256]
     meta = result.best

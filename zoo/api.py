@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from zoo.artifacts.report import RunReport
-    from zoo.doctor import Diagnosis, Guardrail
+    from zoo.doctor.config import Guardrail
+    from zoo.doctor.diagnosis import Diagnosis
     from zoo.evaluator import EvalResult
     from zoo.exporter import ExportResult
     from zoo.hub.fetch import Source
@@ -377,7 +378,7 @@ def diagnose(*, framework: str | None = None, policy: PathLike | None = None, co
     ``framework``: only what is installed (``diagnosis.environment``). ``handoff``: a folder to write
     ``handoff.json`` and ``HANDOFF.md`` into (the only files doctor writes; ``command`` is the doctor command
     line they record). Nothing here authorizes training."""
-    from zoo.doctor import diagnose as run_checks
+    from zoo.doctor.diagnosis import diagnose as run_checks
 
     diagnosis = run_checks(framework=framework, policy=Path(policy) if policy else None,
                            config=Path(config) if config else None, launcher=launcher, probe_env=probe_env,

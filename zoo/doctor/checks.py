@@ -40,8 +40,14 @@ class Check:
         return dataclasses.asdict(self)
 
 
-def _skipped(name: str, because: str) -> Check:
+def skipped(name: str, because: str) -> Check:
     return Check(name, SKIPPED, f"not checked: {because}")
+
+
+def blocked(checks: list[Check]) -> str | None:
+    """Why the next checks cannot run: the first failed one, which they depend on (None: nothing failed)."""
+    failed = next((c for c in checks if c.status == FAIL), None)
+    return None if failed is None else f"{failed.name} failed first"
 
 
 def distribution_check(name: str, purpose: str, hint: str) -> Check:
@@ -87,9 +93,10 @@ def env_packages(env_id: str, env_module: str | None) -> list[Check]:
     """The optional extra an env id needs (MuJoCo, Atari, MyoSuite, Genesis) and the module that registers it."""
     from zoo.envs import env_module_of, extras_for_env, missing_modules_for_extras
 
-    checks = [Check(f"extra {extra}", FAIL if missing_modules_for_extras([extra]) else OK,
-                    f"{env_id} needs the {extra} extra" + (" (not installed)" if missing_modules_for_extras([extra]) else ""),
-                    f"pip install 'rl-zoo-hub[{extra}]'" if missing_modules_for_extras([extra]) else None)
+    missing = set(missing_modules_for_extras(extras_for_env(env_id)))
+    checks = [Check(f"extra {extra}", FAIL, f"{env_id} needs the {extra} extra (not installed)",
+                    f"pip install 'rl-zoo-hub[{extra}]'") if extra in missing
+              else Check(f"extra {extra}", OK, f"{env_id} needs the {extra} extra")
               for extra in extras_for_env(env_id)]  # fmt: skip
     module = env_module or env_module_of(env_id)
     if module:
@@ -160,7 +167,7 @@ def spaces_check(probe: EnvProbe, env_id: str) -> Check:
             "spaces", FAIL, probe.failure.message, probe.failure.hint or "check --env-id and the env's extra"
         )
     if not probe.seen:
-        return _skipped("spaces", "no env was created")
+        return skipped("spaces", "no env was created")
     found = next(iter(probe.seen.values()))
     obs, act = summary(found["observation_space"]), summary(found["action_space"])
     return Check("spaces", OK, f"{env_id}: observation {obs}, action {act}",

@@ -13,7 +13,7 @@ import math
 import shlex
 from pathlib import Path
 
-from zoo.doctor import Diagnosis
+from zoo.doctor.diagnosis import Diagnosis
 
 #: Training entry points by framework, as each library's own docs launch a run. ``{...}`` fields come
 #: from the config; a config's ``script`` replaces the script.

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.artifacts.digest import sha256_file
 from zoo.artifacts.report import ERROR, WARNING
 from zoo.artifacts.scope import space_probe
-from zoo.doctor import Diagnosis, blocked
-from zoo.doctor.checks import FAIL, OK, Check, EnvProbe, _skipped, spaces_check
+from zoo.doctor.checks import FAIL, OK, Check, EnvProbe, blocked, skipped, spaces_check
 from zoo.errors import ZooError
+
+if TYPE_CHECKING:
+    from zoo.doctor.diagnosis import Diagnosis
 
 
 def _origin(path: Path) -> str:
@@ -59,10 +62,10 @@ def check_policy(diagnosis: Diagnosis, adapter, path: Path, *, env_id: str | Non
     """Append the file, content and spaces checks for ``path`` to ``diagnosis``, each after the last passed."""
     from zoo.envs import qualify_env_id
 
-    why = blocked(diagnosis)
+    why = blocked(diagnosis.checks)
     if why:
         diagnosis.checks += [
-            _skipped(name, why) for name in ("file", "content", "spaces")[: 3 if probe_env else 2]
+            skipped(name, why) for name in ("file", "content", "spaces")[: 3 if probe_env else 2]
         ]
         return
     if not path.exists():
@@ -88,10 +91,10 @@ def check_policy(diagnosis: Diagnosis, adapter, path: Path, *, env_id: str | Non
         from zoo.doctor.checks import env_packages
 
         diagnosis.checks += env_packages(env, None)
-        why = blocked(diagnosis)
+        why = blocked(diagnosis.checks)
         if why:
             diagnosis.checks += [
-                _skipped(name, why) for name in ("content", "spaces")[: 2 if probe_env else 1]
+                skipped(name, why) for name in ("content", "spaces")[: 2 if probe_env else 1]
             ]
             return
     run = dataclasses.replace(run, exp_name=entry.name, env_id=env or run.env_id)
