@@ -4,7 +4,7 @@
     python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval` on the bundled example runs,
                           # `zoo export` one to ONNX and `zoo eval` the exported file, and offline
                           # sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
-    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis], then the whole test suite;
+    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray], then the whole test suite;
                           # then .venv-myosuite + zoo[dev,sb3,myosuite] and tests/test_myosuite.py in it
     python3 dev.py test --fast   # the main venv's suite without the tests that train, build Genesis scenes or are slow
 
@@ -136,7 +136,7 @@ def test() -> int:
     myosuite_named = [a for a in paths if _is_myosuite_test(a)]
     status = 0
     if not paths or len(myosuite_named) < len(paths):
-        setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis")
+        setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray")
         main = [a for a in args if a not in myosuite_named]
         cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--durations=10", f"--ignore={MYOSUITE_TESTS}", *main]  # fmt: skip
         print("+", " ".join(cmd), flush=True)

@@ -181,9 +181,9 @@ def test_a_watch_keeps_one_scene_and_each_checkpoint_scores_as_a_fresh_eval(shor
     """zoo watch's session builds the Go2 scene once and reseeds it per checkpoint: every evaluation gives the
     episodes a fresh ``zoo eval`` of that checkpoint gives, bit for bit, also after another checkpoint ran."""
     import zoo
+    from zoo.eval_session import EvalSession
     from zoo.registry import load_registry
     from zoo.tasks.genesis.go2 import Go2Walking
-    from zoo.watcher.session import EvalSession
 
     fresh = {name: zoo.evaluate(short_run / name, episodes=4, num_envs=2, seed=3, deterministic=True,
                                 device=DEVICE, out=None).episodes for name in ("model_0.pt", "model_1.pt")}  # fmt: skip

@@ -26,11 +26,11 @@ from helpers import EXAMPLES, REPO, save_model, zoo
 import zoo as zoo_api
 from zoo.envs import EnvSpec, make_vector_env
 from zoo.errors import ZooError
+from zoo.eval_session import EvalSession
 from zoo.evaluator import evaluate
 from zoo.registry import load_registry
 from zoo.watcher.loop import Watcher, WatchResult
 from zoo.watcher.records import BEST_META_FILE, EVALS_FILE, read_records
-from zoo.watcher.session import EvalSession
 
 TRAINED_DQN = next(EXAMPLES.glob("CartPole-v1__dqn__*")) / "dqn.cleanrl_model"  # 500 on CartPole
 QUICK = {"nice": 0, "max_cpu": None, "episodes": 2, "num_envs": 2}  # in-process: never renice the test worker
@@ -102,7 +102,7 @@ def test_a_kept_env_gives_the_episodes_of_a_fresh_env_bit_for_bit(tmp_path):
 
 
 def test_the_watch_builds_its_eval_env_once(tmp_path, monkeypatch):
-    import zoo.watcher.session as session
+    import zoo.eval_session as session
 
     built = []
     monkeypatch.setattr(session, "make_vector_env", lambda *a: built.append(a) or make_vector_env(*a))

@@ -1,9 +1,9 @@
 """zoo: the model-zoo layer of reinforcement learning.
 
 The library API is :mod:`zoo.api`, re-exported here (imported on first use, so that ``import zoo``
-and ``zoo --help`` stay fast): ``zoo.check``, ``zoo.evaluate``, ``zoo.export``, ``zoo.push``,
+and ``zoo --help`` stay fast): ``zoo.check``, ``zoo.evaluate``, ``zoo.evaluate_all`` (``zoo eval runs/ --all``), ``zoo.export``, ``zoo.push``,
 ``zoo.enjoy``, ``zoo.load_policy``, ``zoo.resolve``, ``zoo.plan``, ``zoo.diagnose`` (``zoo doctor``),
-``zoo.watch``. See docs/python-api.md.
+``zoo.watch``, ``zoo.leaderboard``. See docs/python-api.md.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ _API = (
     "diagnose",
     "enjoy",
     "evaluate",
+    "evaluate_all",
     "export",
+    "leaderboard",
     "load_policy",
     "plan",
     "push",

@@ -31,7 +31,10 @@ if TYPE_CHECKING:
     from zoo.hub.fetch import Source
     from zoo.hub.push import Staging
     from zoo.policy import Policy
+    from zoo.ranking import Leaderboard
     from zoo.registry import Registry
+    from zoo.sweep.outcome import Outcome, SweepResult
+    from zoo.sweep.plan import SweepItem
     from zoo.targets import EvalPlan, Target
     from zoo.watcher.loop import WatchResult
 
@@ -175,13 +178,69 @@ def run_plan(planned: EvalPlan, policy: Policy | None = None,
         result = rollouts(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
                           deterministic=planned.deterministic, checkpoint=target.label,
                           exp_name=target.entry.name, framework=target.entry.framework, device=planned.device,
-                          settings=planned.settings, source=planned.source, on_episode=on_episode)  # fmt: skip
+                          settings=planned.settings, source=planned.source, model_sha256=planned.model_sha256,
+                          on_episode=on_episode)  # fmt: skip
     if planned.video_dir is not None:
         result.videos = [str(p) for p in log.written]
     result.warnings = list(log.failures)
     if planned.out_path is not None:
         write_json_atomic(planned.out_path, result.to_json())
     return result
+
+
+def evaluate_all(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = None, env_id: str | None = None,
+                 run_seed: int | None = None, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
+                 deterministic: bool | None = None, device: str = "auto", force: bool = False,
+                 trust_pickle: bool = False, trust_wrappers: Iterable[str] = (), env_module: str | None = None,
+                 executor: str = "local", address: str | None = None, num_cpus: int | None = None,
+                 num_gpus: float = 0, registry: Registry | PathLike | None = None,
+                 on_planned: Callable[[list[SweepItem]], None] | None = None,
+                 on_run: Callable[[Outcome], None] | None = None,
+                 on_episode: Callable[[SweepItem, int], None] | None = None) -> SweepResult:  # fmt: skip
+    """``zoo eval runs/ --all``: every run under ``paths`` (narrowed by ``exp_name``/``env_id``/``run_seed``)
+    evaluated as :func:`evaluate` would evaluate it alone, each writing its own eval.json; ``result.outcomes``
+    says per run: evaluated, skipped or failed (with its one-line reason). A run that fails does not stop the
+    sweep, and a run whose eval.json was made from the same model bytes (sha256) with the same settings is
+    skipped unless ``force``.
+
+    ``executor="local"`` runs them in this process, each env built once and kept for all its runs;
+    ``"ray"`` as Ray actors on a local Ray (``num_cpus`` workers, ``num_gpus`` shared) or on the cluster at
+    ``address``: same seed, same eval.json files, timing aside (docs/scale-out.md)."""
+    from zoo.artifacts.runs import RunFilter
+    from zoo.sweep.plan import SweepSettings
+    from zoo.sweep.runner import run_sweep
+
+    paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    settings = SweepSettings(episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
+                             device=device, trust_pickle=trust_pickle, trust_wrappers=frozenset(trust_wrappers),
+                             env_module=env_module)  # fmt: skip
+    return run_sweep([Path(p) for p in paths], _registry(registry), RunFilter(exp_name, env_id, run_seed), settings,
+                     force=force, executor=executor, address=address, num_cpus=num_cpus, num_gpus=num_gpus,
+                     on_planned=on_planned, on_run=on_run, on_episode=on_episode)  # fmt: skip
+
+
+def leaderboard(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = None, env_id: str | None = None,
+                evaluate_missing: bool = False, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
+                device: str = "auto", registry: Registry | PathLike | None = None,
+                on_run: Callable[[Outcome], None] | None = None) -> Leaderboard:  # fmt: skip
+    """``zoo leaderboard``: the runs under ``paths`` ranked per env id from their eval.json files, aggregated
+    over seeds (``.rows``), with a line per run that could not be ranked (``.problems``); docs/leaderboard.md.
+
+    ``evaluate_missing`` (``--eval``) first evaluates, with :func:`evaluate_all`, the runs that have no eval.json
+    (``episodes``, ``seed``, ``num_envs``, ``device``; ``on_run`` gets each outcome); an existing eval.json is
+    never redone. No run found raises a ZooError; nothing rankable is ``result.exit_code == 1``."""
+    from zoo.artifacts.runs import RunFilter
+    from zoo.ranking import build_leaderboard, runs_without_eval
+
+    paths = [Path(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
+    reg, run_filter = _registry(registry), RunFilter(exp_name, env_id)
+    failed: dict[str, str] = {}
+    missing = runs_without_eval(paths, reg, run_filter) if evaluate_missing else []
+    if missing:
+        sweep = evaluate_all(missing, exp_name=exp_name, env_id=env_id, episodes=episodes, seed=seed,
+                             num_envs=num_envs, device=device, force=False, registry=reg, on_run=on_run)  # fmt: skip
+        failed = {os.path.abspath(o.run_dir): o.message or "failed" for o in sweep.outcomes if o.status == "failed"}
+    return build_leaderboard(paths, reg, run_filter, failed=failed)
 
 
 def export(target: PathLike | Target, out: PathLike | None = None, *, format: str | None = None,
@@ -391,5 +450,5 @@ def diagnose(*, framework: str | None = None, policy: PathLike | None = None, co
     return diagnosis
 
 
-__all__ = ["PushResult", "diagnose", "check", "enjoy", "evaluate", "export", "load_policy", "plan", "push", "resolve",
+__all__ = ["PushResult", "diagnose", "check", "enjoy", "evaluate", "evaluate_all", "export", "leaderboard", "load_policy", "plan", "push", "resolve",
            "run_plan", "watch"]  # fmt: skip

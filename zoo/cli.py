@@ -15,46 +15,12 @@ import click
 
 from zoo import __version__
 from zoo import cli_options as opt
+from zoo.cli_console import err, escape, out, print_json, row_names, table_of
 from zoo.doctor.config import Guardrail
-from zoo.errors import EXIT_PROBLEM, ZooError
+from zoo.errors import EXIT_PROBLEM, UsageError, ZooError
 
 _QUICK_EXIT = False  # set by a command whose process has nothing left to do but tear down imports
 _IN_MAIN = False  # the console script is running (tests call ``cli`` itself): zoo owns the process
-
-
-def _console(stderr: bool):
-    """Rich console; when piped (no terminal) use a wide page instead of rich's 80 columns. rich is
-    imported here, not at the top: ``zoo --help`` then starts without it."""
-    from rich.console import Console
-
-    stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() or os.environ.get("COLUMNS") else 160
-    return Console(stderr=stderr, highlight=False, width=width, soft_wrap=stderr)
-
-
-def out():
-    """Console for results (stdout), built per call so that COLUMNS and redirections are honoured."""
-    return _console(stderr=False)
-
-
-def err():
-    """Console for progress, summaries, warnings and errors (stderr)."""
-    return _console(stderr=True)
-
-
-def escape(text: str) -> str:
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
-
-
-def _table(*columns: str, **settings):
-    from rich.table import Table
-
-    table = Table(**settings)
-    for col in columns:
-        table.add_column(col, overflow="fold")
-    return table
 
 
 def _fail(exc: ZooError) -> None:
@@ -88,12 +54,6 @@ def _registry(ctx: click.Context):
     from zoo.registry import load_registry
 
     return load_registry(ctx.obj.get("registry"))
-
-
-def _print_json(data) -> None:
-    import json
-
-    click.echo(json.dumps(data, indent=2))
 
 
 def _versions(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -143,9 +103,9 @@ def registry_list(ctx: click.Context, as_json: bool) -> None:
     """One line per experiment: framework, algorithm, format, extras."""
     reg = _registry(ctx)
     if as_json:
-        _print_json({name: reg.entries[name].as_dict() for name in reg.names()})
+        print_json({name: reg.entries[name].as_dict() for name in reg.names()})
         return
-    table = _table(
+    table = table_of(
         "name",
         "framework",
         "algorithm",
@@ -181,7 +141,7 @@ def registry_show(ctx: click.Context, name: str, as_json: bool) -> None:
 
     entry = _registry(ctx).get(name)
     if as_json:
-        _print_json(entry.as_dict())
+        print_json(entry.as_dict())
         return
     data = entry.as_dict()
     data.pop("name")
@@ -226,25 +186,11 @@ def check_cmd(ctx, paths, exp_name, env_id, run_seed, as_json, quiet, no_cache) 
     sys.exit(EXIT_PROBLEM if any(r.status == "error" for r in reports) else 0)
 
 
-def _row_names(reports, paths: list[Path]) -> list[str]:
-    """Each run's path relative to the folder the given paths share (a leaf name alone can repeat)."""
-    roots = [os.path.abspath(p) for p in paths]
-    base = os.path.commonpath(roots) if roots else os.getcwd()
-    runs = {os.path.abspath(r.run.path) for r in reports}
-    if base in runs or os.path.isfile(base):
-        base = os.path.dirname(base)
-    names = [os.path.relpath(os.path.abspath(r.run.path), base) for r in reports]
-    return [
-        os.path.basename(os.path.abspath(r.run.path)) if n == "." else n
-        for n, r in zip(names, reports, strict=True)
-    ]
-
-
 def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
-    shown = [(r, name) for r, name in zip(reports, _row_names(reports, paths), strict=True)
+    shown = [(r, name) for r, name in zip(reports, row_names(reports, paths), strict=True)
              if not (quiet and r.status == "ok")]  # fmt: skip
     watched = any("watch" in r.details for r, _ in shown)  # a column only where zoo watch left records
-    table = _table("status", "run", "model", "train return", *(("best eval",) if watched else ()), "reason")
+    table = table_of("status", "run", "model", "train return", *(("best eval",) if watched else ()), "reason")
     for r, name in shown:
         run, d = r.run, r.details
         model = "-"
@@ -286,21 +232,45 @@ def _best_eval(watch: dict) -> str:
 @opt.policy_class
 @opt.out("Where to write eval.json [run dir/eval.json].")
 @opt.model_config
-@click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
+@opt.sweep_options
+@click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout (with --all: the sweep's rows).")
 @opt.quiet
 @click.pass_context
 def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, device, deterministic,
              capture_video, trust_pickle, trust_wrappers, env_factory, env_module, policy_class, out_path,
-             model_config, as_json, quiet) -> None:  # fmt: skip
+             model_config, sweep, force, executor, address, num_cpus, num_gpus, as_json, quiet) -> None:  # fmt: skip
     """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
     With --policy-class module:Class and --env-id, your own class is evaluated and TARGET is optional.
+    With --all, every run under the folder TARGET is evaluated in one process (or on Ray), each writing its
+    own eval.json; runs whose eval.json already holds the same evaluation are skipped (docs/eval.md).
     """
     from zoo import api
 
     if target is None and policy_class is None:  # TARGET is optional only for a policy class
         raise click.MissingParameter(ctx=ctx, param_type="argument", param_hint="'TARGET'")
+    sweep_flags = {"--force": force, "--executor": executor != "local", "--address": address,
+                   "--num-cpus": num_cpus, "--num-gpus": num_gpus}  # fmt: skip
+    if not sweep:
+        given = [flag for flag, value in sweep_flags.items() if value]
+        if given:
+            raise UsageError(f"{given[0]} is a setting of a sweep", hint=f"add --all: zoo eval {target} --all")
+    else:
+        single = {"--out": out_path, "--capture-video": capture_video, "--policy-class": policy_class,
+                  "--env-factory": env_factory, "--model-config": model_config}  # fmt: skip
+        given = [flag for flag, value in single.items() if value]
+        if given:
+            raise UsageError(f"{given[0]} evaluates one run; --all evaluates every run into its own eval.json",
+                             hint=f"drop {given[0]}, or name one run instead of --all")  # fmt: skip
+        from zoo.cli_sweep import sweep as run_sweep
+
+        run_sweep(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
+                  num_envs=num_envs, device=device, deterministic=deterministic, trust_pickle=trust_pickle,
+                  trust_wrappers=trust_wrappers, env_module=env_module, force=force, executor=executor,
+                  address=address, num_cpus=num_cpus, num_gpus=num_gpus, registry=_registry(ctx),
+                  as_json=as_json, quiet=quiet)  # fmt: skip
+        return
     plan = api.plan(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
                     num_envs=num_envs, device=device, deterministic=deterministic, capture_video=capture_video,
                     trust_pickle=trust_pickle, model_config=model_config, out=out_path or "default",
@@ -332,7 +302,7 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
     for message in result.warnings:
         err().print(f"[yellow]warning:[/] {escape(message)}", markup=True)
     if as_json:
-        _print_json(result.to_json())
+        print_json(result.to_json())
     if not quiet:
         m = result.metrics
         success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
@@ -382,7 +352,7 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
     for note in result.notes:
         err().print(f"[yellow]note:[/] {escape(note)}", markup=True)
     if as_json:
-        _print_json(result.meta)
+        print_json(result.meta)
     if not quiet:
         meta, parity = result.meta, result.meta["parity"]
         how = (
@@ -507,7 +477,7 @@ def doctor_cmd(ctx, framework, policy, config, launcher, probe_env, env_id, env_
                              episodes=episodes, policy_class=policy_class, guardrail=guardrail, handoff=handoff_dir,
                              command=_given_options(ctx), registry=ctx.obj.get("registry"))  # fmt: skip
     if as_json:
-        _print_json(diagnosis.to_json())
+        print_json(diagnosis.to_json())
     elif framework is None:
         _render_environment(diagnosis.environment)
     else:
@@ -538,7 +508,7 @@ def _given_options(ctx: click.Context) -> list[str]:
 
 
 def _render_environment(env: dict) -> None:
-    table = _table("", "", title=f"zoo {env['zoo']}", title_justify="left", show_header=False)
+    table = table_of("", "", title=f"zoo {env['zoo']}", title_justify="left", show_header=False)
     torch = env["torch"]
     for name, found in env["packages"].items():
         table.add_row(name, found or "[red]not installed[/]")
@@ -567,7 +537,7 @@ def _render_environment(env: dict) -> None:
 
 def _render_checks(diagnosis) -> None:
     colours = {"ok": "green", "fail": "red", "over": "yellow", "not checked": "dim"}
-    table = _table("check", "status", "finding", title=f"zoo doctor --framework {diagnosis.framework}",
+    table = table_of("check", "status", "finding", title=f"zoo doctor --framework {diagnosis.framework}",
                    title_justify="left")  # fmt: skip
     for check in diagnosis.checks:
         finding = escape(check.message) + (f"\n[dim]hint: {escape(check.hint)}[/]" if check.hint else "")
@@ -612,10 +582,10 @@ def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revi
                       allow_large=allow_large, max_file_mb=max_file_mb, stage_dir=stage_dir,
                       registry=_registry(ctx), notify=lambda line: err().print(escape(line)))  # fmt: skip
     if as_json:
-        _print_json(result.to_json())
+        print_json(result.to_json())
         return
     staging = result.staging
-    table = _table("file", "size", "what", title=f"staged for {result.repo_id} in {staging.folder}",
+    table = table_of("file", "size", "what", title=f"staged for {result.repo_id} in {staging.folder}",
                    title_justify="left")  # fmt: skip
     for f in staging.files:
         table.add_row(f.name, _size(f.size), f.what)

@@ -98,6 +98,23 @@ policy_class = click.option("--policy-class", default=None, metavar="MODULE:CLAS
 model_config = click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                             default=None, help="YAML with the policy architecture when the checkpoint has none "
                             "(skrl: params/agent.yaml format).")  # fmt: skip
+#: ``zoo eval FOLDER --all``: every run under the folder, resumable, on this process or on Ray.
+sweep_options = _stack(
+    click.option("--all", "sweep", is_flag=True,
+                 help="Evaluate every run under TARGET (a folder), each writing its own eval.json; "
+                 "--exp-name/--env-id/--run-seed narrow them."),
+    click.option("--force", is_flag=True,
+                 help="With --all: evaluate again runs whose eval.json was made from the same model bytes "
+                 "and settings (skipped otherwise)."),
+    click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                 help="With --all: run in this process, or as Ray actors (the ray extra; docs/scale-out.md)."),
+    click.option("--address", default=None, metavar="HOST:PORT",
+                 help="With --executor ray: the Ray cluster to use [a local Ray started for the sweep]."),
+    click.option("--num-cpus", type=click.IntRange(min=1), default=None,
+                 help="With --executor ray: workers, one CPU each [every CPU Ray has]."),
+    click.option("--num-gpus", type=click.FloatRange(min=0), default=0,
+                 help="With --executor ray: GPUs shared by the workers (runs evaluate on cuda) [0]."),
+)  # fmt: skip
 as_json = click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
 quiet = click.option("--quiet", "-q", is_flag=True, help="Only errors and warnings.")
 hf_entity = click.option("--hf-entity", default=None, envvar="ZOO_HF_ENTITY",

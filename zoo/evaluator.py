@@ -45,6 +45,9 @@ class EvalResult:
     zoo_version: str = zoo.__version__
     settings: dict = field(default_factory=dict)
     source: dict | None = None
+    #: sha256 of the model file's bytes, read before it was loaded: what a sweep's resume and a hub's "verified"
+    #: compare (None for a policy class with no file).
+    model_sha256: str | None = None
     videos: list[str] = field(default_factory=list)  # replays written (--capture-video), in episode order
     warnings: list[str] = field(default_factory=list)  # what went wrong on the side (a video not recorded)
 
@@ -66,7 +69,7 @@ class EvalResult:
         data = asdict(self)
         data["episodes"] = [e.to_json() for e in self.episodes]
         data["metrics"] = self.metrics
-        order = ["task", "checkpoint", "source", "exp_name", "framework", "num_episodes", "num_envs", "metrics",
+        order = ["task", "checkpoint", "model_sha256", "source", "exp_name", "framework", "num_episodes", "num_envs", "metrics",
                  "episodes", "wall_clock_seconds", "seed", "deterministic", "device", "settings", "videos",
                  "evaluated_at", "zoo_version"]  # fmt: skip
         return {k: data[k] for k in order}
@@ -183,7 +186,7 @@ def resolve_device(device: str) -> str:
 
 def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, num_envs: int, seed: int,
              deterministic: bool, checkpoint: str, exp_name: str | None, framework: str | None, device: str,
-             settings: dict | None = None, source: dict | None = None,
+             settings: dict | None = None, source: dict | None = None, model_sha256: str | None = None,
              on_episode: Callable[[int], None] | None = None, envs=None) -> EvalResult:  # fmt: skip
     """Run the rollouts and time them; an env built here is always closed, also on failure. A gymnasium ``spec``
     is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device.
@@ -217,6 +220,7 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
         task=spec.env_id, checkpoint=checkpoint, exp_name=exp_name, framework=framework,
         num_episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic, device=device,
         episodes=result_episodes, wall_clock_seconds=round(wall, 3), settings=settings or {}, source=source,
+        model_sha256=model_sha256,
     )  # fmt: skip
 
 

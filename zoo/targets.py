@@ -64,7 +64,14 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
     if not runs:
         raise ZooError(f"no run or model file found at {path}",
                        hint="give a run dir, or a model file with --exp-name")  # fmt: skip
-    run = runs[0]
+    return target_of_run(runs[0], registry, exp_name=exp_name, env_id=env_id, path=path)
+
+
+def target_of_run(run: Run, registry: Registry, *, exp_name: str | None = None, env_id: str | None = None,
+                  path: Path | None = None) -> Target:  # fmt: skip
+    """The target of one discovered run: its experiment (``exp_name`` overrides the name's), env id and model
+    file. ``path`` is what the user named, for the messages (default: the run's folder)."""
+    path = run.path if path is None else path
     why = f" ({run.name_problem})" if run.name_problem else ""
     name = exp_name or run.exp_name
     if name is None:
@@ -147,6 +154,7 @@ class EvalPlan:
     video_dir: Path | None
     options: LoadOptions
     source: dict | None = None  # where the model came from (zoo enjoy), recorded in eval.json
+    model_sha256: str | None = None  # of the model file, hashed when planned (before anything reads it to load)
 
     @property
     def settings(self) -> dict:
@@ -178,6 +186,7 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
               policy_class: str | None = None) -> EvalPlan:  # fmt: skip
     """Fill what the caller leaves open from the registry entry; outputs default to the run's folders
     (``video_dir`` overrides where ``capture_video`` records, else the adapter's layout decides)."""
+    from zoo.artifacts.digest import sha256_file
     from zoo.atomic import check_writable
     from zoo.evaluator import resolve_device
     from zoo.tensor_env import parse_factory
@@ -217,6 +226,7 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
         deterministic=deterministic,
         mode_source=mode_source, device=options.device, out_path=out_path, video_dir=video_dir,
         options=options, source=source or _export_source(target.exported),
+        model_sha256=sha256_file(target.model_file) if target.model_file and target.model_file.is_file() else None,
     )  # fmt: skip
 
 

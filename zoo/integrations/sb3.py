@@ -58,10 +58,10 @@ class ZooEvalCallback(BaseCallback):
 
     def _init_callback(self) -> None:
         """Before training starts: everything that could be wrong with the settings fails here, not later."""
+        from zoo.eval_session import EvalSession
         from zoo.frameworks import SavedCheckpoint, get_adapter
         from zoo.registry import Registry, load_registry
         from zoo.watcher.records import RunRecords
-        from zoo.watcher.session import EvalSession
 
         self.run_dir.mkdir(parents=True, exist_ok=True)
         registry = self.registry if isinstance(self.registry, Registry) else load_registry(self.registry)

@@ -25,16 +25,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.artifacts.digest import sha256_file
 from zoo.atomic import check_writable
 from zoo.checker import frameworks
 from zoo.errors import UsageError, ZooError
+from zoo.eval_session import EvalSession
 from zoo.frameworks import Adapter, SavedCheckpoint, get_adapter
 from zoo.registry import Registry
 from zoo.watcher.priority import lower_priority
 from zoo.watcher.records import EVALS_FILE, RunRecords
-from zoo.watcher.session import EvalSession, logged_step
+
+if TYPE_CHECKING:
+    from zoo.targets import Target
 
 #: Tries an evaluation of one checkpoint gets before it is recorded as failed.
 RETRIES = 3
@@ -267,3 +271,12 @@ def watch_run(run_dir: Path, registry: Registry, *, every: int = 1, episodes: in
     watcher = Watcher(run_dir, registry, session, every=every, until=until, idle=idle, retries=retries,
                       exp_name=exp_name, notify=notify, on_eval=on_eval)  # fmt: skip
     return watcher.run(poll)
+
+
+def logged_step(target: Target) -> int | None:
+    """The training step the run's log had reached, for a checkpoint whose name has none (a model saved
+    over in place): the step of the last training return its framework logs (TensorBoard)."""
+    from zoo.checker import train_return
+
+    last = train_return(target.run)
+    return int(last[0]) if last is not None else None

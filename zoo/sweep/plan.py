@@ -1,0 +1,102 @@
+"""The runs a sweep finds, each planned as ``zoo eval RUN`` would plan it, or the one line saying why not."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zoo.sweep.outcome import FAILED, SKIPPED, Outcome, failure_message
+
+if TYPE_CHECKING:
+    from zoo.artifacts.runs import Run, RunFilter
+    from zoo.registry import Registry
+    from zoo.targets import EvalPlan
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """The evaluation settings every run of a sweep gets; what is left None comes from each run's registry
+    entry, as for ``zoo eval RUN`` (episodes, the deterministic or stochastic protocol)."""
+
+    episodes: int | None = None
+    num_envs: int = 8
+    seed: int = 0
+    deterministic: bool | None = None
+    device: str = "auto"
+    trust_pickle: bool = False
+    trust_wrappers: frozenset[str] = field(default_factory=frozenset)
+    env_module: str | None = None
+
+
+@dataclass
+class SweepItem:
+    """A run found by the sweep: its plan, and its outcome when that is decided before any rollout (skipped:
+    its eval.json holds this evaluation; failed: it could not be planned)."""
+
+    run: Run
+    plan: EvalPlan | None = None
+    outcome: Outcome | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.outcome is None
+
+    def started(self) -> Outcome:
+        """The outcome row of this run, filled with what its plan knows."""
+        planned = self.plan
+        return Outcome(run_dir=str(self.run.path), status=FAILED,
+                       exp_name=planned.target.entry.name if planned else self.run.exp_name,
+                       env_id=planned.target.env_id if planned else self.run.env_id,
+                       run_seed=planned.target.run.seed if planned else self.run.seed,
+                       eval_json=str(planned.out_path) if planned and planned.out_path else None)  # fmt: skip
+
+
+def plan_sweep(paths: Iterable[Path], registry: Registry, run_filter: RunFilter, settings: SweepSettings,
+               force: bool = False) -> list[SweepItem]:  # fmt: skip
+    """Every run under ``paths`` that ``run_filter`` keeps, in path order, planned with ``settings``. A run
+    whose eval.json already holds this evaluation is marked skipped unless ``force``."""
+    from zoo.checker import discover_runs
+    from zoo.errors import ZooError
+    from zoo.sweep.resume import already_evaluated
+
+    paths = [Path(p) for p in paths]
+    runs = sorted(discover_runs(paths, registry, run_filter), key=lambda r: (str(r.path), str(r.model_file)))
+    if not runs:
+        where = ", ".join(str(p) for p in paths)
+        narrowed = f" matching {run_filter.describe()}" if run_filter.active() else ""
+        raise ZooError(f"no runs found under {where}{narrowed}",
+                       hint="zoo check lists what zoo finds there; give the folder your runs are in")  # fmt: skip
+    items = []
+    for run in runs:
+        item = SweepItem(run)
+        try:
+            item.plan = plan_run(run, registry, settings)
+        except ZooError as exc:
+            item.outcome = dataclasses.replace(item.started(), message=failure_message(exc))
+        if item.plan is not None and not force:
+            recorded = already_evaluated(item.plan)
+            if recorded is not None:
+                metrics = recorded.get("metrics") or {}
+                item.outcome = dataclasses.replace(
+                    item.started(), status=SKIPPED, return_mean=metrics.get("return_mean"),
+                    return_std=metrics.get("return_std"), episodes=recorded.get("num_episodes"),
+                    message="already evaluated (same model sha256 and settings)",
+                )  # fmt: skip
+        items.append(item)
+    return items
+
+
+def plan_run(run: Run, registry: Registry, settings: SweepSettings) -> EvalPlan:
+    """``zoo eval RUN``'s plan for one discovered run, writing the run's own eval.json."""
+    from zoo.envs import qualify_env_id
+    from zoo.targets import DEFAULT_OUT, plan_eval, target_of_run
+
+    target = target_of_run(run, registry)
+    if settings.env_module:
+        target = dataclasses.replace(target, env_id=qualify_env_id(target.env_id, settings.env_module))
+    return plan_eval(target, episodes=settings.episodes, num_envs=settings.num_envs, seed=settings.seed,
+                     deterministic=settings.deterministic, device=settings.device, out=DEFAULT_OUT,
+                     trust_pickle=settings.trust_pickle, trusted_wrappers=settings.trust_wrappers)  # fmt: skip
