@@ -24,7 +24,7 @@ def _examples() -> list[tuple[str, str]]:
 
 def test_the_page_has_examples_for_every_function():
     code = "".join(c for c, _ in _examples())
-    for name in ("check", "evaluate", "plan", "load_policy", "export", "push", "enjoy", "watch", "diagnose"):
+    for name in ("check", "evaluate", "evaluate_all", "plan", "load_policy", "export", "push", "enjoy", "watch", "diagnose"):
         assert f"zoo.{name}(" in code, name
 
 

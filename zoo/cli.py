@@ -220,6 +220,83 @@ def _best_eval(watch: dict) -> str:
     return f"{best['return_mean']:.1f} at step {best['step']} ({count} eval{'s' if count != 1 else ''})"
 
 
+# ----------------------------------------------------------------------------- leaderboard
+@cli.command("leaderboard")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--exp-name", default=None, help="Only runs of this experiment.")
+@click.option("--env-id", default=None, help="Only runs on this env id.")
+@opt.as_json
+@click.option("--csv", "as_csv", is_flag=True, help="CSV on stdout: one line per row, every JSON field.")
+@click.option("--markdown", "as_markdown", is_flag=True, help="A GitHub Markdown table on stdout.")
+@click.option("--eval", "evaluate_missing", is_flag=True,
+              help="First evaluate the runs that have no eval.json (existing ones are kept as they are).")  # fmt: skip
+@opt.episodes
+@opt.seed
+@opt.num_envs
+@opt.device
+@click.pass_context
+def leaderboard_cmd(ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, evaluate_missing, episodes, seed,
+                    num_envs, device) -> None:  # fmt: skip
+    """Rank the runs under PATHS per env id from their eval.json files, aggregated over seeds.
+
+    Per experiment and env: the mean of the per-seed means with a 95% bootstrap interval, the IQM, the
+    range of the seeds, and a success rate with a Wilson interval where episodes publish one. Runs that
+    cannot be ranked are listed on stderr. Exit 0 when a leaderboard was printed, 1 when nothing could be
+    ranked. --episodes, --seed, --num-envs and --device are --eval's settings. See docs/leaderboard.md.
+    """
+    from click.core import ParameterSource
+
+    from zoo import api
+
+    if sum((as_json, as_csv, as_markdown)) > 1:
+        raise click.UsageError("--json, --csv and --markdown are exclusive: pick one output format")
+    eval_only = [f"--{n.replace('_', '-')}" for n in ("episodes", "seed", "num_envs", "device")
+                 if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE]  # fmt: skip
+    if eval_only and not evaluate_missing:
+        raise click.UsageError(f"{', '.join(eval_only)}: evaluation settings, only with --eval")
+
+    def on_run(outcome) -> None:
+        if outcome.status == "failed":
+            err().print(f"[yellow]eval failed:[/] {escape(outcome.run_dir)}: {escape(outcome.message or '')}",
+                        markup=True)  # fmt: skip
+        else:
+            err().print(f"[dim]{outcome.status}: {escape(outcome.run_dir)}[/]", markup=True)
+
+    board = api.leaderboard(list(paths), exp_name=exp_name, env_id=env_id, evaluate_missing=evaluate_missing,
+                            episodes=episodes, seed=seed, num_envs=num_envs, device=device, registry=_registry(ctx),
+                            on_run=on_run)  # fmt: skip
+    if as_json:
+        print_json(board.to_json())
+    elif as_csv:
+        click.echo(board.to_csv(), nl=False)
+    elif as_markdown:
+        click.echo(board.to_markdown(), nl=False)
+    elif board.rows:
+        _render_leaderboard(board)
+    for path, message in board.problems:
+        err().print(f"[yellow]not ranked:[/] {escape(path)}: {escape(message)}", markup=True)
+    if not board.rows:
+        raise ZooError(f"nothing to rank: none of the {_count(board.runs_found, 'run')} found has a usable eval.json",
+                       hint="run zoo eval on them, or zoo leaderboard --eval")  # fmt: skip
+
+
+def _render_leaderboard(board) -> None:
+    """One rich table, a section per env id."""
+    from zoo.ranking.board import COLUMNS, cells_of
+
+    table = table_of(*COLUMNS, title="leaderboard (mean of seed means, 95% percentile bootstrap CI)",
+                   title_justify="left")  # fmt: skip
+    previous = None
+    for row in board.rows:
+        if previous is not None and row.env_id != previous:
+            table.add_section()
+        previous = row.env_id
+        table.add_row(*(escape(cell) for cell in cells_of(row)))
+    out().print(table)
+    out().print(f"{_count(len(board.rows), 'row')} from {_count(board.runs_found, 'run')}"
+                + (f"; {len(board.problems)} not ranked (stderr)" if board.problems else ""))  # fmt: skip
+
+
 # ----------------------------------------------------------------------------- eval
 @cli.command("eval")
 @click.argument("target", type=click.Path(path_type=Path), required=False)

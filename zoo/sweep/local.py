@@ -44,8 +44,7 @@ def run_local(items: list[SweepItem], on_run: OnRun, on_episode: OnEpisode | Non
                 write_json_atomic(item.plan.out_path, result)
                 outcome = evaluated(item, result, time.perf_counter() - start)
             except Exception as exc:  # one run's failure is its row; KeyboardInterrupt stops the sweep
-                outcome = dataclasses.replace(item.started(), message=failure_message(exc),
-                                              seconds=round(time.perf_counter() - start, 3))  # fmt: skip
+                outcome = item.failed(failure_message(exc), time.perf_counter() - start)
             outcomes[index] = outcome
             on_run(outcome)
     finally:

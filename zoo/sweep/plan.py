@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,12 @@ class SweepItem:
     def pending(self) -> bool:
         return self.outcome is None
 
+    def failed(self, message: str, seconds: float = 0.0) -> Outcome:
+        """The row of a run that failed: ``message`` with the run's own folder left out of paths (the row
+        names the run)."""
+        message = message.replace(f"{self.run.path}{os.sep}", "")
+        return dataclasses.replace(self.started(), message=message, seconds=round(seconds, 3))
+
     def started(self) -> Outcome:
         """The outcome row of this run, filled with what its plan knows."""
         planned = self.plan
@@ -75,7 +82,7 @@ def plan_sweep(paths: Iterable[Path], registry: Registry, run_filter: RunFilter,
         try:
             item.plan = plan_run(run, registry, settings)
         except ZooError as exc:
-            item.outcome = dataclasses.replace(item.started(), message=failure_message(exc))
+            item.outcome = item.failed(failure_message(exc))
         if item.plan is not None and not force:
             recorded = already_evaluated(item.plan)
             if recorded is not None:

@@ -142,7 +142,7 @@ def _schedule(ray, actor_class, items: list[SweepItem], pending: list[int], outc
                 write_json_atomic(item.plan.out_path, payload)
                 outcome = evaluated(item, payload, seconds)
             else:
-                outcome = dataclasses.replace(item.started(), message=payload, seconds=round(seconds, 3))
+                outcome = item.failed(payload, seconds)
             outcomes[index] = outcome
             idle.append(actor)
             on_run(outcome)
