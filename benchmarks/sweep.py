@@ -6,14 +6,14 @@ training seed. Two parts:
 
   small    ``--runs`` runs (200) x ``--episodes`` episodes (10): (a) a bash loop calling ``zoo eval RUN`` once
            per run, (b) ``zoo eval FOLDER --all``, (c) ``--all --executor ray --num-cpus 2``.
-  long     ``--long-runs`` runs (16) whose eval takes over a second (``--long-episodes`` 160 episodes each):
+  long     ``--long-runs`` runs (40) whose eval takes over a second (``--long-episodes`` 200 episodes each):
            (b) the local sweep, (c) Ray with 1 worker and with 2 workers.
 
 Each variant starts from runs without eval.json (the sweep would skip them otherwise) and is timed from
 the shell, start-up included. Printed per variant: wall time, runs/s, the per-run overhead (wall time per
 run minus the mean rollout seconds eval.json records), and the speed-up over its baseline.
 
-    python benchmarks/sweep.py [--runs 200] [--episodes 10] [--long-runs 16] [--long-episodes 160] [--skip-loop]
+    python benchmarks/sweep.py [--runs 200] [--episodes 10] [--long-runs 40] [--long-episodes 200] [--skip-loop]
 """
 
 from __future__ import annotations
@@ -57,10 +57,15 @@ def timed(command: str, root: Path) -> tuple[float, float]:
     return wall, sum(rollouts) / len(rollouts)
 
 
-def report(label: str, wall: float, rollout: float, runs: int, baseline: float | None) -> None:
+def report(
+    label: str, wall: float, rollout: float, runs: int, baseline: float | None, workers: int = 1
+) -> None:
+    """One variant's line. The per-run overhead is the worker time a run costs beyond its rollout:
+    ``wall * workers / runs - rollout`` (start-up, imports, loading, writing, scheduling)."""
     speedup = f"{baseline / wall:6.2f}x" if baseline else "   1.00x (baseline)"
-    print(f"  {label:<34} {wall:8.1f} s  {runs / wall:7.2f} runs/s  overhead {1000 * (wall / runs - rollout):7.1f} "
-          f"ms/run  rollout {1000 * rollout:6.1f} ms/run  {speedup}", flush=True)  # fmt: skip
+    overhead = 1000 * (wall * workers / runs - rollout)
+    print(f"  {label:<34} {wall:8.1f} s  {runs / wall:7.2f} runs/s  overhead {overhead:7.1f} ms/run  "
+          f"rollout {1000 * rollout:6.1f} ms/run  {speedup}", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -69,8 +74,8 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--episodes", type=int, default=10)
-    parser.add_argument("--long-runs", type=int, default=16)
-    parser.add_argument("--long-episodes", type=int, default=160)
+    parser.add_argument("--long-runs", type=int, default=40)
+    parser.add_argument("--long-episodes", type=int, default=200)
     parser.add_argument("--skip-loop", action="store_true", help="leave out (a), the slow shell loop")
     args = parser.parse_args()
     zoo = str(ZOO)
@@ -86,7 +91,7 @@ def main() -> None:
         else:
             report("(b) zoo eval --all", *sweep, args.runs, None)
         ray = timed(f"{zoo} eval {small} --all {n} -q --executor ray --num-cpus 2", small)
-        report("(c) --executor ray, 2 workers", *ray, args.runs, sweep[0])
+        report("(c) --executor ray, 2 workers", *ray, args.runs, sweep[0], workers=2)
 
         long = make_runs(Path(tmp) / "long", args.long_runs)
         n = f"--episodes {args.long_episodes}"
