@@ -121,6 +121,26 @@ def hub_loop(zoo: Path, out: Path) -> int:
         print("+ hub stopped", flush=True)
 
 
+def ensure_chromium() -> None:
+    """tests/test_report.py opens the report in a real headless Chromium: as root, install Debian's chromium and
+    chromium-driver when either is missing; otherwise say what to install (the test fails without them)."""
+    import shutil
+
+    if os.path.exists("/usr/bin/chromium") and os.path.exists("/usr/bin/chromedriver"):
+        return
+    if os.name == "posix" and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium",
+                                            "chromium-driver"]):  # fmt: skip
+            print("+", " ".join(cmd), flush=True)
+            if subprocess.run(cmd, env=env).returncode:
+                print("warning: installing Chromium failed; tests/test_report.py will fail", flush=True)
+                return
+    else:
+        print("note: tests/test_report.py needs Chromium: install /usr/bin/chromium and chromedriver "
+              "(Debian: sudo apt-get install chromium chromium-driver)", flush=True)  # fmt: skip
+
+
 def _is_myosuite_test(arg: str) -> bool:
     return (ROOT / arg.split("::")[0]).resolve() == (ROOT / MYOSUITE_TESTS).resolve()
 
@@ -138,6 +158,7 @@ def test() -> int:
     if not paths or len(myosuite_named) < len(paths):
         setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray")
         main = [a for a in args if a not in myosuite_named]
+        ensure_chromium()
         cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--durations=10", f"--ignore={MYOSUITE_TESTS}", *main]  # fmt: skip
         print("+", " ".join(cmd), flush=True)
         status = subprocess.run(cmd, cwd=ROOT, env=env).returncode

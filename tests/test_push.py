@@ -27,9 +27,10 @@ def test_dry_run_stages_files_and_a_card(run_copy):
     summary = result.json()
     assert summary["repo_id"] == "myorg/CartPole-v1-dqn-seed1"
     stage = run_copy.parent.parent / "stage"
-    names = sorted(p.name for p in stage.iterdir())
+    names = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
     assert names == sorted(f["name"] for f in summary["files"])
     assert {"dqn.cleanrl_model", "eval.json", "README.md"} <= set(names)
+    assert {"images/learning_curve.png", "images/eval_returns.png"} <= set(names)
     assert any(n.startswith("events.out.tfevents") for n in names)
     assert (stage / "dqn.cleanrl_model").read_bytes() == (run_copy / "dqn.cleanrl_model").read_bytes()
     assert json.loads((stage / "eval.json").read_text())["num_episodes"] == 3  # evaluated because missing
@@ -53,6 +54,36 @@ def test_card_header_is_what_the_hub_leaderboard_reads(run_copy):
     for needed in ("zoo enjoy --exp-name dqn --env-id CartPole-v1 --run-seed 1 --hf-repository me/dqn-cartpole",
                    "|learning_rate|0.001|", "python cleanrl/dqn.py", "## Results", "zoo 0.1.0"):  # fmt: skip
         assert needed in body, needed
+
+
+def test_card_shows_the_learning_curve_and_the_eval_histogram(run_copy):
+    from PIL import Image
+
+    result = _push(run_copy, "--repo-id", "me/dqn-cartpole", "--episodes", "3", "--json")
+    assert result.exit_code == 0, result.stderr
+    stage = run_copy.parent.parent / "stage"
+    card = (stage / "README.md").read_text()
+    for name in ("images/learning_curve.png", "images/eval_returns.png"):
+        path = stage / name
+        assert path.stat().st_size > 1000
+        with Image.open(path) as image:
+            assert image.format == "PNG" and image.width > 100 and image.height > 100
+        assert f"]({name})" in card  # a relative Markdown image link
+    staged = {f["name"] for f in result.json()["files"]}
+    assert {"images/learning_curve.png", "images/eval_returns.png"} <= staged
+    assert not (run_copy / "images").exists()  # the run dir is never written to
+
+
+def test_run_without_events_file_gets_no_curve(run_copy):
+    for events in run_copy.glob("events.out.tfevents.*"):
+        events.unlink()
+    result = _push(run_copy, "--repo-id", "me/dqn-cartpole", "--episodes", "2")
+    assert result.exit_code == 0, result.stderr
+    stage = run_copy.parent.parent / "stage"
+    assert not (stage / "images" / "learning_curve.png").exists()
+    assert (stage / "images" / "eval_returns.png").is_file()
+    card = (stage / "README.md").read_text()
+    assert "learning_curve.png" not in card and "](images/eval_returns.png)" in card
 
 
 def test_human_output_says_dry_run(run_copy):

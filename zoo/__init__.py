@@ -3,7 +3,7 @@
 The library API is :mod:`zoo.api`, re-exported here (imported on first use, so that ``import zoo``
 and ``zoo --help`` stay fast): ``zoo.check``, ``zoo.evaluate``, ``zoo.evaluate_all`` (``zoo eval runs/ --all``), ``zoo.export``, ``zoo.push``,
 ``zoo.enjoy``, ``zoo.load_policy``, ``zoo.resolve``, ``zoo.plan``, ``zoo.diagnose`` (``zoo doctor``),
-``zoo.watch``, ``zoo.leaderboard``. See docs/python-api.md.
+``zoo.watch``, ``zoo.leaderboard``, ``zoo.report``. See docs/python-api.md.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ _API = (
     "load_policy",
     "plan",
     "push",
+    "report",
     "resolve",
     "run_plan",
     "watch",

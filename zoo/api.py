@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from zoo.policy import Policy
     from zoo.ranking import Leaderboard
     from zoo.registry import Registry
+    from zoo.reporting import ReportResult
     from zoo.sweep.outcome import Outcome, SweepResult
     from zoo.sweep.plan import SweepItem
     from zoo.targets import EvalPlan, Target
@@ -243,6 +244,23 @@ def leaderboard(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = 
     return build_leaderboard(paths, reg, run_filter, failed=failed)
 
 
+def report(paths: PathLike | Iterable[PathLike], out: PathLike, *, exp_name: str | None = None,
+           env_id: str | None = None, registry: Registry | PathLike | None = None) -> ReportResult:  # fmt: skip
+    """``zoo report``: ``out/index.html`` (no script, no network) and its PNGs for the runs under ``paths``:
+    per env, the learning curves of each experiment (mean over seeds, 95% band) and its eval returns, and the
+    :func:`leaderboard` table; a run without an events file or an eval.json is a line under "Problems". The
+    folder is built beside ``out`` and renamed into place when complete (docs/report.md). No run found
+    raises a ZooError."""
+    from zoo.artifacts.runs import RunFilter
+    from zoo.ranking.records import discover
+    from zoo.reporting import write_report
+
+    paths = [Path(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
+    reg = _registry(registry)
+    board = leaderboard(paths, exp_name=exp_name, env_id=env_id, registry=reg)
+    return write_report(board, discover(paths, reg, RunFilter(exp_name, env_id)), Path(out))
+
+
 def export(target: PathLike | Target, out: PathLike | None = None, *, format: str | None = None,
            opset: int | None = None, exporter: str = "auto", tolerance: float | None = None,
            exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
@@ -450,5 +468,5 @@ def diagnose(*, framework: str | None = None, policy: PathLike | None = None, co
     return diagnosis
 
 
-__all__ = ["PushResult", "diagnose", "check", "enjoy", "evaluate", "evaluate_all", "export", "leaderboard", "load_policy", "plan", "push", "resolve",
+__all__ = ["PushResult", "diagnose", "check", "enjoy", "evaluate", "evaluate_all", "export", "leaderboard", "load_policy", "plan", "push", "report", "resolve",
            "run_plan", "watch"]  # fmt: skip

@@ -59,6 +59,14 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     return path
 
 
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """:func:`write_text_atomic` for bytes (a PNG)."""
+    path = Path(path)
+    with _replacing(path, binary=True) as fh:
+        fh.write(data)
+    return path
+
+
 def write_json_atomic(path: str | os.PathLike, data: Any) -> Path:
     return write_text_atomic(path, json.dumps(data, indent=2) + "\n")
 

@@ -280,6 +280,31 @@ def leaderboard_cmd(ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, 
                        hint="run zoo eval on them, or zoo leaderboard --eval")  # fmt: skip
 
 
+# ----------------------------------------------------------------------------- report
+@cli.command("report")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
+              help="The report folder: index.html and its PNGs (replaced whole once the new one is complete).")  # fmt: skip
+@click.option("--exp-name", default=None, help="Only runs of this experiment.")
+@click.option("--env-id", default=None, help="Only runs on this env id.")
+@opt.as_json
+@click.pass_context
+def report_cmd(ctx, paths, out_dir, exp_name, env_id, as_json) -> None:
+    """Write an HTML report of the runs under PATHS into --out: learning curves per env (mean over seeds,
+    95% band), eval returns (a dot per episode) and the leaderboard. Runs without an events file or an
+    eval.json are listed under "Problems" on the page (and on stderr). See docs/report.md."""
+    from zoo import api
+
+    result = api.report(list(paths), out_dir, exp_name=exp_name, env_id=env_id, registry=_registry(ctx))
+    if as_json:
+        print_json(result.to_json())
+    else:
+        out().print(f"wrote {escape(str(result.index))}: {_count(len(result.leaderboard.rows), 'leaderboard row')}, "
+                    f"{_count(len(result.images), 'image')}, {_count(len(result.problems), 'problem')}")  # fmt: skip
+    for path, message in result.problems:
+        err().print(f"[yellow]problem:[/] {escape(path)}: {escape(message)}", markup=True)
+
+
 def _render_leaderboard(board) -> None:
     """One rich table, a section per env id."""
     from zoo.ranking.board import COLUMNS, cells_of

@@ -32,37 +32,47 @@ def _masked(crc: Callable[[bytes], int], data: bytes) -> int:
     return (((value >> 15) | (value << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def _payloads(path: str | Path, needle: bytes) -> Iterator[bytes]:
+def _payloads(
+    path: str | Path, needle: bytes, damaged: Callable[[str], None] | None = None
+) -> Iterator[bytes]:
     """The verified payloads that contain ``needle``, in file order, until the first damaged record.
 
     A log up to :data:`READ_WHOLE` bytes is read at once and framed in memory (one read instead of three
     per record); a larger one is read record by record, so memory never holds more than one record.
+    ``damaged`` is told, in a few words, why reading stopped before the end of the file (if it did).
     """
+    say = damaged or (lambda _why: None)
     import google_crc32c
 
     crc = google_crc32c.value
     try:
         with open(path, "rb") as fh:
             if os.fstat(fh.fileno()).st_size <= READ_WHOLE:
-                yield from _framed(fh.read(), crc, needle)
+                yield from _framed(fh.read(), crc, needle, say)
                 return
             while len(header := fh.read(12)) == 12:
                 length, header_crc = _HEADER.unpack(header)
                 if _masked(crc, header[:8]) != header_crc:
+                    say(f"corrupt record at byte {fh.tell() - 12}")
                     return
                 if length > MAX_RECORD:
                     fh.seek(length + 4, 1)
                     continue
                 payload, footer = fh.read(length), fh.read(4)
                 if len(footer) < 4 or _masked(crc, payload) != _FOOTER.unpack(footer)[0]:
+                    say("cut short" if len(footer) < 4 else "corrupt record")
                     return
                 if needle in payload:
                     yield payload
-    except OSError:
+            if header:
+                say("cut short")
+    except OSError as exc:
+        say(f"unreadable ({exc.strerror or type(exc).__name__})")
         return
 
 
-def _framed(data: bytes, crc: Callable[[bytes], int], needle: bytes) -> Iterator[bytes]:
+def _framed(data: bytes, crc: Callable[[bytes], int], needle: bytes,
+            say: Callable[[str], None] = lambda _why: None) -> Iterator[bytes]:  # fmt: skip
     """:func:`_payloads` over a file's bytes; the CRC masking is inlined (this loop runs per record)."""
     at, end, delta = 0, len(data), _MASK_DELTA
     unpack_header, unpack_footer = _HEADER.unpack_from, _FOOTER.unpack_from
@@ -70,16 +80,20 @@ def _framed(data: bytes, crc: Callable[[bytes], int], needle: bytes) -> Iterator
         length, header_crc = unpack_header(data, at)
         value = crc(data[at : at + 8])
         if ((((value >> 15) | (value << 17)) + delta) & 0xFFFFFFFF) != header_crc or at + 16 + length > end:
+            say(f"corrupt record at byte {at}" if at + 16 + length <= end else f"cut short at byte {at}")
             return
         payload = data[at + 12 : at + 12 + length]
         value = crc(payload)
         if ((((value >> 15) | (value << 17)) + delta) & 0xFFFFFFFF) != unpack_footer(data, at + 12 + length)[
             0
         ]:
+            say(f"corrupt record at byte {at}")
             return
         if needle in payload:
             yield payload
         at += 16 + length
+    if at != end:
+        say(f"cut short at byte {at}")
 
 
 def _events(path: str | Path, needle: bytes):
@@ -108,6 +122,24 @@ def last_scalar(events_file: str | Path, tag: str) -> tuple[int, float] | None:
     if found is None and len(recent) == _RECENT:
         found = _last_in(reversed(list(_events(events_file, tag.encode()))), tag)
     return found
+
+
+def scalars(events_file: str | Path, tag: str, problems: list[str] | None = None) -> list[tuple[int, float]]:
+    """Every ``(step, value)`` point logged under ``tag``, in file order (a learning curve).
+
+    The same framing and CRC checks as :func:`last_scalar`; a damaged or cut-short file gives the points
+    before the damage, and an unreadable one none. When ``problems`` is given, a line saying why reading
+    stopped early (if it did) is appended to it.
+    """
+    points: list[tuple[int, float]] = []
+    why: list[str] = []
+    for event in _decoded(_payloads(events_file, tag.encode(), why.append)):
+        for value in event.summary.value:
+            if value.tag == tag and (scalar := _scalar(value)) is not None:
+                points.append((int(event.step), scalar))
+    if why and problems is not None:
+        problems.append(f"events file {why[0]}: {len(points)} {tag} points read before it")
+    return points
 
 
 def _decoded(payloads):

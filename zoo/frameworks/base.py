@@ -152,6 +152,34 @@ class Adapter(ABC):
         """The seed the run was trained with (hub repo names carry it): from its path by default."""
         return run.seed
 
+    def train_returns(
+        self, run: Run, problems: list[str] | None = None
+    ) -> tuple[str | None, list[tuple[int, float]]]:
+        """``(tag, points)``: every episode return training logged, under the first of :attr:`train_return_tags`
+        with a point, read from the run's events file and any other ``events.out.tfevents.*`` beside it (a
+        resumed training), ordered by step. No events file: ``(None, [])``. ``problems`` gets a line for a
+        file cut short or unreadable (what was read before the damage is kept)."""
+        if run.events_file is None:
+            return None, []
+        from zoo.artifacts.tensorboard import scalars
+
+        folder = Path(run.events_file).parent
+        files = sorted({Path(run.events_file), *folder.glob("events.out.tfevents.*")})
+        for tag in self.train_return_tags:
+            said: list[str] = []
+            points = []
+            for f in files:
+                why: list[str] = []
+                points += scalars(f, tag, why)
+                said += [f"{f.name}: {line}" for line in why]
+            if problems is not None:
+                problems.extend(said)
+            if points:
+                return tag, sorted(points, key=lambda p: p[0])
+            if said:
+                return None, []
+        return None, []
+
     # ------------------------------------------------------------------ reading
     @abstractmethod
     def read(self, run: Run, entry: Entry | None) -> Checkpoint:

@@ -31,6 +31,9 @@ SECRET_NAME = re.compile(
 SECRET_CONTENT = re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----|\bhf_[A-Za-z0-9]{30,}")
 SCAN_BYTES = 1 << 20  # content is scanned in files up to this size (text, configs, json)
 DEFAULT_MAX_MB = 100
+#: The card's images, made for each push (never written to the run dir).
+LEARNING_CURVE = "images/learning_curve.png"
+EVAL_RETURNS = "images/eval_returns.png"
 
 
 @dataclass
@@ -65,6 +68,10 @@ def describe(name: str, model_file: str) -> str:
         return "TensorBoard training log"
     if name == "replay.mp4":
         return "a replay of the agent"
+    if name == LEARNING_CURVE:
+        return "learning curve (training returns)"
+    if name == EVAL_RETURNS:
+        return "histogram of the eval returns"
     if name.endswith(".metadata.json"):
         return "export sidecar"
     if name.endswith((".onnx", ".ts")):
@@ -411,10 +418,39 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
     eval_file = dict(sources).get("eval.json")
     if eval_file is None:
         raise ZooError(f"{run.path} has no eval.json to put on the card", hint="run zoo eval on it first")
+    eval_data = load_eval(eval_file)
+    taken = {name for name, _ in sources}
+    images = [(name, path) for name, path in card_images(target, eval_data, workdir) if name not in taken]
+    sources += images
     context = {
         "env_id": target.env_id, "seed": run.seed if run.seed is not None else 0, "repo_id": repo_id,
-        "model_file": target.model_file.name, "eval": load_eval(eval_file),
+        "model_file": target.model_file.name, "eval": eval_data, "images": dict(images),
         "files": card_files(sources, target.model_file.name, labels), "exports": exported_policies(sources),
     }  # fmt: skip
     card = render_card(target, context)
     return stage(repo_id, folder, sources, target.model_file.name, str(card), labels)
+
+
+def card_images(target, eval_data: dict, workdir: Path) -> list[tuple[str, Path]]:
+    """The card's PNGs, made in ``workdir``: the run's learning curve (from its events files; none without
+    one) and the histogram of the eval returns it stages."""
+    from zoo import plots
+
+    folder = workdir / "images"
+    folder.mkdir(parents=True, exist_ok=True)
+    made: list[tuple[str, Path]] = []
+    tag, points = target.adapter.train_returns(target.run)
+    if points:
+        title = f"{target.entry.name} on {target.env_id}: training returns ({tag})"
+        curve = plots.learning_curves(
+            {target.entry.name: [points]}, folder / "learning_curve.png", title=title
+        )
+        made.append((LEARNING_CURVE, curve))
+    episodes = eval_data.get("episodes") if isinstance(eval_data.get("episodes"), list) else []
+    returns = [
+        e["return"] for e in episodes if isinstance(e, dict) and isinstance(e.get("return"), int | float)
+    ]
+    if returns:
+        title = f"{target.entry.name} on {target.env_id}: {len(returns)} eval episodes"
+        made.append((EVAL_RETURNS, plots.return_histogram(returns, folder / "eval_returns.png", title=title)))
+    return made
