@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Set up a virtualenv and run zoo's demo or test suite: needs only Python 3.11 and pip.
 
-    python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval` on the bundled example runs,
+    python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval --all`, `zoo leaderboard` and
+                          # `zoo report` on the bundled example runs,
                           # `zoo export` one to ONNX and `zoo eval` the exported file, and offline
                           # sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
     python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray], then the whole test suite;
@@ -53,13 +54,17 @@ def setup(extras: str = "", where: Path = VENV) -> None:
 
 def demo() -> int:
     setup()
+    import shutil
+
     zoo = BIN / "zoo"
     run(zoo, "check", EXAMPLES, check=False)
     out = Path(".cache") / "demo"
-    status = 0
-    for run_dir in sorted(p.relative_to(ROOT) for p in (ROOT / EXAMPLES).iterdir() if p.is_dir()):
-        status |= run(zoo, "eval", run_dir, "--episodes", "20", "--deterministic",
-                      "--out", out / f"{run_dir.name}.eval.json", check=False)  # fmt: skip
+    runs = out / "runs"  # a copy: the sweep writes each run's eval.json into its run dir
+    shutil.rmtree(ROOT / runs, ignore_errors=True)
+    shutil.copytree(ROOT / EXAMPLES, ROOT / runs, ignore=shutil.ignore_patterns("eval.json"))
+    status = run(zoo, "eval", runs, "--all", "--episodes", "20", "--deterministic", check=False)
+    status |= run(zoo, "leaderboard", runs, check=False)
+    status |= run(zoo, "report", runs, "--out", out / "report", check=False)
     return status | export_loop(zoo, out) | hub_loop(zoo, out)
 
 
