@@ -126,7 +126,7 @@ def plan(target: PathLike | Target | None = None, *, episodes: int | None = None
          registry: Registry | PathLike | None = None, source: dict | None = None,
          video_dir: PathLike | None = None, trust_wrappers: Iterable[str] = (),
          env_factory: str | None = None, env_module: str | None = None,
-         policy_class: str | None = None) -> EvalPlan:  # fmt: skip
+         policy_class: str | None = None, engine: str = "torch") -> EvalPlan:  # fmt: skip
     """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
 
     ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
@@ -136,7 +136,9 @@ def plan(target: PathLike | Target | None = None, *, episodes: int | None = None
     env (user code: it runs when the rollout starts, see docs/tensor-envs.md). ``env_module``: the package that
     registers the env id, imported by every ``gym.make`` of it (the id becomes ``module:EnvId``).
     ``policy_class``: ``module:Class``, the user's own policy (user code: it runs when the policy is loaded);
-    with it ``target`` may be None (eval.json then goes to ``./eval.json``), see docs/frameworks/custom.md."""
+    with it ``target`` may be None (eval.json then goes to ``./eval.json``), see docs/frameworks/custom.md.
+    ``engine``: ``"torch"`` (exact, the default) or ``"onnxruntime"``, the policy exported in memory and proven
+    to act the same on the run's own observations before it is used (deterministic only; docs/eval.md)."""
     from zoo.targets import DEFAULT_OUT, plan_eval
 
     resolved = _target(target, exp_name, env_id, run_seed, registry, env_module, policy_class)
@@ -146,7 +148,7 @@ def plan(target: PathLike | Target | None = None, *, episodes: int | None = None
                      model_config=Path(model_config) if model_config else None, source=source,
                      video_dir=Path(video_dir) if video_dir else None,
                      trusted_wrappers=frozenset(trust_wrappers), env_factory=env_factory,
-                     policy_class=policy_class)  # fmt: skip
+                     policy_class=policy_class, engine=engine)  # fmt: skip
 
 
 def evaluate(target: PathLike | Target | EvalPlan | None = None, *,
@@ -193,7 +195,7 @@ def evaluate_all(paths: PathLike | Iterable[PathLike], *, exp_name: str | None =
                  run_seed: int | None = None, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
                  deterministic: bool | None = None, device: str = "auto", force: bool = False,
                  trust_pickle: bool = False, trust_wrappers: Iterable[str] = (), env_module: str | None = None,
-                 executor: str = "local", address: str | None = None, num_cpus: int | None = None,
+                 engine: str = "torch", executor: str = "local", address: str | None = None, num_cpus: int | None = None,
                  num_gpus: float = 0, registry: Registry | PathLike | None = None,
                  on_planned: Callable[[list[SweepItem]], None] | None = None,
                  on_run: Callable[[Outcome], None] | None = None,
@@ -214,7 +216,7 @@ def evaluate_all(paths: PathLike | Iterable[PathLike], *, exp_name: str | None =
     paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     settings = SweepSettings(episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
                              device=device, trust_pickle=trust_pickle, trust_wrappers=frozenset(trust_wrappers),
-                             env_module=env_module)  # fmt: skip
+                             env_module=env_module, engine=engine)  # fmt: skip
     return run_sweep([Path(p) for p in paths], _registry(registry), RunFilter(exp_name, env_id, run_seed), settings,
                      force=force, executor=executor, address=address, num_cpus=num_cpus, num_gpus=num_gpus,
                      on_planned=on_planned, on_run=on_run, on_episode=on_episode)  # fmt: skip

@@ -334,13 +334,14 @@ def _render_leaderboard(board) -> None:
 @opt.policy_class
 @opt.out("Where to write eval.json [run dir/eval.json].")
 @opt.model_config
+@opt.engine
 @opt.sweep_options
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout (with --all: the sweep's rows).")
 @opt.quiet
 @click.pass_context
 def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, device, deterministic,
              capture_video, trust_pickle, trust_wrappers, env_factory, env_module, policy_class, out_path,
-             model_config, sweep, force, executor, address, num_cpus, num_gpus, as_json, quiet) -> None:  # fmt: skip
+             model_config, engine, sweep, force, executor, address, num_cpus, num_gpus, as_json, quiet) -> None:  # fmt: skip
     """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
@@ -369,7 +370,7 @@ def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, 
 
         run_sweep(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
                   num_envs=num_envs, device=device, deterministic=deterministic, trust_pickle=trust_pickle,
-                  trust_wrappers=trust_wrappers, env_module=env_module, force=force, executor=executor,
+                  trust_wrappers=trust_wrappers, env_module=env_module, engine=engine, force=force, executor=executor,
                   address=address, num_cpus=num_cpus, num_gpus=num_gpus, registry=_registry(ctx),
                   as_json=as_json, quiet=quiet)  # fmt: skip
         return
@@ -377,7 +378,7 @@ def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, 
                     num_envs=num_envs, device=device, deterministic=deterministic, capture_video=capture_video,
                     trust_pickle=trust_pickle, model_config=model_config, out=out_path or "default",
                     trust_wrappers=trust_wrappers, env_factory=env_factory, env_module=env_module,
-                    policy_class=policy_class, registry=_registry(ctx))  # fmt: skip
+                    policy_class=policy_class, engine=engine, registry=_registry(ctx))  # fmt: skip
     _evaluate(plan, quiet, as_json)
 
 
@@ -397,7 +398,8 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
     if not quiet:
         err().print(f"evaluating [bold]{escape(target.label)}[/] ({target.entry.name}, {target.env_id}): "
                     f"{_count(plan.episodes, 'episode')}, {_count(plan.num_envs, 'env')}, {seeds or f'seed {plan.seed}'}, {plan.mode} "
-                    f"[dim]({plan.mode_source})[/], device {plan.device}", markup=True)  # fmt: skip
+                    f"[dim]({plan.mode_source})[/], device {plan.device}"
+                    + ("" if plan.options.engine == "torch" else f", engine {plan.options.engine}"), markup=True)  # fmt: skip
     result = _run_with_progress(
         quiet, plan.episodes, lambda on_episode: api.run_plan(plan, policy, on_episode)
     )

@@ -98,6 +98,9 @@ policy_class = click.option("--policy-class", default=None, metavar="MODULE:CLAS
 model_config = click.option("--model-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                             default=None, help="YAML with the policy architecture when the checkpoint has none "
                             "(skrl: params/agent.yaml format).")  # fmt: skip
+engine = click.option("--engine", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True,
+                      help="What computes the actions: torch (exact), or onnxruntime (the policy exported in "
+                      "memory, proven to act the same on the run's observations first; deterministic only).")  # fmt: skip
 #: ``zoo eval FOLDER --all``: every run under the folder, resumable, on this process or on Ray.
 sweep_options = _stack(
     click.option("--all", "sweep", is_flag=True,

@@ -199,6 +199,8 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
     from zoo.tensor_env import reseeds
 
     num_envs = max(1, min(num_envs, episodes))
+    # an inference engine's own record (--engine onnxruntime: which engine, and its parity evidence)
+    settings = {**(settings or {}), **getattr(policy, "engine_record", {})}
     keepable = reseeds(envs) if isinstance(spec, TensorEnvSpec) else reset_restores(spec)
     if envs is not None and (not keepable or envs.num_envs != num_envs):
         raise ValueError(f"a kept env must be a {num_envs}-env env of {spec.env_id} that a seed restores")

@@ -162,6 +162,8 @@ class EvalPlan:
         policy class), recorded in eval.json."""
         user_code = {"env_factory": self.options.env_factory, "policy_class": self.options.policy_class}
         settings = {key: value for key, value in user_code.items() if value is not None}
+        if self.options.engine != "torch":
+            settings["engine"] = self.options.engine
         if self.deterministic:
             return settings
         eval_ = self.target.entry.eval
@@ -183,7 +185,7 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
               capture_video: bool = False, trust_pickle: bool = False, model_config: Path | None = None,
               source: dict | None = None, video_dir: Path | None = None,
               trusted_wrappers: frozenset[str] = frozenset(), env_factory: str | None = None,
-              policy_class: str | None = None) -> EvalPlan:  # fmt: skip
+              policy_class: str | None = None, engine: str = "torch") -> EvalPlan:  # fmt: skip
     """Fill what the caller leaves open from the registry entry; outputs default to the run's folders
     (``video_dir`` overrides where ``capture_video`` records, else the adapter's layout decides)."""
     from zoo.artifacts.digest import sha256_file
@@ -200,6 +202,8 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
             raise UsageError("an exported policy only acts deterministically", hint="drop --stochastic")
         if policy_class is not None:
             raise UsageError("--policy-class: an exported file is its own policy", hint="drop --policy-class")
+        if engine != "torch":
+            raise UsageError("--engine: an exported file runs in its own runtime", hint="drop --engine")
         if device.startswith("cuda"):
             raise UnsupportedError("zoo evaluates exported files on the CPU (onnxruntime's and TorchScript's CPU "
                              "runtimes)", hint="drop --device cuda, or evaluate the checkpoint on the GPU")  # fmt: skip
@@ -213,7 +217,12 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
     options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
                           model_config=model_config, trusted_wrappers=trusted_wrappers,
                           env_factory=parse_factory(env_factory) if env_factory else None,
-                          policy_class=policy_class)  # fmt: skip
+                          policy_class=policy_class, engine=engine)  # fmt: skip
+    if engine not in ("torch", "onnxruntime"):
+        raise UsageError(f"unknown engine {engine!r}", hint="use torch (exact) or onnxruntime")
+    if engine != "torch" and not deterministic:
+        raise UsageError("--engine onnxruntime acts deterministically (the exported graph has no sampling)",
+                         hint="add --deterministic, or drop --engine")  # fmt: skip
     if target.exported is None:
         target.adapter.check_options(options)
     episodes = episodes or entry.eval["episodes"]
@@ -249,7 +258,12 @@ def load_target_policy(target: Target, options: LoadOptions):
     adapter = target.adapter
     adapter.check_options(options)
     checkpoint = adapter.read(target.run, target.entry)
-    return adapter.load_policy(checkpoint, target.entry, target.env_id, options)
+    policy = adapter.load_policy(checkpoint, target.entry, target.env_id, options)
+    if options.engine == "onnxruntime":
+        from zoo.exporter.engine import onnxruntime_policy
+
+        policy = onnxruntime_policy(policy, target, env_spec(target, options=options), options.seed)
+    return policy
 
 
 def env_spec(target: Target, video_dir: Path | None = None, options: LoadOptions | None = None):

@@ -57,6 +57,9 @@ class LoadOptions:
     #: The user's policy class, ``module:Class`` (``--policy-class``): user code, imported and constructed only
     #: by an adapter that takes it (:attr:`Adapter.takes_policy_class`), when the policy is loaded.
     policy_class: str | None = None
+    #: What computes the actions: ``torch`` (exact), or ``onnxruntime`` (the policy exported in memory, proven to
+    #: act the same on the run's own observations first; :mod:`zoo.exporter.engine`).
+    engine: str = "torch"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ class SweepSettings:
     trust_pickle: bool = False
     trust_wrappers: frozenset[str] = field(default_factory=frozenset)
     env_module: str | None = None
+    engine: str = "torch"
 
 
 @dataclass
@@ -106,4 +107,5 @@ def plan_run(run: Run, registry: Registry, settings: SweepSettings) -> EvalPlan:
         target = dataclasses.replace(target, env_id=qualify_env_id(target.env_id, settings.env_module))
     return plan_eval(target, episodes=settings.episodes, num_envs=settings.num_envs, seed=settings.seed,
                      deterministic=settings.deterministic, device=settings.device, out=DEFAULT_OUT,
-                     trust_pickle=settings.trust_pickle, trusted_wrappers=settings.trust_wrappers)  # fmt: skip
+                     trust_pickle=settings.trust_pickle, trusted_wrappers=settings.trust_wrappers,
+                     engine=settings.engine)  # fmt: skip

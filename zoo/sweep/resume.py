@@ -25,10 +25,14 @@ def fingerprint(planned: EvalPlan) -> dict:
 
 
 def recorded_fingerprint(eval_json: dict) -> dict:
-    """The same fields, read from an eval.json (missing ones are None, and then never match)."""
-    return {key: eval_json.get(key) for key in
-            ("model_sha256", "task", "exp_name", "num_episodes", "num_envs", "seed", "deterministic", "device",
-             "settings")}  # fmt: skip
+    """The same fields, read from an eval.json (missing ones are None, and then never match). An engine's
+    parity evidence is a result of the evaluation, not one of its settings."""
+    recorded = {key: eval_json.get(key) for key in
+                ("model_sha256", "task", "exp_name", "num_episodes", "num_envs", "seed", "deterministic", "device",
+                 "settings")}  # fmt: skip
+    if isinstance(recorded["settings"], dict):
+        recorded["settings"] = {k: v for k, v in recorded["settings"].items() if k != "engine_parity"}
+    return recorded
 
 
 def already_evaluated(planned: EvalPlan) -> dict | None:
