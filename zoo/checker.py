@@ -58,6 +58,26 @@ def discover_runs(paths: list[Path], registry: Registry, run_filter: RunFilter) 
                         yield run
 
 
+def found_runs(paths: list[Path], registry: Registry, run_filter: RunFilter, command: str) -> list[Run]:
+    """Every run under ``paths`` that ``run_filter`` keeps, in path order (what ``zoo eval --all``, ``zoo
+    leaderboard`` and ``zoo report`` go through); none is :func:`no_runs` for ``command``."""
+    paths = unique_paths([Path(p) for p in paths])
+    runs = sorted(discover_runs(paths, registry, run_filter), key=lambda r: (str(r.path), str(r.model_file)))
+    if not runs:
+        raise no_runs(paths, registry, run_filter, command)
+    return runs
+
+
+def no_runs(paths: list[Path], registry: Registry, run_filter: RunFilter, command: str) -> ZooError:
+    """The error of a search that found no run: what the filters left out, else the layouts zoo recognises."""
+    where = ", ".join(map(str, paths))
+    if run_filter.active():
+        return ZooError(f"no run matches {run_filter.describe()} under {where}",
+                        hint=f"run {command} without filters to see what is there")  # fmt: skip
+    layouts = "; ".join(get_adapter(name).layout_hint for name in frameworks(registry))
+    return ZooError(f"no runs found under {where}", hint=f"zoo recognises {layouts}")
+
+
 def _recorded_env_id(model_file: Path) -> str | None:
     """The env zoo watch evaluated a best model on, from the ``best_model_meta.json`` beside it: a copy
     named ``best_model.zip`` no longer says its env the way its checkpoint's folder or name did."""
@@ -89,12 +109,7 @@ def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, us
         if not run_filter.active() or run_filter.matches(json.loads(key))
     ]
     if not keep:
-        where = ", ".join(map(str, paths))
-        if run_filter.active():
-            raise ZooError(f"no run matches {run_filter.describe()} under {where}",
-                           hint="run zoo check without filters to see what is there")  # fmt: skip
-        layouts = "; ".join(get_adapter(name).layout_hint for name in frameworks(registry))
-        raise ZooError(f"no runs found under {where}", hint=f"zoo recognises {layouts}")
+        raise no_runs(paths, registry, run_filter, "zoo check")
     stamps = {i: stamp(found[i][1]) for i in keep}
     reports: dict[int, RunReport | RememberedReport] = {}
     for i in keep:

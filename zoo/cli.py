@@ -187,7 +187,7 @@ def check_cmd(ctx, paths, exp_name, env_id, run_seed, as_json, quiet, no_cache) 
 
 
 def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
-    shown = [(r, name) for r, name in zip(reports, row_names(reports, paths), strict=True)
+    shown = [(r, name) for r, name in zip(reports, row_names([r.run.path for r in reports], paths), strict=True)
              if not (quiet and r.status == "ok")]  # fmt: skip
     watched = any("watch" in r.details for r, _ in shown)  # a column only where zoo watch left records
     table = table_of("status", "run", "model", "train return", *(("best eval",) if watched else ()), "reason")

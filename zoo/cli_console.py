@@ -54,15 +54,12 @@ def print_json(data) -> None:
     click.echo(json.dumps(data, indent=2))
 
 
-def row_names(reports, paths: list[Path]) -> list[str]:
+def row_names(run_paths: list, paths: list[Path]) -> list[str]:
     """Each run's path relative to the folder the given paths share (a leaf name alone can repeat)."""
     roots = [os.path.abspath(p) for p in paths]
     base = os.path.commonpath(roots) if roots else os.getcwd()
-    runs = {os.path.abspath(r.run.path) for r in reports}
+    runs = [os.path.abspath(p) for p in run_paths]
     if base in runs or os.path.isfile(base):
         base = os.path.dirname(base)
-    names = [os.path.relpath(os.path.abspath(r.run.path), base) for r in reports]
-    return [
-        os.path.basename(os.path.abspath(r.run.path)) if n == "." else n
-        for n, r in zip(names, reports, strict=True)
-    ]
+    names = [os.path.relpath(run, base) for run in runs]
+    return [os.path.basename(run) if n == "." else n for n, run in zip(names, runs, strict=True)]

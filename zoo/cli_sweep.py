@@ -70,16 +70,9 @@ def _with_progress(console, target: Path, count, settings: dict):
         return api.evaluate_all(target, on_planned=planned, on_run=decided, on_episode=episode, **settings)
 
 
-class _Named:
-    """An outcome seen as a report with a run path, for the shared row-naming rule of ``zoo check``."""
-
-    def __init__(self, outcome):
-        self.run = type("R", (), {"path": Path(outcome.run_dir)})
-
-
 def _render(result, target: Path, quiet: bool) -> None:
     shown = [o for o in result.outcomes if not (quiet and o.status != "failed")]
-    names = row_names([_Named(o) for o in shown], [target])
+    names = row_names([o.run_dir for o in shown], [target])
     table = table_of("status", "run", "experiment", "env", "return", "episodes", "time", "note")
     for outcome, name in zip(shown, names, strict=True):
         score = (

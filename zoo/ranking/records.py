@@ -131,20 +131,9 @@ def eval_path(run: Run) -> Path | None:
 
 def discover(paths: Iterable[Path], registry: Registry, run_filter: RunFilter) -> list[Run]:
     """zoo's own discovery (what ``zoo check`` and ``zoo eval`` find), in path order; none is an error."""
-    from zoo.checker import discover_runs, frameworks, unique_paths
-    from zoo.errors import ZooError
-    from zoo.frameworks import get_adapter
+    from zoo.checker import found_runs
 
-    paths = unique_paths([Path(p) for p in paths])
-    runs = sorted(discover_runs(paths, registry, run_filter), key=lambda r: (str(r.path), str(r.model_file)))
-    if not runs:
-        where = ", ".join(map(str, paths))
-        if run_filter.active():
-            raise ZooError(f"no run matches {run_filter.describe()} under {where}",
-                           hint="run zoo leaderboard without filters to see what is there")  # fmt: skip
-        layouts = "; ".join(get_adapter(name).layout_hint for name in frameworks(registry))
-        raise ZooError(f"no runs found under {where}", hint=f"zoo recognises {layouts}")
-    return runs
+    return found_runs(list(paths), registry, run_filter, "zoo leaderboard")
 
 
 def runs_without_eval(paths: Iterable[Path], registry: Registry, run_filter: RunFilter) -> list[Path]:

@@ -66,17 +66,11 @@ def plan_sweep(paths: Iterable[Path], registry: Registry, run_filter: RunFilter,
                force: bool = False) -> list[SweepItem]:  # fmt: skip
     """Every run under ``paths`` that ``run_filter`` keeps, in path order, planned with ``settings``. A run
     whose eval.json already holds this evaluation is marked skipped unless ``force``."""
-    from zoo.checker import discover_runs
+    from zoo.checker import found_runs
     from zoo.errors import ZooError
     from zoo.sweep.resume import already_evaluated
 
-    paths = [Path(p) for p in paths]
-    runs = sorted(discover_runs(paths, registry, run_filter), key=lambda r: (str(r.path), str(r.model_file)))
-    if not runs:
-        where = ", ".join(str(p) for p in paths)
-        narrowed = f" matching {run_filter.describe()}" if run_filter.active() else ""
-        raise ZooError(f"no runs found under {where}{narrowed}",
-                       hint="zoo check lists what zoo finds there; give the folder your runs are in")  # fmt: skip
+    runs = found_runs(list(paths), registry, run_filter, "zoo eval --all")
     items = []
     for run in runs:
         item = SweepItem(run)
