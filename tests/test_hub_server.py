@@ -375,7 +375,8 @@ def test_invalid_readme_yaml_is_refused(hub, tmp_path):
     assert "invalid YAML" in out["bad"]["message"]
     assert out["raw"][0] == 400 and "invalid YAML" in out["raw"][1]
     assert out["files"] == []
-    assert out["nowhere"] == [404, {"error": "no route /api/nowhere"}] and out["wrong_method"] == 405
+    assert out["nowhere"] == [501, {"error": "GET /api/nowhere is not a call zoo hub serve implements"}]
+    assert out["wrong_method"] == 405
 
 
 def test_lfs_uploads_are_verified_and_never_half_visible(hub, tmp_path):

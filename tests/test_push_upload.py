@@ -139,7 +139,7 @@ def test_create_pr_opens_a_real_pull_request(hub, run_files, tmp_path):
     assert result["summary"] == (
         f"opened pull request refs/pr/1 on {REPO} against main (commit {result['commit'][:7]}): {result['pr_url']}"
     )
-    assert refs(hub) == {"heads": {"main": base}, "pr": {"1": result["commit"]}}  # main untouched
+    assert refs(hub) == {"heads": {"main": base}, "pr": {"1": result["commit"]}, "tags": {}}  # main untouched
 
 
 def test_create_pr_with_nothing_changed_opens_none_and_says_so(hub, run_files, tmp_path):

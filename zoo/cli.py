@@ -817,11 +817,20 @@ def hub_cmd() -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Tokens, one per line: TOKEN USER [ORG,ORG...]. Without it anyone may write.")  # fmt: skip
-def hub_serve_cmd(root, host, port, token_file) -> None:
+@click.option("--reevaluate", is_flag=True,
+              help="Evaluate each new main head with zoo eval in a bounded background worker (one at a time, in "
+              "a subprocess, no pickle trusted), so the leaderboard page shows server-verified scores.")  # fmt: skip
+@click.option("--reevaluate-timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+              metavar="SECONDS", help="With --reevaluate: stop an evaluation after this long (recorded as failed).")  # fmt: skip
+@click.option("--public-url", default=None, metavar="URL",
+              help="Where clients reach the server, e.g. https://hub.lab.example behind a TLS proxy: the URLs it "
+              "hands out (LFS uploads) are built from it [from the request's Host header, as http://].")  # fmt: skip
+def hub_serve_cmd(root, host, port, token_file, reevaluate, reevaluate_timeout, public_url) -> None:
     """Serve the Hub HTTP protocol from ROOT: point HF_ENDPOINT at it, with HF_HUB_DISABLE_XET=1."""
     from zoo.hub.server import HubServer
 
-    server = HubServer(root, host=host, port=port, token_file=token_file)
+    server = HubServer(root, host=host, port=port, token_file=token_file, reevaluate=reevaluate,
+                       reevaluate_timeout=reevaluate_timeout, public_url=public_url)  # fmt: skip
     removed = server.storage.removed
     if removed.files:
         err().print(f"removed {removed.files} partial upload(s), {_size(removed.bytes)}, that a killed server left "
@@ -830,10 +839,72 @@ def hub_serve_cmd(root, host, port, token_file) -> None:
         err().print("[yellow]warning:[/] no --token-file: anyone who can reach this port may create and write repos",
                     markup=True)  # fmt: skip
     server.bind()
-    err().print(f"serving {root} at {server.url}  (export HF_ENDPOINT={server.url} HF_HUB_DISABLE_XET=1)")
+    endpoint = server.public_url or server.url
+    via = f" for {endpoint}" if server.public_url else ""
+    err().print(f"serving {root} at {server.url}{via}  (export HF_ENDPOINT={endpoint} HF_HUB_DISABLE_XET=1)")
+    if reevaluate:
+        err().print(f"re-evaluating new pushes with zoo eval (timeout {reevaluate_timeout:g} s); outcomes in "
+                    f"{root / 'evaluations.sqlite'}")  # fmt: skip
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C or SIGTERM: requests in flight finish first
         server.serve_forever()
     err().print("stopped")
+
+
+_hub_root = click.option("--root", type=click.Path(file_okay=False, path_type=Path), required=True,
+                         help="The storage folder of zoo hub serve.")  # fmt: skip
+
+
+@hub_cmd.command("gc")
+@_hub_root
+@click.option("--grace", "grace", type=click.FloatRange(min=0), default=3600, show_default=True, metavar="SECONDS",
+              help="Keep unreferenced blobs younger than this (uploads whose commit is on its way). 0 only when "
+              "no server runs.")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Count what would be removed; remove nothing.")
+@opt.as_json
+def hub_gc_cmd(root, grace, dry_run, as_json) -> None:
+    """Remove blobs that no commit of any repo references, and dead uploads; safe while servers run."""
+    from zoo.hub.maintenance import collect_garbage
+
+    report = collect_garbage(root, grace_seconds=grace, dry_run=dry_run)
+    if as_json:
+        print_json(report.to_json())
+        return
+    verb = "would remove" if dry_run else "removed"
+    out().print(f"{verb} {_count(report.removed, 'unreferenced blob')} ({_size(report.removed_bytes)}), "
+                f"{_count(report.uploads_removed, 'dead upload')} ({_size(report.uploads_bytes)}) and "
+                f"{_count(report.parts_removed, 'abandoned multipart upload')}; kept "
+                f"{report.referenced} referenced and {report.kept_fresh} younger than {grace:g} s, of "
+                f"{_count(report.blobs, 'blob')} in {_count(report.repos, 'repo')}", soft_wrap=True)  # fmt: skip
+
+
+@hub_cmd.command("verify")
+@_hub_root
+@opt.as_json
+@click.pass_context
+def hub_verify_cmd(ctx, root, as_json) -> None:
+    """Recheck every blob's sha256 and size, and that every blob and commit the repos name is there.
+
+    Exit 0: all sound; 1: something is corrupt or missing (one line each). Nothing is changed.
+    """
+    from zoo.hub.maintenance import verify_blobs
+
+    report = verify_blobs(root)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        for problem in report.problems:
+            out().print(escape(problem.message), soft_wrap=True)
+        kinds = ("corrupt", "missing", "unreadable", "missing-commit")
+        found = ", ".join(f"{report.count(k)} {k.replace('-', ' ')}" for k in kinds if report.count(k))
+        orphans = (f"{_count(report.orphans, 'unreferenced blob')} ({_size(report.orphan_bytes)}; zoo hub gc "
+                   "removes them)" if report.orphans else "no unreferenced blobs")  # fmt: skip
+        out().print(f"verified {_count(report.blobs, 'blob')} ({_size(report.bytes)}) of "
+                    f"{_count(report.repos, 'repo')}, {_count(report.commits, 'commit')}: "
+                    f"{found or 'all sound'}; {orphans}", soft_wrap=True)  # fmt: skip
+        if not report.ok:
+            err().print("[dim]hint:[/] restore the named files from a backup (docs/hub-serve.md#backups); "
+                        "zoo hub verify repairs nothing", markup=True)  # fmt: skip
+    ctx.exit(0 if report.ok else EXIT_PROBLEM)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,6 @@
-"""The Starlette app behind ``zoo hub serve``: :func:`create_app` and the Hub API's routes.
+"""The Hub API's core routes behind ``zoo hub serve`` (uploads, commits, downloads, model info), and
+what every route shares: :class:`Call`, :func:`hub_route`, the access log and the Hub's error replies.
+:func:`zoo.hub.asgi.create_app` puts them together with the other route modules.
 
 Only bytes move on the event loop. A handler that is a plain function runs whole in a worker thread
 (storage reads, YAML, JSON); an ``async`` handler reads its body with the bounds of
@@ -13,22 +15,20 @@ routes to the same app.
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import hmac
 import inspect
 import json
+import mimetypes
 import re
 import time
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qs, quote, unquote
 
-from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
@@ -44,12 +44,16 @@ from zoo.hub.protocol import (
     tree_paths,
     upload_mode,
 )
+from zoo.hub.sessions import SESSION_COOKIE
 from zoo.hub.storage import (
     DEFAULT_BRANCH,
+    Commit,
     CommitConflict,
     Delete,
     EntryNotFound,
     FileEntry,
+    Forbidden,
+    HubStorage,
     InvalidInput,
     Operation,
     Put,
@@ -61,6 +65,7 @@ from zoo.hub.storage import (
     StorageError,
     check_name,
     check_path,
+    lfs_pointer,
     path_view,
 )
 
@@ -68,7 +73,9 @@ if TYPE_CHECKING:
     from zoo.hub.server import HubServer
 
 UPLOAD_URL_TTL = 3600
-RESERVED_NAMESPACES = frozenset({"api", "datasets", "spaces", "kernels", "buckets", "models"})
+#: Namespaces no repo may take: the API's own path prefixes and the web pages' (zoo.hub.web).
+RESERVED_NAMESPACES = frozenset({"api", "datasets", "spaces", "kernels", "buckets", "models", "leaderboard",
+                                 "login", "logout", "static"})  # fmt: skip
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _COMMIT_PREFIX = re.compile(r"[0-9a-fA-F]{5,40}")
 _HOST = re.compile(r"[A-Za-z0-9.:\[\]-]+")
@@ -79,6 +86,7 @@ _STORAGE_STATUS: dict[type[StorageError], tuple[int, str | None]] = {
     RepoNotFound: (404, "RepoNotFound"),
     RevisionNotFound: (404, "RevisionNotFound"),
     EntryNotFound: (404, "EntryNotFound"),
+    Forbidden: (403, None),
     RepoExists: (409, None),
     RefExists: (409, None),
     CommitConflict: (412, None),
@@ -87,7 +95,7 @@ _STORAGE_STATUS: dict[type[StorageError], tuple[int, str | None]] = {
 
 
 # ---------------------------------------------------------------------------------------------- errors
-class _Json(JSONResponse):
+class HubJson(JSONResponse):
     """JSON as the stdlib writes it: a card's ``.nan`` stays NaN, as huggingface.co sends it."""
 
     def render(self, content: Any) -> bytes:
@@ -99,7 +107,7 @@ def error_response(exc: HttpError) -> Response:
     headers = {"X-Error-Message": " ".join(exc.message.encode("ascii", "replace").decode().split())}
     if exc.code:
         headers["X-Error-Code"] = exc.code
-    return _Json({"error": exc.message, **exc.extra}, exc.status, {**headers, **exc.headers})
+    return HubJson({"error": exc.message, **exc.extra}, exc.status, {**headers, **exc.headers})
 
 
 async def _on_http_error(request: Request, exc: Exception) -> Response:
@@ -116,28 +124,21 @@ async def _on_starlette_error(request: Request, exc: Exception) -> Response:
     """Starlette's own refusals (no route, wrong method) in the Hub's shape."""
     assert isinstance(exc, HTTPException)
     path = _raw_path(request.scope)
+    if exc.status_code == 404 and path.startswith("/api/"):  # a Hub call this server leaves out
+        return error_response(
+            HttpError(501, f"{request.method} {path} is not a call zoo hub serve implements")
+        )
     messages = {404: f"no route {path}", 405: f"{request.method} is not allowed on {path}"}
     return error_response(HttpError(exc.status_code, messages.get(exc.status_code, exc.detail),
                                     headers=dict(exc.headers or {})))  # fmt: skip
 
 
-_EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Any]] = {
+EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Any]] = {
     HttpError: _on_http_error, StorageError: _on_storage_error, HTTPException: _on_starlette_error,
 }  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------------- app
-def create_app(hub: HubServer) -> Starlette:
-    """The ASGI app for ``hub``: the Hub API, the access log, and every error as the Hub's JSON reply."""
-    app = Starlette(
-        routes=HubApi(hub).routes(),
-        middleware=[Middleware(AccessLog, hub=hub)],
-        exception_handlers=_EXCEPTION_HANDLERS,
-    )
-    app.router.redirect_slashes = False  # the Hub answers a path as given; a redirect would hide a 404
-    return app
-
-
+# ---------------------------------------------------------------------------------------------- routes
 class RawPathRoute(Route):
     """A Route matched against the percent-encoded path; its parameters are decoded after the match."""
 
@@ -186,7 +187,10 @@ class Call:
         return value is not None and value.lower() in ("1", "true", "yes")
 
     def base_url(self) -> str:
-        """The address the client used (its Host header), for URLs it must be able to reach back."""
+        """The address the client used (its Host header), for URLs it must be able to reach back; the
+        configured public URL behind a TLS proxy, whose clients reach back over https."""
+        if self.hub.public_url:
+            return self.hub.public_url
         host = self.request.headers.get("host", "")
         return f"http://{host}" if _HOST.fullmatch(host) else self.hub.url
 
@@ -195,6 +199,15 @@ class Call:
         limits = self.hub.limits
         data = await read_body(self.request, limits.json_body, limits.body_idle_timeout)
         return await run_in_threadpool(parse_json_object, data)
+
+    async def form(self) -> dict[str, list[str]]:
+        """An ``application/x-www-form-urlencoded`` body (paths-info, the login form), within the limits."""
+        limits = self.hub.limits
+        data = await read_body(self.request, limits.json_body, limits.body_idle_timeout)
+        try:
+            return parse_qs(data.decode("utf-8"), keep_blank_values=True, max_num_fields=10_000)
+        except (UnicodeDecodeError, ValueError):
+            raise HttpError(400, "the form body is not valid UTF-8 form data") from None
 
     def readable(self, repo_id: str) -> RepoMeta:
         """The repo's metadata, if the caller may read it; a private repo is 'not found' to others."""
@@ -219,6 +232,21 @@ class Call:
 Handler = Callable[..., Any]
 
 
+def hub_route(hub: HubServer, path: str, methods: list[str], handler: Handler) -> RawPathRoute:
+    """One route of the server: matched on the raw path, authenticated, errors in the Hub's shape."""
+    return RawPathRoute(path, _endpoint(hub, handler), methods=methods)
+
+
+def caller_of(hub: HubServer, request: Request) -> TokenInfo | None:
+    """Who sends ``request``: its bearer token, else (for a page, a link or a <video> of a logged-in
+    browser, which can only send cookies) its session cookie on GET and HEAD."""
+    authorization = request.headers.get("authorization")
+    if authorization or request.method not in ("GET", "HEAD"):
+        return hub.authenticate(authorization)
+    session = hub.sessions.caller(request.cookies.get(SESSION_COOKIE))
+    return session if session is not None else hub.authenticate(None)
+
+
 def _endpoint(hub: HubServer, handler: Handler) -> Callable[[Request], Any]:
     """The Starlette endpoint for a handler: bound the head, authenticate, then run it (a plain function
     in a worker thread); an unexpected exception is reported with its traceback and answered 500."""
@@ -227,7 +255,7 @@ def _endpoint(hub: HubServer, handler: Handler) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         try:
             check_head(request, hub.limits.header_bytes)
-            call = Call(hub, request, hub.authenticate(request.headers.get("authorization")))
+            call = Call(hub, request, caller_of(hub, request))
             if is_async:
                 return await handler(call, **request.path_params)
             return await run_in_threadpool(handler, call, **request.path_params)
@@ -248,8 +276,6 @@ class HubApi:
 
     def __init__(self, hub: HubServer):
         self.hub, self.storage = hub, hub.storage
-        # a README's metadata, by blob: blobs never change, and model_info asks for it on every call
-        self._card_of_blob = functools.lru_cache(maxsize=256)(self._parse_card)
 
     def routes(self) -> list[BaseRoute]:
         repo, api = "{ns}/{name}", "/api/models/{ns}/{name}"
@@ -273,16 +299,16 @@ class HubApi:
             (f"/{repo}.git/info/lfs/objects/verify", ["POST"], self.lfs_verify),
             (f"/{repo}.git/info/lfs/objects/{{oid}}", ["PUT"], self.lfs_upload),
             (f"/{repo}/resolve/{{rev}}/{{path:path}}", ["GET", "HEAD"], self.resolve),
+            (f"/{repo}/raw/{{rev}}/{{path:path}}", ["GET", "HEAD"], self.raw),
         ]  # fmt: skip
-        return [RawPathRoute(path, _endpoint(self.hub, handler), methods=methods)
-                for path, methods, handler in table]  # fmt: skip
+        return [hub_route(self.hub, path, methods, handler) for path, methods, handler in table]
 
     # ------------------------------------------------------------------------------------------ api
     def whoami(self, call: Call) -> Response:
         if call.caller is None:
             raise HttpError(401, INVALID_CREDENTIALS)
         user, orgs = call.caller.user, call.caller.orgs
-        return _Json({
+        return HubJson({
             "type": "user", "id": user, "name": user, "fullname": user, "isPro": False,
             "orgs": [{"type": "org", "name": org, "fullname": org} for org in orgs],
             "auth": {"type": "access_token", "accessToken": {"displayName": "zoo-hub", "role": "write"}},
@@ -311,7 +337,8 @@ class HubApi:
             self.storage.create_repo(repo_id, owner.user, private)
         except RepoExists:  # with the url, so that create_repo(exist_ok=True) can answer it
             raise HttpError(409, f"model repo {repo_id} already exists", extra={"url": url}) from None
-        return _Json({"url": url, "name": repo_id, "id": repo_id})
+        self.hub.index.refresh(repo_id)
+        return HubJson({"url": url, "name": repo_id, "id": repo_id})
 
     async def validate_yaml(self, call: Call) -> Response:
         content = (await call.json()).get("content")
@@ -321,7 +348,7 @@ class HubApi:
             await run_in_threadpool(card_metadata, content)
         except ValueError as exc:  # the client reads "errors" to explain the refusal
             raise HttpError(400, str(exc), extra={"errors": [{"message": str(exc)}]}) from None
-        return _Json({"errors": [], "warnings": []})
+        return HubJson({"errors": [], "warnings": []})
 
     def unsupported_type(self, call: Call, rest: str) -> Response:
         raise HttpError(400, "zoo hub serve hosts model repos only (no datasets, spaces, kernels or buckets)")
@@ -333,7 +360,7 @@ class HubApi:
         repo_id = f"{ns}/{name}"
         meta = call.readable(repo_id)
         commit = self.storage.resolve(repo_id, rev)
-        card = self._card(commit.files.get("README.md"))
+        card = self.hub.index.card(commit.files.get("README.md"))
         blobs = call.flag("blobs")
         info = {
             "_id": repo_id, "id": repo_id, "modelId": repo_id, "author": ns,
@@ -345,19 +372,7 @@ class HubApi:
         }  # fmt: skip
         if card:
             info["cardData"] = card
-        return _Json(info)
-
-    def _card(self, readme: FileEntry | None) -> dict[str, Any]:
-        """The README's metadata for ``cardData``; a README that does not parse simply has none."""
-        if readme is None or readme.size > self.hub.limits.json_body:
-            return {}
-        return self._card_of_blob(readme)
-
-    def _parse_card(self, readme: FileEntry) -> dict[str, Any]:
-        try:
-            return card_metadata(self.storage.read_blob(readme).decode("utf-8", "replace"))
-        except ValueError:
-            return {}
+        return HubJson(info)
 
     def tree(self, call: Call, ns: str, name: str, rev: str, path: str = "") -> Response:
         repo_id = f"{ns}/{name}"
@@ -369,15 +384,7 @@ class HubApi:
             raise HttpError(
                 404, f"folder {folder} not found at {rev}", "EntryNotFound", {"X-Repo-Commit": commit.id}
             )
-        last = self.storage.last_commits(repo_id, commit, paths) if call.flag("expand") else {}
-        items = []
-        for item_path in paths:
-            item = _tree_item(item_path, commit.files)
-            if item_path in last:
-                change = last[item_path]
-                item["lastCommit"] = {"id": change.id, "title": change.title, "date": change.date}
-            items.append(item)
-        return _Json(items)
+        return HubJson(tree_items(self.storage, repo_id, commit, paths, call.flag("expand")))
 
     def refs(self, call: Call, ns: str, name: str) -> Response:
         repo_id = f"{ns}/{name}"
@@ -387,11 +394,11 @@ class HubApi:
         data: dict[str, Any] = {
             "branches": [_ref(b, f"refs/heads/{b}", t) for b, t in sorted(refs["heads"].items())],
             "converts": [],
-            "tags": [],
+            "tags": [_ref(t, f"refs/tags/{t}", c) for t, c in sorted(refs["tags"].items())],
         }
         if call.flag("include_prs"):
             data["pullRequests"] = [_ref(f"refs/pr/{n}", f"refs/pr/{n}", t) for n, t in prs]
-        return _Json(data)
+        return HubJson(data)
 
     async def create_branch(self, call: Call, ns: str, name: str, branch: str) -> Response:
         """``HfApi.create_branch``: 409 if it exists, as huggingface.co answers (``exist_ok`` reads it)."""
@@ -401,7 +408,7 @@ class HubApi:
         if start is not None and not isinstance(start, str):
             raise HttpError(400, "'startingPoint' must be a revision (a branch, refs/pr/N or a commit id)")
         await run_in_threadpool(self.storage.create_branch, repo_id, branch, start)
-        return _Json({})
+        return HubJson({})
 
     # ------------------------------------------------------------------------------------------ uploads
     async def preupload(self, call: Call, ns: str, name: str, rev: str) -> Response:
@@ -425,7 +432,7 @@ class HubApi:
                 "path": path, "uploadMode": upload_mode(path, size, sample), "shouldIgnore": False,
                 "oid": existing.etag if existing else None,
             })  # fmt: skip
-        return _Json({"files": answer, "commitOid": commit.id})
+        return HubJson({"files": answer, "commitOid": commit.id})
 
     async def lfs_batch(self, call: Call, ns: str, name: str) -> Response:
         repo_id = f"{ns}/{name}"
@@ -437,7 +444,9 @@ class HubApi:
         if not isinstance(objects, list):
             raise HttpError(400, "'objects' must be a list of {oid, size}")
         answer = await run_in_threadpool(lambda: [self._lfs_object(call, repo_id, obj) for obj in objects])
-        return _Json({"transfer": "basic", "objects": answer, "hash_algo": "sha256"}, media_type=_LFS_JSON)
+        parts = any("header" in obj.get("actions", {}).get("upload", {}) for obj in answer)
+        return HubJson({"transfer": "multipart" if parts else "basic", "objects": answer, "hash_algo": "sha256"},
+                       media_type=_LFS_JSON)  # fmt: skip
 
     def _lfs_object(self, call: Call, repo_id: str, obj: Any) -> dict[str, Any]:
         """Upload instructions for one object: none if the blob is stored, else PUT and verify URLs."""
@@ -449,13 +458,18 @@ class HubApi:
         if self.storage.has_blob(oid, size):
             return {"oid": oid, "size": size}
         expires = int(time.time()) + UPLOAD_URL_TTL
-        signature = self.hub.upload_signature(repo_id, oid, size, expires)
+        signed = f"size={size}&expires={expires}&signature={self.hub.upload_signature(repo_id, oid, size, expires)}"
         base = f"{call.base_url()}/{quote(repo_id)}.git/info/lfs/objects"
-        upload = f"{base}/{oid}?size={size}&expires={expires}&signature={signature}"
+        upload: dict[str, Any] = {"href": f"{base}/{oid}?{signed}", "expires_in": UPLOAD_URL_TTL}
+        part = self.hub.limits.lfs_part_size
+        if size > part:  # the Hub's multipart transfer: one PUT per part, then a completion POST
+            parts = -(-size // part)
+            upload["href"] = f"{base}/complete/{oid}?{signed}"
+            upload["header"] = {"chunk_size": str(part),
+                                **{str(n): f"{base}/{oid}/part/{n}?{signed}" for n in range(1, parts + 1)}}  # fmt: skip
         return {
             "oid": oid, "size": size, "authenticated": True,
-            "actions": {"upload": {"href": upload, "expires_in": UPLOAD_URL_TTL},
-                        "verify": {"href": f"{base}/verify"}},
+            "actions": {"upload": upload, "verify": {"href": f"{base}/verify"}},
         }  # fmt: skip
 
     async def lfs_upload(self, call: Call, ns: str, name: str, oid: str) -> Response:
@@ -463,7 +477,7 @@ class HubApi:
         the authorization, and the size it announces bounds the body."""
         if not _SHA256.fullmatch(oid):
             raise HttpError(404, f"no route {_raw_path(call.request.scope)}")
-        size = self._signed_size(call, f"{ns}/{name}", oid)
+        size = signed_size(call, f"{ns}/{name}", oid)
         declared = call.request.headers.get("content-length")
         if declared is not None and declared != str(size):
             raise HttpError(400, f"Content-Length {declared} does not match the announced size {size}",
@@ -475,19 +489,7 @@ class HubApi:
             await run_in_threadpool(upload.finish)
         finally:
             upload.close()  # two syscalls, here: a cancelled request must not keep its temp file
-        return _Json({})
-
-    def _signed_size(self, call: Call, repo_id: str, oid: str) -> int:
-        """The size a valid, unexpired upload URL announces; 403 for anything else."""
-        query = call.request.query_params
-        try:
-            size, expires = int(query["size"]), int(query["expires"])
-            expected = self.hub.upload_signature(repo_id, oid, size, expires)
-            if hmac.compare_digest(query["signature"], expected) and expires >= time.time():
-                return size
-        except (KeyError, ValueError):
-            pass
-        raise HttpError(403, "upload URL is invalid or expired; ask the LFS batch endpoint for a new one")
+        return HubJson({})
 
     async def lfs_verify(self, call: Call, ns: str, name: str) -> Response:
         await run_in_threadpool(call.writable, f"{ns}/{name}")
@@ -496,7 +498,7 @@ class HubApi:
         if not (isinstance(oid, str) and isinstance(size, int)
                 and await run_in_threadpool(self.storage.has_blob, oid, size)):  # fmt: skip
             raise HttpError(404, f"LFS object {oid} of {size} bytes is not stored")
-        return _Json({})
+        return HubJson({})
 
     async def commit(self, call: Call, ns: str, name: str, rev: str) -> Response:
         """An ndjson commit, read line by line: each inline file is stored as its line arrives."""
@@ -558,30 +560,75 @@ class HubApi:
             message=summary + (f"\n\n{description}" if description.strip() else ""),
             author=author.user, parent_commit=parent, create_pr=call.flag("create_pr"),
         )  # fmt: skip
+        self.hub.index.refresh(repo_id)
         base = f"{call.base_url()}/{repo_id}"
-        return _Json({
+        return HubJson({
             "success": True, "commitOid": commit.id, "commitUrl": f"{base}/commit/{commit.id}",
             "pullRequestUrl": f"{base}/discussions/{pr_number}" if pr_number else None,
         })  # fmt: skip
 
     # ------------------------------------------------------------------------------------------ files
-    def resolve(self, call: Call, ns: str, name: str, rev: str, path: str) -> Response:
-        """A file's bytes (Starlette's FileResponse: Range, 206, 416, HEAD), with the headers
-        hf_hub_download reads from the HEAD before it GETs."""
-        repo_id = f"{ns}/{name}"
+    def _entry(self, call: Call, repo_id: str, rev: str, path: str) -> tuple[Commit, FileEntry]:
         call.readable(repo_id)
         commit = self.storage.resolve(repo_id, rev)
         entry = commit.files.get(path)
         if entry is None:
             raise HttpError(404, f"{path} not found at {rev}", "EntryNotFound", {"X-Repo-Commit": commit.id})
-        headers = {"ETag": f'"{entry.etag}"', "X-Repo-Commit": commit.id}
+        return commit, entry
+
+    def raw(self, call: Call, ns: str, name: str, rev: str, path: str) -> Response:
+        """A file as git holds it, as the Hub's /raw/ answers: the content of a regular file, the pointer
+        of an LFS one; always as plain text, so no upload renders as a page of this server."""
+        commit, entry = self._entry(call, f"{ns}/{name}", rev, path)
+        body = lfs_pointer(entry.sha256, entry.size) if entry.lfs else self.storage.read_blob(entry)
+        headers = {"ETag": f'"{entry.git_sha1}"', "X-Repo-Commit": commit.id, **_UNTRUSTED_CONTENT}
+        return Response(body, headers=headers, media_type="text/plain; charset=utf-8")
+
+    def resolve(self, call: Call, ns: str, name: str, rev: str, path: str) -> Response:
+        """A file's bytes (Starlette's FileResponse: Range, 206, 416, HEAD), with the headers
+        hf_hub_download reads from the HEAD before it GETs. Images, videos and text get their type, for
+        the web pages' <img> and <video>; nothing else does, so no upload runs as a script or a page."""
+        repo_id = f"{ns}/{name}"
+        commit, entry = self._entry(call, repo_id, rev, path)
+        headers = {"ETag": f'"{entry.etag}"', "X-Repo-Commit": commit.id, **_UNTRUSTED_CONTENT}
         if entry.lfs:
             headers.update({"X-Linked-Etag": f'"{entry.sha256}"', "X-Linked-Size": str(entry.size)})
         blob = self.storage.blob_path(entry.sha256)
         stat = blob.stat()
         if stat.st_size != entry.size:  # never send a length the commit does not promise
             raise RuntimeError(f"blob {entry.sha256} has {stat.st_size} bytes, its commit says {entry.size}")
-        return FileResponse(blob, headers=headers, media_type="application/octet-stream", stat_result=stat)
+        return FileResponse(blob, headers=headers, media_type=safe_media_type(path), stat_result=stat)
+
+
+#: Headers on every file served from a repo: never sniffed into a script, never run as a page.
+_UNTRUSTED_CONTENT = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "sandbox; default-src 'none'",
+}
+_SAFE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "video/mp4", "video/webm",
+                               "text/plain", "text/markdown", "application/json"})  # fmt: skip
+
+
+def safe_media_type(path: str) -> str:
+    """The type a repo file is served with: its own for media and plain data, else octet-stream (an
+    HTML or SVG file from a repo must never render as a page of this server)."""
+    guessed = mimetypes.guess_type(path, strict=False)[0]
+    if guessed in _SAFE_MEDIA_TYPES:
+        return f"{guessed}; charset=utf-8" if guessed.startswith("text/") else guessed
+    return "application/octet-stream"
+
+
+def signed_size(call: Call, repo_id: str, oid: str) -> int:
+    """The size a valid, unexpired upload URL (of :meth:`HubApi._lfs_object`) announces; 403 otherwise."""
+    query = call.request.query_params
+    try:
+        size, expires = int(query["size"]), int(query["expires"])
+        expected = call.hub.upload_signature(repo_id, oid, size, expires)
+        if hmac.compare_digest(query["signature"], expected) and expires >= time.time():
+            return size
+    except (KeyError, ValueError):
+        pass
+    raise HttpError(403, "upload URL is invalid or expired; ask the LFS batch endpoint for a new one")
 
 
 def _ref(name: str, ref: str, target: str) -> dict[str, str]:
@@ -598,7 +645,23 @@ def _sibling(path: str, entry: FileEntry, blobs: bool) -> dict[str, Any]:
     return item
 
 
-def _tree_item(path: str, files: dict[str, FileEntry]) -> dict[str, Any]:
+def tree_items(
+    storage: HubStorage, repo_id: str, commit: Commit, paths: list[str], expand: bool
+) -> list[dict]:
+    """Tree listing items of ``paths`` (``list_repo_tree``, ``get_paths_info``); with ``expand``, each with
+    the commit that last changed it."""
+    last = storage.last_commits(repo_id, commit, paths) if expand else {}
+    items = []
+    for path in paths:
+        item = tree_item(path, commit.files)
+        if path in last:
+            change = last[path]
+            item["lastCommit"] = {"id": change.id, "title": change.title, "date": change.date}
+        items.append(item)
+    return items
+
+
+def tree_item(path: str, files: dict[str, FileEntry]) -> dict[str, Any]:
     """A tree listing item: a file with its git oid (and LFS details), or a folder with a content hash."""
     entry = files.get(path)
     if entry is None:

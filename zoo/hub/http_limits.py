@@ -41,6 +41,9 @@ class Limits:
     #: Seconds an idle keep-alive connection stays open: longer than httpx's 5 s pool expiry, so the
     #: client always closes first and never sends a request on a connection the server is closing.
     keep_alive: int = 15
+    #: LFS objects larger than this are uploaded in parts of this size (the Hub's multipart transfer), so
+    #: that a dropped connection costs one part, not the whole file.
+    lfs_part_size: int = 64 << 20
     #: Seconds stop() waits for requests in flight before it cancels them.
     shutdown_grace: float = 5.0
 

@@ -10,7 +10,10 @@ For model repos it serves what huggingface_hub 2.4 sends for ``create_repo``, ``
 ``list_repo_refs``, ``create_branch``, ``hf_hub_download``/``snapshot_download``/``ModelCard.load``
 (HEAD/GET ``resolve`` with the Hub's ETag, ``X-Repo-Commit``, ``X-Linked-*`` and Range headers) and the
 ``X-Error-Code`` replies the client turns into ``RepositoryNotFoundError``, ``RevisionNotFoundError`` and
-``EntryNotFoundError``.
+``EntryNotFoundError``. :mod:`zoo.hub.repo_api` adds what a team does with its repos (``list_models``,
+``hf repos ls``, branches and tags, commit history, ``get_paths_info``, ``delete_repo``, ``move_repo``,
+``update_repo_settings``), :mod:`zoo.hub.lfs_multipart` the multipart LFS transfer, :mod:`zoo.hub.web` the
+web pages; :mod:`zoo.hub.unsupported` answers the rest with a 501 that names the call.
 
 Token file (``--token-file``), one token per line, ``#`` starts a comment::
 
@@ -36,8 +39,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import socket
+import sqlite3
 import sys
 import threading
 import time
@@ -46,11 +51,29 @@ from typing import TYPE_CHECKING, TextIO
 
 from zoo.errors import ZooError
 from zoo.hub.http_limits import HttpError, Limits
+from zoo.hub.index import HubIndex
 from zoo.hub.protocol import ANONYMOUS, INVALID_CREDENTIALS, TokenInfo, load_tokens
+from zoo.hub.sessions import Sessions
 from zoo.hub.storage import HubStorage
 
 if TYPE_CHECKING:
     import uvicorn
+
+    from zoo.hub.reevaluate import Reevaluator
+
+
+_PUBLIC_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d{1,5})?")
+
+
+def check_public_url(url: str) -> str:
+    """``--public-url``: the scheme, host and port clients reach the server at (a TLS proxy's), with no
+    path: the routes are served from the root. The server builds the URLs it hands out (LFS uploads, repo
+    URLs) from it instead of the request's Host header, which a proxy may not pass on."""
+    url = url.rstrip("/")
+    if not _PUBLIC_URL.fullmatch(url):
+        raise ZooError(f"invalid public URL {url!r}: give the scheme, host and port only",
+                       hint="e.g. --public-url https://hub.lab.example")  # fmt: skip
+    return url
 
 
 class HubServer:
@@ -69,22 +92,35 @@ class HubServer:
         *,
         access_log: TextIO | None = None,
         limits: Limits | None = None,
+        public_url: str | None = None,
+        reevaluate: bool = False,
+        reevaluate_timeout: float | None = None,
     ):
-        try:
-            self.storage = HubStorage(Path(root))
-        except OSError as exc:
-            raise ZooError(f"cannot use {root} as hub storage: {exc.strerror or exc}") from exc
         self.tokens = load_tokens(token_file) if token_file is not None else {}
         self.open_access = token_file is None
         self.limits = limits or Limits()
+        try:
+            self.storage = HubStorage(Path(root))
+            self.index = HubIndex(self.storage, self.may_read, self.limits.json_body)
+        except (OSError, sqlite3.Error) as exc:
+            raise ZooError(
+                f"cannot use {root} as hub storage: {getattr(exc, 'strerror', None) or exc}"
+            ) from exc
+        self.sessions = Sessions(self.authenticate)
         self.host, self.port = host, port
         self.url = ""
+        self.public_url = check_public_url(public_url) if public_url else None  # behind a TLS proxy
         self._access_log = access_log
         self._log_lock = threading.Lock()
         self._secret = secrets.token_bytes(32)  # signs LFS upload URLs, which the client PUTs without auth
         self._socket: socket.socket | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self.reevaluator: Reevaluator | None = None
+        if reevaluate:  # opt-in: the server evaluates each new main head itself (zoo.hub.reevaluate)
+            from zoo.hub.reevaluate import DEFAULT_TIMEOUT, Reevaluator
+
+            self.reevaluator = Reevaluator(self, timeout=reevaluate_timeout or DEFAULT_TIMEOUT)
 
     def bind(self) -> HubServer:
         """Listen on host:port now, so that ``url`` is known (port 0 picks one) before serving starts."""
@@ -98,6 +134,8 @@ class HubServer:
 
     def start(self) -> HubServer:
         server, sock = self._uvicorn()
+        if self.reevaluator is not None:
+            self.reevaluator.start()
         self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="zoo-hub",
                                         daemon=True)  # fmt: skip
         self._thread.start()
@@ -111,10 +149,14 @@ class HubServer:
 
     def serve_forever(self) -> None:
         server, sock = self._uvicorn()
+        if self.reevaluator is not None:
+            self.reevaluator.start()
         try:
             server.run(sockets=[sock])
         finally:
             self._server = self._socket = None
+            if self.reevaluator is not None:
+                self.reevaluator.stop()
 
     def stop(self) -> None:
         """Stop serving: no new connections, requests in flight get ``limits.shutdown_grace`` seconds."""
@@ -127,6 +169,8 @@ class HubServer:
         sock, self._socket = self._socket, None
         if sock is not None:
             sock.close()  # uvicorn closed it if it served; this is for one that never did
+        if self.reevaluator is not None:
+            self.reevaluator.stop()
 
     def __enter__(self) -> HubServer:
         return self
@@ -141,7 +185,7 @@ class HubServer:
         cancels after the grace period."""
         import uvicorn
 
-        from zoo.hub.app import create_app
+        from zoo.hub.asgi import create_app
         from zoo.hub.http_limits import h11_protocol
 
         if self._server is not None:
@@ -176,6 +220,10 @@ class HubServer:
 
     def may_write(self, caller: TokenInfo | None, namespace: str) -> bool:
         return self.open_access or (caller is not None and caller.owns(namespace))
+
+    def may_read(self, caller: TokenInfo | None, namespace: str) -> bool:
+        """Whether ``caller`` may see the private repos of ``namespace``: those who may write there."""
+        return self.may_write(caller, namespace)
 
     def upload_signature(self, repo_id: str, oid: str, size: int, expires: int) -> str:
         message = f"{repo_id}\n{oid}\n{size}\n{expires}".encode()

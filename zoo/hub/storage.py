@@ -7,8 +7,11 @@ Layout under ROOT (everything is a plain file, readable with ``cat`` and ``jq``)
                                        filesystem as blobs/, so publishing is one rename
     repos/NS/NAME/repo.json            {"owner", "private", "created_at"}
     repos/NS/NAME/commits/ID.json      {"parent", "message", "author", "date", "files": {path: entry}}
-    repos/NS/NAME/refs.json            {"heads": {"main": ID}, "pr": {"1": ID}}
-    repos/NS/NAME/.lock                flock'd while refs.json changes
+    repos/NS/NAME/refs.json            {"heads": {"main": ID}, "pr": {"1": ID}, "tags": {"v1": ID}}
+    repos/NS/NAME/.lock                flock'd while refs.json or repo.json change
+    trash/                             deleted repos, renamed here (one atomic step), then removed
+    blobs.lock                         flock'd shared by writers that re-use a stored blob, exclusive by gc
+    index.sqlite                       the list queries' index (:mod:`zoo.hub.index`), rebuilt from the above
 
 Why it is safe to crash at any point: every file is written to a temp file, fsync'd and renamed into
 place, so a reader sees the old content or the new, never half of one. A commit id is the sha1 of the
@@ -24,6 +27,13 @@ holds an ``flock`` on its temp file while it is written (the kernel drops it whe
 and at start every file in ``tmp/`` whose lock nobody holds is removed (the idea of
 :func:`zoo.atomic.private_workdir`, per file, because an upload is one file).
 
+Garbage collection (:mod:`zoo.hub.maintenance`) may run while servers do. A blob becomes referenced
+some time after it is stored (an LFS upload lands before its commit), so gc only takes unreferenced
+blobs older than a grace period, and every write that re-uses a stored blob first refreshes its mtime
+(:meth:`HubStorage.touch_blob`) under a shared ``blobs.lock``, which gc holds exclusively while it
+re-checks and unlinks one blob. So a blob is either seen fresh by gc, or found missing by the writer,
+which then stores it again or refuses the commit with a clear message; never referenced and gone.
+
 This module knows nothing about HTTP: it raises :class:`StorageError` subclasses whose messages are safe
 to show to a client, and the server maps them to status codes.
 """
@@ -37,9 +47,11 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -82,6 +94,10 @@ class EntryNotFound(StorageError):
 
 class RefExists(StorageError):
     """A branch of that name is there already."""
+
+
+class Forbidden(StorageError):
+    """An operation the repo's state does not allow (deleting the default branch, committing to a tag)."""
 
 
 class CommitConflict(StorageError):
@@ -282,12 +298,15 @@ def _locked_temp_file(folder: Path) -> tuple[BinaryIO, Path]:
         fh.close()
 
 
-def remove_dead_uploads(folder: Path) -> Removed:
-    """Remove the files in ``folder`` whose flock nobody holds: uploads of a process that was killed.
+def remove_dead_uploads(folder: Path, dry_run: bool = False) -> Removed:
+    """Remove the files in ``folder`` whose flock nobody holds: uploads of a process that was killed
+    (with ``dry_run``, only count them: taking a lock for a moment makes an upload starting then wait).
 
     A live upload holds its lock, so this is safe while other processes serve the same ROOT.
     """
     files = size = 0
+    if not folder.is_dir():
+        return Removed(0, 0)
     with os.scandir(folder) as entries:
         paths = [entry.path for entry in entries]
     for path in paths:
@@ -299,13 +318,41 @@ def remove_dead_uploads(folder: Path) -> Removed:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             info = os.fstat(fd)
             if stat.S_ISREG(info.st_mode):
-                os.unlink(path)  # under our lock, so no upload can adopt the file meanwhile
+                if not dry_run:
+                    os.unlink(path)  # under our lock, so no upload can adopt the file meanwhile
                 files, size = files + 1, size + info.st_size
         except OSError:
             pass  # locked: an upload in flight
         finally:
             os.close(fd)
     return Removed(files, size)
+
+
+#: How long a multipart upload's parts are kept (:mod:`zoo.hub.lfs_multipart`): twice the upload URLs'
+#: lifetime, so that no part PUT or completion can still arrive for a folder removed.
+PARTS_TTL = 2 * 3600
+
+
+def parts_root(root: Path) -> Path:
+    """Where multipart uploads keep their parts until completion: ``ROOT/parts/OID-EXPIRES/N``."""
+    return Path(root) / "parts"
+
+
+def remove_stale_parts(root: Path, older_than: float = PARTS_TTL, dry_run: bool = False) -> int:
+    """Remove (or with ``dry_run`` count) the parts folders of multipart uploads abandoned long ago."""
+    folder, removed = parts_root(root), 0
+    if not folder.is_dir():
+        return 0
+    cutoff = time.time() - older_than
+    for entry in folder.iterdir():
+        try:
+            if entry.stat().st_mtime < cutoff:
+                if not dry_run:
+                    shutil.rmtree(entry, ignore_errors=True)
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
 
 
 class BlobUpload:
@@ -328,6 +375,21 @@ class BlobUpload:
             raise InvalidInput(f"upload is larger than the announced {self._size} bytes")
         self._digest.update(chunk)
         self._fh.write(chunk)
+
+    def write_file(self, path: Path, sha256: str | None) -> None:
+        """Append a whole file (one part of a multipart upload), which must hash to ``sha256``."""
+        digest = hashlib.sha256()
+        try:
+            with path.open("rb") as fh:
+                while chunk := fh.read(_COPY_CHUNK):
+                    digest.update(chunk)
+                    self.write(chunk)
+        except FileNotFoundError:
+            raise InvalidInput(
+                f"part {path.name} was not uploaded (or its URL expired); upload again"
+            ) from None
+        if sha256 is not None and digest.hexdigest() != sha256:
+            raise InvalidInput(f"part {path.name} does not match its ETag; upload again")
 
     def finish(self) -> tuple[str, int]:
         """Verify and publish; returns the content's sha256 and size."""
@@ -359,16 +421,26 @@ class BlobUpload:
 class HubStorage:
     """Repos, commits and blobs under one root folder; safe for concurrent threads and processes.
 
-    Opening it removes the partial uploads that killed processes left in ``tmp/`` (``removed`` says how
-    many); uploads of live processes serving the same ROOT are left alone.
+    Opening it for a server (``prepare``) creates the folders and removes what killed processes left:
+    partial uploads in ``tmp/`` (``removed`` says how many), expired multipart parts and half-deleted
+    repos; uploads of live processes serving the same ROOT are left alone. ``prepare=False`` opens an
+    existing root and changes nothing (``zoo hub gc --dry-run``, ``zoo hub verify``).
     """
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, *, prepare: bool = True):
         self.root = Path(root)
         self.tmp = self.root / "tmp"
-        for folder in (self.root / "blobs" / "sha256", self.root / "repos", self.tmp):
-            folder.mkdir(parents=True, exist_ok=True)
-        self.removed = remove_dead_uploads(self.tmp)
+        self.trash = self.root / "trash"
+        self.removed = Removed(0, 0)
+        if not prepare:
+            if not (self.root / "blobs" / "sha256").is_dir() or not (self.root / "repos").is_dir():
+                raise InvalidInput(f"{self.root} is not a zoo hub root (no blobs/sha256/ and repos/ in it)")
+        else:
+            for folder in (self.root / "blobs" / "sha256", self.root / "repos", self.tmp, self.trash):
+                folder.mkdir(parents=True, exist_ok=True)
+            self.removed = remove_dead_uploads(self.tmp)
+            remove_stale_parts(self.root)
+            _empty_trash(self.trash)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -379,8 +451,37 @@ class HubStorage:
         return self.root / "blobs" / "sha256" / sha256[:2] / sha256[2:]
 
     def has_blob(self, sha256: str, size: int) -> bool:
+        """Whether the blob is stored, with that size; a yes refreshes it, since a commit will use it."""
         path = self.blob_path(sha256)
-        return path.is_file() and path.stat().st_size == size
+        return path.is_file() and path.stat().st_size == size and self.touch_blob(sha256)
+
+    def touch_blob(self, sha256: str) -> bool:
+        """Refresh a stored blob's mtime before re-using it, so that gc's grace period protects it;
+        False if it is not stored (gc may just have removed it). See the module's docstring."""
+        with self.blob_guard(exclusive=False):
+            try:
+                os.utime(self.blob_path(sha256))
+            except FileNotFoundError:
+                return False
+        return True
+
+    @contextlib.contextmanager
+    def blob_guard(self, exclusive: bool) -> Iterator[None]:
+        """``blobs.lock``: shared while a writer refreshes a blob it re-uses, exclusive while gc removes one."""
+        with (self.root / "blobs.lock").open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def iter_blobs(self) -> Iterator[tuple[str, Path]]:
+        """Every stored blob's sha256 and path."""
+        for folder in sorted((self.root / "blobs" / "sha256").iterdir()):
+            if folder.is_dir() and len(folder.name) == 2:
+                for path in sorted(folder.iterdir()):
+                    if _HEX64.fullmatch(folder.name + path.name):
+                        yield folder.name + path.name, path
 
     def open_upload(self, sha256: str | None = None, size: int | None = None) -> BlobUpload:
         """Start writing a blob whose chunks arrive over time (an HTTP body); see :class:`BlobUpload`."""
@@ -401,7 +502,7 @@ class HubStorage:
     def _publish(self, tmp: Path, sha256: str) -> bool:
         """Rename ``tmp`` to the blob's name; False (``tmp`` stays) if the blob is stored already."""
         dest = self.blob_path(sha256)
-        if dest.is_file():  # same name, same content: keep the one already there
+        if dest.is_file() and self.touch_blob(sha256):  # same name, same content: keep the one there
             return False
         dest.parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp, dest)
@@ -416,7 +517,7 @@ class HubStorage:
     def lfs_file(self, sha256: str, size: int | None) -> FileEntry:
         """An LFS file whose content was uploaded before the commit (refused if it was not)."""
         path = self.blob_path(sha256)
-        if not path.is_file():
+        if not self.touch_blob(sha256):
             raise InvalidInput(f"LFS object {sha256} was not uploaded; upload it before committing")
         actual = path.stat().st_size
         if size is not None and size != actual:
@@ -457,9 +558,57 @@ class HubStorage:
 
     def repo_meta(self, repo_id: str) -> RepoMeta:
         path = self._repo_dir(repo_id) / "repo.json"
-        if not path.is_file():
-            raise RepoNotFound(f"repo {repo_id} not found")
-        return RepoMeta(**_read_json(path))
+        try:
+            return RepoMeta(**_read_json(path))
+        except FileNotFoundError:  # also a repo deleted or moved since the caller looked
+            raise RepoNotFound(f"repo {repo_id} not found") from None
+
+    def iter_repos(self) -> Iterator[str]:
+        """Every repo's id, sorted; work folders of creations in flight (``.NAME.*``) are not repos."""
+        for namespace in sorted((self.root / "repos").iterdir()):
+            if namespace.is_dir() and not namespace.name.startswith("."):
+                for repo in sorted(namespace.iterdir()):
+                    if not repo.name.startswith(".") and (repo / "repo.json").is_file():
+                        yield f"{namespace.name}/{repo.name}"
+
+    def set_private(self, repo_id: str, private: bool) -> RepoMeta:
+        """Make the repo private or public (``update_repo_settings``)."""
+        self.repo_meta(repo_id)
+        with self._locked(repo_id):
+            meta = self.repo_meta(repo_id)
+            meta = RepoMeta(meta.owner, private, meta.created_at)
+            _write_json_atomic(self._repo_dir(repo_id) / "repo.json", asdict(meta))
+        return meta
+
+    def delete_repo(self, repo_id: str) -> None:
+        """Remove the repo: one rename into ``trash/`` under the repo lock (readers see it whole or not at
+        all, and a commit in flight either lands before or finds no repo), then the files go. Its blobs stay
+        until ``zoo hub gc``: other repos may share them."""
+        repo_dir = self._repo_dir(repo_id)
+        self.repo_meta(repo_id)
+        with self._locked(repo_id):
+            self.repo_meta(repo_id)
+            doomed = Path(tempfile.mkdtemp(prefix="repo.", dir=self.trash))
+            os.rename(repo_dir, doomed / "repo")
+            _fsync_dir(repo_dir.parent)
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def move_repo(self, src: str, dst: str) -> None:
+        """Rename ``src`` to ``dst`` (``move_repo``); :class:`RepoExists` if ``dst`` is taken. A rename onto
+        a repo folder (never empty) fails, so the check and the move are one step."""
+        src_dir, dst_dir = self._repo_dir(src), self._repo_dir(dst)
+        self.repo_meta(src)
+        dst_dir.parent.mkdir(parents=True, exist_ok=True)
+        with self._locked(src):
+            self.repo_meta(src)
+            if dst_dir.exists():
+                raise RepoExists(f"repo {dst} already exists")
+            try:
+                os.rename(src_dir, dst_dir)
+            except OSError as exc:
+                raise RepoExists(f"repo {dst} already exists") from exc
+            _fsync_dir(src_dir.parent)
+            _fsync_dir(dst_dir.parent)
 
     # ------------------------------------------------------------------------------------------ commits
     def _write_commit(
@@ -478,12 +627,25 @@ class HubStorage:
         return _commit_from_json(commit_id, _read_json(path))
 
     def refs(self, repo_id: str) -> dict[str, dict[str, str]]:
-        """``{"heads": {branch: id}, "pr": {number: id}}``; refs.json is replaced atomically, so no lock."""
+        """``{"heads": {branch: id}, "pr": {number: id}, "tags": {tag: id}}``; refs.json is replaced
+        atomically, so no lock. (Stores written before tags existed have no "tags" key.)"""
         self.repo_meta(repo_id)
-        return _read_json(self._repo_dir(repo_id) / "refs.json")
+        try:
+            refs = _read_json(self._repo_dir(repo_id) / "refs.json")
+        except FileNotFoundError:
+            raise RepoNotFound(f"repo {repo_id} not found") from None
+        refs.setdefault("tags", {})
+        return refs
+
+    def history(self, repo_id: str, commit: Commit) -> Iterator[Commit]:
+        """``commit``, then its parents back to the repo's initial commit."""
+        current: Commit | None = commit
+        while current is not None:
+            yield current
+            current = self.load_commit(repo_id, current.parent) if current.parent else None
 
     def resolve(self, repo_id: str, revision: str) -> Commit:
-        """A branch, ``refs/heads/BRANCH``, ``refs/pr/N`` or a full commit id, to its commit."""
+        """A branch, a tag, ``refs/heads/BRANCH``, ``refs/tags/TAG``, ``refs/pr/N`` or a full commit id."""
         refs = self.refs(repo_id)
         kind, name = _ref_of(refs, revision) or (None, None)
         if kind is not None:
@@ -516,6 +678,8 @@ class HubStorage:
             ref = _ref_of(refs, revision)
             if ref is None:
                 raise RevisionNotFound(f"branch {revision} not found in {repo_id} (commits go to branches)")
+            if ref[0] == "tags":
+                raise Forbidden(f"{revision} is a tag of {repo_id}: commits go to branches")
             head = refs[ref[0]][ref[1]]
             base = head
             if parent_commit is not None and create_pr:
@@ -548,6 +712,37 @@ class HubStorage:
             refs["heads"][branch] = start.id
             _write_json_atomic(self._repo_dir(repo_id) / "refs.json", refs)
         return start
+
+    def delete_branch(self, repo_id: str, branch: str) -> None:
+        """Remove a branch (never ``main``); :class:`RevisionNotFound` if there is none of that name."""
+        self._delete_ref(repo_id, "heads", branch.removeprefix("refs/heads/"))
+
+    def create_tag(self, repo_id: str, tag: str, revision: str | None = None) -> Commit:
+        """Tag ``revision`` (main by default); :class:`RefExists` if the tag is there already."""
+        check_branch(tag)
+        self.repo_meta(repo_id)
+        with self._locked(repo_id):
+            refs = self.refs(repo_id)
+            if tag in refs["tags"]:
+                raise RefExists(f"tag {tag} already exists in {repo_id}")
+            target = self.resolve(repo_id, revision or DEFAULT_BRANCH)
+            refs["tags"][tag] = target.id
+            _write_json_atomic(self._repo_dir(repo_id) / "refs.json", refs)
+        return target
+
+    def delete_tag(self, repo_id: str, tag: str) -> None:
+        self._delete_ref(repo_id, "tags", tag.removeprefix("refs/tags/"))
+
+    def _delete_ref(self, repo_id: str, kind: str, name: str) -> None:
+        what = {"heads": "branch", "tags": "tag"}[kind]
+        if kind == "heads" and name == DEFAULT_BRANCH:
+            raise Forbidden(f"the default branch {DEFAULT_BRANCH} cannot be deleted")
+        self.repo_meta(repo_id)
+        with self._locked(repo_id):
+            refs = self.refs(repo_id)
+            if refs[kind].pop(name, None) is None:
+                raise RevisionNotFound(f"{what} {name} not found in {repo_id}")
+            _write_json_atomic(self._repo_dir(repo_id) / "refs.json", refs)
 
     def _find_commit(self, repo_id: str, prefix: str) -> Commit:
         """A commit of this repo by a unique id prefix (clients may send 7 characters)."""
@@ -589,11 +784,22 @@ class HubStorage:
 
 
 def _ref_of(refs: dict[str, dict[str, str]], revision: str) -> tuple[str, str] | None:
-    """Where ``revision`` lives in refs.json: ``("heads", name)``, ``("pr", number)`` or None."""
+    """Where ``revision`` lives in refs.json: ``("heads", name)``, ``("pr", number)``, ``("tags", name)``
+    or None. A bare name is a branch before it is a tag, as git reads it."""
     branch = revision.removeprefix("refs/heads/")
-    if branch in refs["heads"]:
+    if branch in refs["heads"] and not revision.startswith("refs/tags/"):
         return "heads", branch
     match = _PR_REF.fullmatch(revision)
     if match and match.group(1) in refs["pr"]:
         return "pr", match.group(1)
+    tag = revision.removeprefix("refs/tags/")
+    if tag in refs.get("tags", {}) and not revision.startswith("refs/heads/"):
+        return "tags", tag
     return None
+
+
+def _empty_trash(trash: Path) -> None:
+    """Finish removing repos whose deletion a killed process left in ``trash/``; another process's
+    removal in flight may race this one, which is harmless (both remove)."""
+    for leftover in trash.iterdir():
+        shutil.rmtree(leftover, ignore_errors=True)

@@ -44,6 +44,7 @@ class SeedRecord:
     num_episodes: int
     deterministic: bool | None
     eval_seed: int | None
+    model_sha256: str | None = None  # what ``zoo eval`` hashed; a hub checks it against the repo's files
 
     @property
     def mean(self) -> float:
@@ -67,9 +68,20 @@ class InvalidEval(ValueError):
 def read_record(run: Run, path: Path) -> SeedRecord:
     """The run's evaluation from its eval.json at ``path``; :class:`InvalidEval` says why not."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidEval(f"unreadable eval.json: {type(exc).__name__}: {exc}") from None
+    return parse_record(text, run_path=str(run.path), eval_json=str(path), exp_name=run.exp_name,
+                        run_seed=run.seed, started_at=run.started_at)  # fmt: skip
+
+
+def parse_record(text: str, *, run_path: str, eval_json: str, exp_name: str | None = None,
+                 run_seed: int | None = None, started_at: int | None = None) -> SeedRecord:  # fmt: skip
+    """An eval.json's text as a record, with what its run's name says (``exp_name``, ``run_seed``,
+    ``started_at``); :class:`InvalidEval` says why not. Shared by the leaderboard (files on disk) and the
+    hub's leaderboard page (blobs), so both accept and refuse the same files."""
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidEval(f"invalid eval.json: not JSON ({exc}); rerun zoo eval") from None
     if not isinstance(data, dict):
@@ -77,7 +89,7 @@ def read_record(run: Run, path: Path) -> SeedRecord:
     task = data.get("task")
     if not isinstance(task, str) or not task:
         raise InvalidEval("invalid eval.json: no task (env id); rerun zoo eval")
-    exp_name = data.get("exp_name") if isinstance(data.get("exp_name"), str) else run.exp_name
+    exp_name = data.get("exp_name") if isinstance(data.get("exp_name"), str) else exp_name
     if not exp_name:
         raise InvalidEval(
             "invalid eval.json: no exp_name, and the run's name does not say; rerun zoo eval --exp-name"
@@ -86,12 +98,13 @@ def read_record(run: Run, path: Path) -> SeedRecord:
     num_episodes = data.get("num_episodes")
     seed = data.get("seed")
     deterministic = data.get("deterministic")
+    sha256 = data.get("model_sha256")
     return SeedRecord(
-        run_path=str(run.path), eval_json=str(path), env_id=task, exp_name=exp_name, run_seed=run.seed,
-        started_at=run.started_at, returns=returns, successes=successes,
+        run_path=run_path, eval_json=eval_json, env_id=task, exp_name=exp_name, run_seed=run_seed,
+        started_at=started_at, returns=returns, successes=successes,
         num_episodes=num_episodes if _is_int(num_episodes) else len(returns),
         deterministic=deterministic if isinstance(deterministic, bool) else None,
-        eval_seed=seed if _is_int(seed) else None,
+        eval_seed=seed if _is_int(seed) else None, model_sha256=sha256 if isinstance(sha256, str) else None,
     )  # fmt: skip
 
 

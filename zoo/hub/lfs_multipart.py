@@ -1,0 +1,101 @@
+"""The Hub's multipart LFS transfer: a large object uploaded one part per PUT, then put together.
+
+The LFS batch answer (:meth:`zoo.hub.app.HubApi._lfs_object`) gives an object larger than
+``Limits.lfs_part_size`` a ``chunk_size`` and one signed URL per part, plus a completion URL. Each part is
+streamed to ``ROOT/parts/OID-EXPIRES/N`` (a temp file, then a rename) and answered with its sha256 as
+ETag; the completion POST lists the parts' ETags, and the blob is written from the parts in order
+through the usual :class:`zoo.hub.storage.BlobUpload`, which checks the object's sha256 and size before
+anything appears under ``blobs/``. A failed or abandoned upload leaves only its parts folder, which
+:func:`zoo.hub.storage.remove_stale_parts` clears once its URLs have expired (at a server's start, and
+by ``zoo hub gc``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from zoo.hub.app import _SHA256, Call, HubJson, hub_route, signed_size
+from zoo.hub.http_limits import HttpError, body_blocks
+from zoo.hub.storage import parts_root
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from zoo.hub.server import HubServer
+
+_READ = 1 << 20
+
+
+class MultipartApi:
+    """The part PUTs and the completion POST of multipart uploads."""
+
+    def __init__(self, hub: HubServer):
+        self.hub, self.storage = hub, hub.storage
+        self.root = parts_root(hub.storage.root)
+
+    def routes(self) -> list[BaseRoute]:
+        objects = "/{ns}/{name}.git/info/lfs/objects"
+        return [
+            hub_route(self.hub, f"{objects}/{{oid}}/part/{{number}}", ["PUT"], self.put_part),
+            hub_route(self.hub, f"{objects}/complete/{{oid}}", ["POST"], self.complete),
+        ]
+
+    def _folder(self, call: Call, oid: str) -> Path:
+        if not _SHA256.fullmatch(oid):
+            raise HttpError(400, "the object id must be a lowercase sha256")
+        return self.root / f"{oid}-{int(call.request.query_params['expires'])}"
+
+    async def put_part(self, call: Call, ns: str, name: str, oid: str, number: str) -> Response:
+        """One part, streamed to a temp file and renamed into the upload's folder; its ETag is its sha256.
+        Signed like a basic upload URL (the client sends no token with it)."""
+        size = signed_size(call, f"{ns}/{name}", oid)
+        part, count = self.hub.limits.lfs_part_size, -(-size // self.hub.limits.lfs_part_size)
+        if not number.isdigit() or not 1 <= int(number) <= count:
+            raise HttpError(400, f"part {number} is not one of parts 1 to {count}")
+        expected = min(part, size - (int(number) - 1) * part)
+        folder = self._folder(call, oid)
+        await run_in_threadpool(folder.mkdir, parents=True, exist_ok=True)
+        fd, temp = await run_in_threadpool(tempfile.mkstemp, prefix=f".{number}.", dir=folder)
+        digest, written = hashlib.sha256(), 0
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                async for block in body_blocks(call.request, expected, self.hub.limits.body_idle_timeout):
+                    digest.update(block)
+                    written += len(block)
+                    await run_in_threadpool(fh.write, block)
+            if written != expected:
+                raise HttpError(400, f"part {number} has {written} bytes, expected {expected}")
+            await run_in_threadpool(os.replace, temp, folder / number)
+        finally:
+            Path(temp).unlink(missing_ok=True)
+        return Response(b"", headers={"ETag": digest.hexdigest()})
+
+    async def complete(self, call: Call, ns: str, name: str, oid: str) -> Response:
+        size = signed_size(call, f"{ns}/{name}", oid)
+        body = await call.json()
+        return await run_in_threadpool(self._complete, call, oid, size, body)
+
+    def _complete(self, call: Call, oid: str, size: int, body: dict[str, Any]) -> Response:
+        """Write the blob from its parts in order, checking each part's ETag and the whole object's sha256."""
+        folder = self._folder(call, oid)
+        count = -(-size // self.hub.limits.lfs_part_size)
+        parts = body.get("parts")
+        if body.get("oid") != oid or not isinstance(parts, list) or len(parts) != count:
+            raise HttpError(400, f"the completion must list the object's {count} parts")
+        with self.storage.open_upload(oid, size) as upload:
+            for number, part in enumerate(parts, 1):
+                etag = part.get("etag") if isinstance(part, dict) else None
+                if not isinstance(part, dict) or part.get("partNumber") != number:
+                    raise HttpError(400, f"part {number} is missing from the completion request")
+                upload.write_file(folder / str(number), etag)
+            upload.finish()
+        shutil.rmtree(folder, ignore_errors=True)
+        return HubJson({})
