@@ -78,7 +78,8 @@ def export_loop(zoo: Path, out: Path) -> int:
 
 
 def hub_loop(zoo: Path, out: Path) -> int:
-    """Offline share-and-fetch: a local hub on 127.0.0.1, push an example to it, enjoy it back, stop it."""
+    """Offline share-and-fetch: a local hub on 127.0.0.1, push an example to it, enjoy it back, verify the
+    hub's store, stop it."""
     import shutil
     import signal
     import socket
@@ -114,6 +115,7 @@ def hub_loop(zoo: Path, out: Path) -> int:
             [zoo, "enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--run-seed", "1", "--hf-repository", repo,
              "--runs-dir", work / "no-local-runs", "--allow-download", "--deterministic", "--episodes", "20",
              "--out", work / "enjoy.eval.json"],
+            [zoo, "hub", "verify", "--root", work / "hub"],
         ]  # fmt: skip
         for cmd in steps:
             print("+", " ".join(str(c) for c in cmd), flush=True)
@@ -127,8 +129,9 @@ def hub_loop(zoo: Path, out: Path) -> int:
 
 
 def ensure_chromium() -> None:
-    """tests/test_report.py opens the report in a real headless Chromium: as root, install Debian's chromium and
-    chromium-driver when either is missing; otherwise say what to install (the test fails without them)."""
+    """tests/test_report.py and tests/test_hub_web.py open their pages in a real headless Chromium: as root,
+    install Debian's chromium and chromium-driver when either is missing; otherwise say what to install (the
+    tests fail without them)."""
     import shutil
 
     if os.path.exists("/usr/bin/chromium") and os.path.exists("/usr/bin/chromedriver"):
@@ -139,11 +142,11 @@ def ensure_chromium() -> None:
                                             "chromium-driver"]):  # fmt: skip
             print("+", " ".join(cmd), flush=True)
             if subprocess.run(cmd, env=env).returncode:
-                print("warning: installing Chromium failed; tests/test_report.py will fail", flush=True)
+                print("warning: installing Chromium failed; tests/test_report.py and tests/test_hub_web.py will fail", flush=True)
                 return
     else:
-        print("note: tests/test_report.py needs Chromium: install /usr/bin/chromium and chromedriver "
-              "(Debian: sudo apt-get install chromium chromium-driver)", flush=True)  # fmt: skip
+        print("note: tests/test_report.py and tests/test_hub_web.py need Chromium: install /usr/bin/chromium and "
+              "chromedriver (Debian: sudo apt-get install chromium chromium-driver)", flush=True)  # fmt: skip
 
 
 def _is_myosuite_test(arg: str) -> bool:
