@@ -352,6 +352,63 @@ def test_zoo_hub_serve_reevaluate_end_to_end_and_the_outcome_outlives_the_server
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+    _sigterm_kills_the_evaluation_in_flight(cmd, stage, tmp_path)
     with HubServer(root) as later:  # not started, no --reevaluate: the page data is read from ROOT alone
         row = _rows(later)["demo/dqn"]
     assert row.verified and row.eval_source == "server re-evaluation" and row.sha == sha
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _sigterm_kills_the_evaluation_in_flight(cmd: list[str], stage: Path, tmp_path: Path) -> None:
+    """SIGTERM (a service manager's stop) while a push is being evaluated: the server exits 143, as a
+    SIGTERM'd process does, without a traceback, and its ``zoo eval`` child does not outlive it; the
+    next server with --reevaluate evaluates the commit that was cut short."""
+    import re
+    import signal
+    from types import SimpleNamespace
+
+    root, log = tmp_path / "root-term", tmp_path / "serve-term.log"
+    cmd = [*cmd[: cmd.index("--root") + 1], str(root), *cmd[cmd.index("--root") + 2 :]]
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        deadline = time.monotonic() + 30
+        while not (found := re.search(r"at (http://127\.0\.0\.1:\d+)", log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        time.sleep(0.5)
+        _upload(SimpleNamespace(url=found.group(1)), _copy_stage(stage, tmp_path / "term", keep_eval=True),
+                "demo/term", tmp_path / "h-term")  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not (children := _children(proc.pid)):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 128 + signal.SIGTERM
+        assert "Traceback" not in log.read_text(), log.read_text()
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{child}").exists() for child in children):
+            assert time.monotonic() < deadline, "the zoo eval child outlived the server"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert EvaluationStore(root).outcomes() == {}  # cut short: no outcome recorded...
+    with HubServer(
+        root, reevaluate=True, reevaluate_timeout=60
+    ).start() as again:  # ...so the next start redoes it
+        assert again.reevaluator is not None and again.reevaluator.wait_idle(120)
+    assert [o.status for o in EvaluationStore(root).outcomes().values()] == ["ok"]

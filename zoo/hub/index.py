@@ -221,6 +221,10 @@ class HubIndex:
     def all_public(self) -> list[RepoRow]:
         return self._select("WHERE private = 0 ORDER BY repo_id", [])
 
+    def newest(self, limit: int) -> list[RepoRow]:
+        """The ``limit`` repos changed last, private ones included (for the server's own work)."""
+        return self._select("ORDER BY last_modified DESC, repo_id LIMIT ?", [limit])
+
     def search(
         self,
         viewer: TokenInfo | None,

@@ -48,6 +48,7 @@ MAX_BYTES = 4 << 30
 #: Bounds on the settings taken from a repo's eval.json: one evaluation must not hold the worker for hours.
 MAX_EPISODES = 1000
 MAX_ENVS = 16
+STOPPED = "stopped"
 
 
 class Reevaluator:
@@ -68,13 +69,17 @@ class Reevaluator:
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def start(self) -> Reevaluator:
-        """Subscribe to the index's head changes and start the worker thread."""
+        """Subscribe to the index's head changes, queue the newest heads that have no outcome yet (pushed
+        while no re-evaluating server ran, or cut short by a stop), and start the worker thread."""
         if self._thread is not None:
             return self
         self._stopping = False
         listeners = self.hub.index.listeners
         if self.notify not in listeners:
             listeners.append(self.notify)
+        for row in reversed(self.hub.index.newest(self.max_queue)):  # oldest first: the queue is FIFO
+            if self.store.get(row.repo_id, row.sha) is None:
+                self.notify(row.repo_id, row.sha)
         self._thread = threading.Thread(target=self._work, name="zoo-hub-reevaluate", daemon=True)
         self._thread.start()
         return self
@@ -180,7 +185,8 @@ class Reevaluator:
             folder, out = Path(work) / "repo", Path(work) / "eval.json"
             _copy_out(self.hub, commit, folder)
             status, reason, text = self._run([*plan, str(folder), "--out", str(out)], Path(work), out)
-        self._record((repo_id, sha), status, reason, time.monotonic() - started, text)
+        if status != STOPPED:  # cut short by a stop: no outcome, so the next start queues it again
+            self._record((repo_id, sha), status, reason, time.monotonic() - started, text)
 
     def _run(self, args: list[str], cwd: Path, out: Path) -> tuple[str, str | None, str | None]:
         """``zoo eval`` in a subprocess: ('ok', None, eval.json text) or ('failed', reason, None)."""
@@ -189,7 +195,7 @@ class Reevaluator:
             cmd += ["--episodes", str(self.episodes)]
         with self._cond:
             if self._stopping:
-                return "failed", "the server stopped before the evaluation ran", None
+                return STOPPED, None, None
             self._proc = subprocess.Popen(cmd, cwd=cwd, env=_child_env(), stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                           start_new_session=True)  # fmt: skip
@@ -205,7 +211,7 @@ class Reevaluator:
                 self._proc = None
         if proc.returncode != 0 or not out.is_file():
             if self._stopping:
-                return "failed", "the server stopped during the evaluation", None
+                return STOPPED, None, None
             stderr = stderr.replace(f"{cwd / 'repo'}/", "").replace(
                 str(cwd / "repo"), "the repo"
             )  # no temp paths

@@ -41,6 +41,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import signal
 import socket
 import sqlite3
 import sys
@@ -65,6 +66,10 @@ if TYPE_CHECKING:
 _PUBLIC_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d{1,5})?")
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signal.SIGTERM)
+
+
 def check_public_url(url: str) -> str:
     """``--public-url``: the scheme, host and port clients reach the server at (a TLS proxy's), with no
     path: the routes are served from the root. The server builds the URLs it hands out (LFS uploads, repo
@@ -80,7 +85,8 @@ class HubServer:
     """The Hub protocol over ``root``; ``start()`` serves from a daemon thread, ``serve_forever()`` blocks.
 
     ``serve_forever`` in the main thread lets uvicorn handle SIGINT and SIGTERM: requests in flight get
-    ``limits.shutdown_grace`` seconds, then the signal goes on as usual (KeyboardInterrupt for Ctrl-C).
+    ``limits.shutdown_grace`` seconds, then the signal goes on (KeyboardInterrupt for Ctrl-C,
+    ``SystemExit(143)`` for SIGTERM, once the re-evaluation worker has stopped).
     """
 
     def __init__(
@@ -148,7 +154,12 @@ class HubServer:
         return self
 
     def serve_forever(self) -> None:
+        """Serve until SIGINT or SIGTERM. uvicorn re-raises the signal once requests in flight are done;
+        SIGTERM is then turned into ``SystemExit(143)`` (the exit status of a SIGTERM'd process), so that
+        the re-evaluation worker still stops and kills an evaluation in flight before the process ends."""
         server, sock = self._uvicorn()
+        in_main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _exit_on_sigterm) if in_main else None
         if self.reevaluator is not None:
             self.reevaluator.start()
         try:
@@ -157,6 +168,8 @@ class HubServer:
             self._server = self._socket = None
             if self.reevaluator is not None:
                 self.reevaluator.stop()
+            if in_main:
+                signal.signal(signal.SIGTERM, previous)
 
     def stop(self) -> None:
         """Stop serving: no new connections, requests in flight get ``limits.shutdown_grace`` seconds."""
