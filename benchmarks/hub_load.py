@@ -166,9 +166,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def hub_variant(url: str, workload: Workload, repos: int, max_seconds: float) -> Tally:
+def hub_variant(url: str, workload: Workload, repos: int, max_seconds: float, hf_home: Path) -> Tally:
     os.environ.update(HF_ENDPOINT=url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-                      HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HOME=tempfile.mkdtemp(prefix="zoo-hub-load-hf-"))  # fmt: skip
+                      HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HOME=str(hf_home))  # fmt: skip
     from huggingface_hub import HfApi, hf_hub_url
     from huggingface_hub.utils import get_session
 
@@ -278,7 +278,7 @@ def main() -> None:
         proc, url = start_server(folder / "root")
         try:
             server_before, clients_before = cpu_seconds(proc.pid), time.process_time()
-            hub = hub_variant(url, workload, args.repos, args.max_seconds)
+            hub = hub_variant(url, workload, args.repos, args.max_seconds, folder / "hf-home")
             server_cpu, clients_cpu = (
                 cpu_seconds(proc.pid) - server_before,
                 time.process_time() - clients_before,

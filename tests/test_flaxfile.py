@@ -64,7 +64,9 @@ def read(tmp_path: Path, data: bytes, name: str = "model.cleanrl_model"):
     path.write_bytes(data)
     start = time.perf_counter()
     info = read_flax_file(path)
-    assert time.perf_counter() - start < 0.5, f"reading took {time.perf_counter() - start:.2f} s"
+    # a guard against a crafted file that stalls the reader (seconds become minutes), not a speed target:
+    # reading takes milliseconds, and 0.5 s flaked at 0.76 s on a loaded CI machine
+    assert time.perf_counter() - start < 5.0, f"reading took {time.perf_counter() - start:.2f} s"
     return info
 
 
