@@ -317,27 +317,18 @@ def test_an_evaluation_past_its_timeout_is_stopped_and_recorded(zoo_hub, tmp_pat
 def test_zoo_hub_serve_reevaluate_end_to_end_and_the_outcome_outlives_the_server(zoo_hub, tmp_path):
     """The real ``zoo hub serve --reevaluate`` in a subprocess: a push is evaluated, Ctrl-C stops it
     (SIGINT) cleanly, and a server started later on the same ROOT shows the row as server-verified."""
-    import re
     import signal
     from types import SimpleNamespace
 
     _, stage = zoo_hub
     root, log = tmp_path / "root", tmp_path / "serve.log"
-    cmd = [sys.executable, "-m", "zoo", "hub", "serve", "--root", str(root), "--port", "0", "--reevaluate",
-           "--reevaluate-timeout", "60"]  # fmt: skip
-    with log.open("w") as stderr:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
+    proc, url = _serve_reevaluating(root, log)
     try:
-        deadline = time.monotonic() + 30
-        while not (found := re.search(r"at (http://127\.0\.0\.1:\d+)", log.read_text())):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
         assert (
             f"re-evaluating new pushes with zoo eval (timeout 60 s); outcomes in {root / 'evaluations.sqlite'}"
             in (log.read_text())
         )
-        time.sleep(0.5)  # the line is printed just before uvicorn answers
-        served = SimpleNamespace(url=found.group(1))
+        served = SimpleNamespace(url=url)
         sha = _upload(
             served, _copy_stage(stage, tmp_path / "with-eval", keep_eval=True), "demo/dqn", tmp_path / "h"
         )
@@ -352,7 +343,7 @@ def test_zoo_hub_serve_reevaluate_end_to_end_and_the_outcome_outlives_the_server
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-    _sigterm_kills_the_evaluation_in_flight(cmd, stage, tmp_path)
+    _sigterm_kills_the_evaluation_in_flight(stage, tmp_path)
     with HubServer(root) as later:  # not started, no --reevaluate: the page data is read from ROOT alone
         row = _rows(later)["demo/dqn"]
     assert row.verified and row.eval_source == "server re-evaluation" and row.sha == sha
@@ -371,25 +362,36 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _sigterm_kills_the_evaluation_in_flight(cmd: list[str], stage: Path, tmp_path: Path) -> None:
+def _serve_reevaluating(root: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    """The real ``zoo hub serve --reevaluate`` in a subprocess, its stderr in ``log``; once it answers,
+    the process and its URL."""
+    import re
+
+    cmd = [sys.executable, "-m", "zoo", "hub", "serve", "--root", str(root), "--port", "0", "--reevaluate",
+           "--reevaluate-timeout", "60"]  # fmt: skip
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
+    deadline = time.monotonic() + 30
+    while not (found := re.search(r"at (http://127\.0\.0\.1:\d+)", log.read_text())):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(log.read_text())
+        time.sleep(0.05)
+    time.sleep(0.5)  # the line is printed just before uvicorn answers
+    return proc, found.group(1)
+
+
+def _sigterm_kills_the_evaluation_in_flight(stage: Path, tmp_path: Path) -> None:
     """SIGTERM (a service manager's stop) while a push is being evaluated: the server exits 143, as a
     SIGTERM'd process does, without a traceback, and its ``zoo eval`` child does not outlive it; the
     next server with --reevaluate evaluates the commit that was cut short."""
-    import re
     import signal
     from types import SimpleNamespace
 
     root, log = tmp_path / "root-term", tmp_path / "serve-term.log"
-    cmd = [*cmd[: cmd.index("--root") + 1], str(root), *cmd[cmd.index("--root") + 2 :]]
-    with log.open("w") as stderr:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
+    proc, url = _serve_reevaluating(root, log)
     try:
-        deadline = time.monotonic() + 30
-        while not (found := re.search(r"at (http://127\.0\.0\.1:\d+)", log.read_text())):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        time.sleep(0.5)
-        _upload(SimpleNamespace(url=found.group(1)), _copy_stage(stage, tmp_path / "term", keep_eval=True),
+        _upload(SimpleNamespace(url=url), _copy_stage(stage, tmp_path / "term", keep_eval=True),
                 "demo/term", tmp_path / "h-term")  # fmt: skip
         deadline = time.monotonic() + 30
         while not (children := _children(proc.pid)):

@@ -25,7 +25,7 @@ import time
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, unquote
+from urllib.parse import quote, unquote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -34,7 +34,15 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from zoo.hub.http_limits import HttpError, body_blocks, body_lines, check_head, parse_json_object, read_body
+from zoo.hub.http_limits import (
+    HttpError,
+    body_blocks,
+    body_lines,
+    check_head,
+    parse_json_object,
+    read_body,
+    read_form,
+)
 from zoo.hub.protocol import (
     ANONYMOUS,
     INVALID_CREDENTIALS,
@@ -201,13 +209,10 @@ class Call:
         return await run_in_threadpool(parse_json_object, data)
 
     async def form(self) -> dict[str, list[str]]:
-        """An ``application/x-www-form-urlencoded`` body (paths-info, the login form), within the limits."""
-        limits = self.hub.limits
-        data = await read_body(self.request, limits.json_body, limits.body_idle_timeout)
-        try:
-            return parse_qs(data.decode("utf-8"), keep_blank_values=True, max_num_fields=10_000)
-        except (UnicodeDecodeError, ValueError):
-            raise HttpError(400, "the form body is not valid UTF-8 form data") from None
+        """An ``application/x-www-form-urlencoded`` body (paths-info), within the limits."""
+        return await read_form(
+            self.request, self.hub.limits.json_body, self.hub.limits.body_idle_timeout, 10_000
+        )
 
     def readable(self, repo_id: str) -> RepoMeta:
         """The repo's metadata, if the caller may read it; a private repo is 'not found' to others."""

@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -116,6 +117,18 @@ async def body_blocks(request: Request, limit: int, idle_timeout: float) -> Asyn
 async def read_body(request: Request, limit: int, idle_timeout: float) -> bytes:
     """The whole body, within the bounds of :func:`body_blocks`."""
     return b"".join([block async for block in body_blocks(request, limit, idle_timeout)])
+
+
+async def read_form(
+    request: Request, limit: int, idle_timeout: float, max_fields: int
+) -> dict[str, list[str]]:
+    """An ``application/x-www-form-urlencoded`` body (paths-info, the login form), within the bounds of
+    :func:`body_blocks` and at most ``max_fields`` fields; 400 for anything that is not form text."""
+    data = await read_body(request, limit, idle_timeout)
+    try:
+        return parse_qs(data.decode("utf-8"), keep_blank_values=True, max_num_fields=max_fields)
+    except (UnicodeDecodeError, ValueError):
+        raise HttpError(400, "the form body is not valid UTF-8 form data") from None
 
 
 async def body_lines(request: Request, limits: Limits) -> AsyncIterator[bytes]:

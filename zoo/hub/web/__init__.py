@@ -14,14 +14,11 @@ from typing import TYPE_CHECKING
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from zoo.hub.app import RawPathRoute
+from zoo.hub.app import RESERVED_NAMESPACES, RawPathRoute
 from zoo.hub.web.pages import WebPages
 
 if TYPE_CHECKING:
     from zoo.hub.server import HubServer
-
-#: The API's own first path segments: never a page's namespace, whatever routes the API grows.
-API_PREFIXES = frozenset({"api", "datasets", "spaces", "kernels", "buckets", "models"})
 
 
 class PageRoute(RawPathRoute):
@@ -33,7 +30,7 @@ class PageRoute(RawPathRoute):
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         match, child = super().matches(scope)
-        if match is not Match.NONE and child["path_params"].get("ns") in API_PREFIXES:
+        if match is not Match.NONE and child["path_params"].get("ns") in RESERVED_NAMESPACES:
             return Match.NONE, {}
         if match is not Match.NONE and "rest" in child["path_params"]:
             raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")

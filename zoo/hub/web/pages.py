@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import jinja2
 from starlette.concurrency import run_in_threadpool
@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 
 from zoo.hub import scores
 from zoo.hub.app import Call, caller_of
-from zoo.hub.http_limits import HttpError, check_head, read_body
+from zoo.hub.http_limits import HttpError, check_head, read_form
 from zoo.hub.protocol import ANONYMOUS, TokenInfo
 from zoo.hub.sessions import SESSION_COOKIE, SESSION_TTL
 from zoo.hub.storage import (
@@ -449,11 +449,7 @@ def _same_origin(request: Request, public_url: str | None) -> None:
 async def _form(request: Request, hub: HubServer) -> dict[str, str]:
     """A small url-encoded form body (the login form's), read within a fixed bound."""
     try:
-        body = await read_body(request, 16 << 10, hub.limits.body_idle_timeout)
+        fields = await read_form(request, 16 << 10, hub.limits.body_idle_timeout, max_fields=8)
     except ClientDisconnect:
         raise HttpError(400, "request body ended early") from None
-    try:
-        fields = parse_qs(body.decode("utf-8"), max_num_fields=8)
-    except (UnicodeDecodeError, ValueError):
-        raise HttpError(400, "the form is not url-encoded text") from None
     return {key: values[0] for key, values in fields.items()}
