@@ -19,6 +19,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -27,28 +28,108 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from zoo.errors import FileChanged, ZooError
+from zoo.errors import FileChanged, WriteError, ZooError
 
 _LOCK = ".lock"
 #: A work folder without its lock file is stale after this long (the lock is taken right after mkdtemp).
 _UNLOCKED_GRACE_S = 60.0
 
 
-@contextlib.contextmanager
-def _replacing(path: Path, binary: bool = False) -> Iterator[IO]:
-    """A temp file beside ``path`` for the block to write; fsynced and renamed over ``path`` when the block
-    ends, removed if it raises (``path`` is then as it was)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc/self/status``; setting
+    it to read it back would race with other threads creating files)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def plain_mode(folder: bool = False) -> int:
+    """The mode ``open`` (or ``mkdir``) would give a new file (folder): 0o666 (0o777) less the umask. Temp
+    files and folders start at 0o600/0o700, so what zoo renames into place gets this mode first."""
+    return (0o777 if folder else 0o666) & ~umask()
+
+
+#: Device files and pipes an output is written *through* (``--out /dev/null``, ``/dev/stdout``, a shell's
+#: ``>(jq .)``): renaming a temp file over them would replace the device node with a regular file.
+_STREAMS = (stat.S_ISCHR, stat.S_ISFIFO)
+#: Names of an open file descriptor: always written through, also when the descriptor is a regular file
+#: (``zoo eval --out /dev/stdout > eval.json``: replacing the file would leave the shell's descriptor on the
+#: old one).
+_DESCRIPTOR = re.compile(r"/dev/(stdout|stderr|fd/\d+)|/proc/(self|\d+)/fd/\d+")
+
+
+def _destination(path: Path) -> tuple[Path, bool]:
+    """Where a write of ``path`` goes, and whether it streams into it rather than replacing it.
+
+    A symlink is followed (the link stays, its target is replaced); a character device or a pipe, or a
+    link to one, is written through; a regular file or a new name is replaced atomically. Anything else
+    (a folder, a socket, a block device) is refused with one line, before any work.
+    """
     try:
-        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return (path.resolve() if path.is_symlink() else path), False  # new, or a link to a name still free
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if _DESCRIPTOR.fullmatch(os.path.abspath(path)):
+        return path, True
+    if stat.S_ISREG(mode):
+        return (path.resolve() if path.is_symlink() else path), False
+    if any(kind(mode) for kind in _STREAMS):
+        return path, True
+    kind = "folder" if stat.S_ISDIR(mode) else "socket" if stat.S_ISSOCK(mode) else "block device"
+    raise WriteError(f"cannot write {path}: it is a {kind}, not a file", hint="give a file name")
+
+
+@contextlib.contextmanager
+def _replacing(path: Path, binary: bool = False, mode: int | None = None) -> Iterator[IO]:
+    """A file object for the block to write ``path`` with.
+
+    Normally a temp file beside ``path``, fsynced, given ``mode`` or the mode a plain write would give (an
+    existing file's own, else the umask's) and renamed over ``path`` when the block ends; removed if it raises
+    (``path`` is then as it was). A device or a pipe (:func:`_destination`) is written through instead.
+    An ``OSError`` (a full disk, a read-only mount) becomes a one-line :class:`WriteError` naming the file.
+    """
+    target, stream = _destination(path)
+    try:
+        if stream:
+            with open(target, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
+                yield fh
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if mode is None:
+            try:
+                mode = stat.S_IMODE(os.stat(target).st_mode)
+            except FileNotFoundError:
+                mode = plain_mode()
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as fh:
+                yield fh
+                fh.flush()
+                os.fchmod(fh.fileno(), mode)
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise WriteError.of(exc, path) from None
+
+
+def renamed_into(path: Path, what: str) -> Path:
+    """The regular file that a result built elsewhere (an export and its sidecar) is renamed onto for
+    ``path``: ``path`` itself, or a symlink's target. A device, a pipe, a folder or a socket is refused with
+    one line, since a rename would replace it with a file."""
+    target, stream = _destination(Path(path))
+    if stream:
+        raise WriteError(f"cannot write {what} {path}: it is a device or a pipe, and this output is a file",
+                         hint="give a file name")  # fmt: skip
+    return target
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
@@ -82,15 +163,12 @@ def copy_file_atomic(src: str | os.PathLike, dst: str | os.PathLike, sha256: str
 
     dst = Path(dst)
     digest = hashlib.sha256()
-    with _replacing(dst, binary=True) as out, open(src, "rb") as inp:
+    with open(src, "rb") as inp, _replacing(dst, binary=True, mode=stat.S_IMODE(os.fstat(inp.fileno()).st_mode)) as out:
         for chunk in iter(lambda: inp.read(1 << 20), b""):
             digest.update(chunk)
             out.write(chunk)
         if sha256 is not None and digest.hexdigest() != sha256:
             raise FileChanged(f"{src} changed while it was copied")
-        os.chmod(
-            out.fileno(), stat.S_IMODE(os.stat(src).st_mode)
-        )  # the source's permission bits, as copymode
     return dst
 
 
@@ -114,14 +192,23 @@ def append_line(path: str | os.PathLike, line: str) -> None:
 def check_writable(path: Path, what: str, *, folder: bool = False) -> None:
     """Raise a one-line :class:`ZooError` unless ``path`` (a file, or a ``folder``) could be written.
 
-    The nearest existing ancestor must be a folder we may write in; when the parent exists, a probe
-    file is created and removed there, which also catches read-only mounts and pseudo filesystems.
-    Nothing is left behind.
+    A file is judged as the writers above will treat it (:func:`_destination`): a device or a pipe must be
+    writable, a folder or a socket is refused. Otherwise the nearest existing ancestor must be a folder we
+    may write in; when the parent exists, a probe file is created and removed there, which also catches
+    read-only mounts and pseudo filesystems. Nothing is left behind.
     """
     path = Path(path)
-    if path.exists() and path.is_dir() != folder:
-        kind = "file" if folder else "folder"
-        raise ZooError(f"{what} {path} is a {kind}", hint=f"give a {'folder' if folder else 'file'} name")
+    if folder and path.exists() and not path.is_dir():
+        raise ZooError(f"{what} {path} is a file", hint="give a folder name")
+    if not folder:
+        if path.is_dir():
+            raise ZooError(f"{what} {path} is a folder", hint="give a file name")
+        target, stream = _destination(path)
+        if stream:
+            if not os.access(target, os.W_OK):
+                raise WriteError(f"cannot write {what} {path}: permission denied")
+            return
+        path = target
     ancestor = path.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
@@ -136,7 +223,7 @@ def check_writable(path: Path, what: str, *, folder: bool = False) -> None:
         elif not os.access(ancestor, os.W_OK | os.X_OK):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
     except OSError as exc:
-        raise ZooError(
+        raise WriteError(
             f"cannot write {what} {path}: {exc.strerror or exc}", hint=f"choose another {what}"
         ) from None
 

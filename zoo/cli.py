@@ -17,7 +17,7 @@ from zoo import __version__
 from zoo import cli_options as opt
 from zoo.cli_console import err, escape, out, print_json, row_names, table_of
 from zoo.doctor.config import Guardrail
-from zoo.errors import EXIT_PROBLEM, UsageError, ZooError
+from zoo.errors import EXIT_PROBLEM, UsageError, WriteError, ZooError
 
 _QUICK_EXIT = False  # set by a command whose process has nothing left to do but tear down imports
 _IN_MAIN = False  # the console script is running (tests call ``cli`` itself): zoo owns the process
@@ -43,11 +43,20 @@ class ZooGroup(click.Group):
         except KeyboardInterrupt:
             err().print("interrupted: nothing was written")
             sys.exit(130)
-        except Exception as exc:  # a bug in zoo: one line by default, the traceback on request
-            if os.environ.get("ZOO_DEBUG"):
-                raise
-            _fail(ZooError(f"internal error: {type(exc).__name__}: {exc}",
-                           hint="please report it; rerun with ZOO_DEBUG=1 for the traceback"))  # fmt: skip
+        except OSError as exc:
+            if exc.errno not in WriteError.DISK_ERRNOS or os.environ.get("ZOO_DEBUG"):
+                _internal(exc)
+            _fail(WriteError.of(exc))  # the disk is the cause, wherever zoo was writing
+        except Exception as exc:
+            _internal(exc)
+
+
+def _internal(exc: Exception) -> None:
+    """A bug in zoo: one line by default, the traceback on request (``ZOO_DEBUG=1``)."""
+    if os.environ.get("ZOO_DEBUG"):
+        raise exc
+    _fail(ZooError(f"internal error: {type(exc).__name__}: {exc}",
+                   hint="please report it; rerun with ZOO_DEBUG=1 for the traceback"))  # fmt: skip
 
 
 def _registry(ctx: click.Context):
@@ -277,7 +286,7 @@ def leaderboard_cmd(ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, 
         err().print(f"[yellow]not ranked:[/] {escape(path)}: {escape(message)}", markup=True)
     if not board.rows:
         raise ZooError(f"nothing to rank: none of the {_count(board.runs_found, 'run')} found has a usable eval.json",
-                       hint="run zoo eval on them, or zoo leaderboard --eval")  # fmt: skip
+                       hint="the lines above say why, run by run")  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- report

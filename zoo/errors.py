@@ -14,12 +14,15 @@ class                     exit  meaning
 :class:`FileChanged`      1     a file changed while zoo read it (a trainer saving over it)
 :class:`UnsupportedError` 1     zoo cannot do this yet, or a needed optional extra is missing
 :class:`NetworkError`     1     the hub could not be reached, or refused the request
+:class:`WriteError`       1     an output could not be written: a full disk, a read-only mount, no access
 :class:`UsageError`       2     flags that contradict each other or name nothing
 :class:`RefusedError`     3     a guardrail said no: an untrusted pickle, no consent to the network
 ========================  ====  =================================================================
 """
 
 from __future__ import annotations
+
+import errno
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 
@@ -63,6 +66,28 @@ class NetworkError(ZooError):
     """The hub could not be reached, or answered with an error."""
 
     default_hint = "check the network, HF_ENDPOINT, or that the hub is running"
+
+
+class WriteError(ZooError):
+    """An output could not be written. The disk, the mount or the permissions are the cause, and the
+    message names the file and says which, so that a full disk never reads as a bug in zoo."""
+
+    default_hint = "choose another output path"
+
+    #: errno values that always mean the disk or the mount, wherever they are raised
+    DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+    @classmethod
+    def of(cls, exc: OSError, path: object = None) -> WriteError:
+        """The one line for ``exc``, raised while writing ``path`` (or the file the error names)."""
+        path = path if path is not None else exc.filename
+        what = f"cannot write {path}" if path is not None else "a write failed"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return cls(f"{what}: no space left on {'its' if path is not None else 'the'} disk",
+                       hint="free some space, or write elsewhere")  # fmt: skip
+        if exc.errno == errno.EROFS:
+            return cls(f"{what}: the file system is mounted read-only")
+        return cls(f"{what}: {exc.strerror or exc}")
 
 
 class UsageError(ZooError):

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoo.artifacts.digest import sha256_file
-from zoo.atomic import check_writable, private_workdir
-from zoo.errors import UsageError, ZooError
+from zoo.atomic import check_writable, private_workdir, renamed_into
+from zoo.errors import UsageError, WriteError, ZooError
 from zoo.exporter.parity import DEFAULT_TOLERANCE, Parity, check_parity, sample_batch
 from zoo.exporter.runtime import open_runner, sidecar_path
 from zoo.exporter.sidecar import TORCHSCRIPT_METADATA, build_sidecar, recurrent_facts
@@ -210,9 +210,11 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
     recurrent = recurrent_facts(spec, inputs, outputs)  # what a runner needs to carry the state, too
     created = [d for d in (out.parent, *out.parent.parents) if not d.exists()]
     check_writable(out, "--out")
+    dest = renamed_into(out, "--out")  # a link's target: the link stays
+    sidecar = renamed_into(sidecar_path(out), "--out's sidecar")  # beside the name the user gave
     done = False
     try:
-        with private_workdir(out.parent, f".{out.name}.") as workdir:
+        with private_workdir(dest.parent, f".{dest.name}.") as workdir:
             tmp = workdir / out.name
             name, parity, passed_over = _first_passing(
                 policy, spec, fmt, candidates, tmp, opset, tol, recurrent, skipped
@@ -233,13 +235,11 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
             meta["file_sha256"] = sha256_file(tmp)
             side_tmp = workdir / "sidecar.json"
             side_tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-            os.replace(tmp, out)
-            os.replace(side_tmp, sidecar_path(out))
+            os.replace(tmp, dest)
+            os.replace(side_tmp, sidecar)
             done = True
     except OSError as exc:
-        raise ZooError(
-            f"cannot write into {out.parent}: {exc.strerror}", hint="choose another --out"
-        ) from None
+        raise WriteError.of(exc, out) from None
     finally:
         for folder in [] if done else created:  # leave no trace of a failed export, folders included
             with contextlib.suppress(OSError):

@@ -78,17 +78,8 @@ def write_report(board: Leaderboard, runs: list[Run], out: Path) -> ReportResult
         summary = {"zoo_report": 1, "page": PAGE, "images": images, "leaderboard": board.to_json(),
                    "problems": [{"path": p, "message": m} for p, m in problems]}  # fmt: skip
         (new / MARKER).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        _readable(new)
         _swap_in(new, out, work)
     return ReportResult(out, out / PAGE, images, board, problems)
-
-
-def _readable(folder: Path) -> None:
-    """The files as a plain write would make them (the atomic PNG writes start from mkstemp's 0600)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    for path in folder.iterdir():
-        os.chmod(path, 0o666 & ~umask)
 
 
 def _check_out(out: Path) -> None:
