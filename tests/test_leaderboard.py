@@ -262,7 +262,7 @@ def test_problems_are_lines_not_crashes(tmp_path, tree):
     board = zoo_api.leaderboard(root)
     problems = dict(board.problems)
     assert problems[str(root / "CartPole-v1__dqn__2__1700000000")] == (
-        "no eval.json: run zoo eval, or zoo leaderboard --eval"
+        f"no eval.json: run zoo eval {root / 'CartPole-v1__dqn__2__1700000000'}, or zoo leaderboard --eval"
     )
     assert problems[str(corrupt / "eval.json")].startswith("invalid eval.json: not JSON")
     assert problems[str(invalid / "eval.json")] == (
@@ -284,11 +284,22 @@ def test_problems_are_lines_not_crashes(tmp_path, tree):
 def test_nothing_to_rank_exits_1_with_one_error(dqn_run):
     result = zoo("leaderboard", dqn_run.parent)
     assert result.exit_code == 1
-    assert "no eval.json: run zoo eval, or zoo leaderboard --eval" in result.stderr
+    assert f"no eval.json: run zoo eval {dqn_run}, or zoo leaderboard --eval" in " ".join(result.stderr.split())
     assert "error: nothing to rank: none of the 1 run found has a usable eval.json" in result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
     result = zoo("leaderboard", dqn_run.parent, "--json")
     assert result.exit_code == 1 and result.json()["rows"] == [] and len(result.json()["problems"]) == 1
+
+
+def test_a_run_whose_model_cannot_be_evaluated_says_why_not_to_run_zoo_eval(dqn_run):
+    """Telling the user to run zoo eval on a cut-short model only leads to the same error: the line names it."""
+    model = dqn_run / "dqn.cleanrl_model"
+    model.write_bytes(model.read_bytes()[:3000])
+    result = zoo("leaderboard", dqn_run.parent)
+    line = " ".join(result.stderr.split())
+    assert result.exit_code == 1 and "Traceback" not in line
+    assert f"not ranked: {dqn_run}: no eval.json, and its model cannot be evaluated: truncated" in line, line
+    assert "run zoo eval" not in line.split("error:")[0]
 
 
 def test_an_empty_tree_is_one_error_line(tmp_path):

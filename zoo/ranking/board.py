@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from zoo.ranking import stats
-from zoo.ranking.records import NO_EVAL, InvalidEval, SeedRecord, discover, eval_path, read_record, run_key
+from zoo.ranking.records import InvalidEval, SeedRecord, discover, eval_path, read_record, run_key
 
 if TYPE_CHECKING:
     from zoo.artifacts.runs import RunFilter
@@ -185,7 +185,9 @@ def build_leaderboard(paths: Iterable[Path], registry: Registry, run_filter: Run
 
 
 def _missing(run, registry: Registry, failed: Mapping[str, str]) -> str:
-    """The problem line of a run without an eval.json."""
+    """The problem line of a run without an eval.json: why, and a command that mends it. A run whose model
+    cannot be evaluated says what ``zoo check`` would (telling its user to run ``zoo eval`` would only lead
+    to the same error)."""
     if run_key(run) in failed:
         return f"zoo eval failed: {failed[run_key(run)]}"
     if run.exp_name is None:
@@ -193,7 +195,13 @@ def _missing(run, registry: Registry, failed: Mapping[str, str]) -> str:
     if run.exp_name not in registry.entries:
         return (f"unknown experiment {run.exp_name!r} and no eval.json: add it to a registry (--registry FILE; "
                 "zoo registry list shows the known ones)")  # fmt: skip
-    return NO_EVAL
+    from zoo.frameworks import get_adapter
+
+    verdict = get_adapter(run.framework).inspect_run(run, registry)
+    if verdict.status == "error":
+        return f"no eval.json, and its model cannot be evaluated: {verdict.reason}" + (
+            f" ({verdict.hint})" if verdict.hint else "")
+    return f"no eval.json: run zoo eval {run.path}, or zoo leaderboard --eval"
 
 
 def _newest_per_seed(records: list[SeedRecord]) -> tuple[list[SeedRecord], list[tuple[str, str]]]:

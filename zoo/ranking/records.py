@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from zoo.registry import Registry
 
 #: What a run without an eval.json is told (the message the docs and the tests quote).
-NO_EVAL = "no eval.json: run zoo eval, or zoo leaderboard --eval"
 
 
 @dataclass(frozen=True)
