@@ -56,6 +56,22 @@ def test_card_header_is_what_the_hub_leaderboard_reads(run_copy):
         assert needed in body, needed
 
 
+def test_card_reproduce_command_passes_only_flags_upstream_cleanrl_takes(run_copy):
+    """The bundled runs were trained by zoo's examples/train_examples.py, which logs two fields of its own:
+    upstream's dqn.py would stop at its parser on them, so the command leaves them out and the card says so."""
+    from zoo.frameworks.cleanrl.scripts import SCRIPT_ARGS
+
+    assert _push(run_copy, "--repo-id", "me/dqn-cartpole", "--episodes", "2").exit_code == 0
+    body = (run_copy.parent.parent / "stage" / "README.md").read_text()
+    command = body.split("python cleanrl/dqn.py", 1)[1].split("```", 1)[0]
+    flags = {word[2:].replace("-", "_") for word in command.split() if word.startswith("--")}
+    assert flags and flags <= SCRIPT_ARGS["dqn"] and "learning_rate" in flags
+    assert "--eval-frequency" not in body
+    assert "The run also logged `eval_frequency` and `eval_episodes`, which CleanRL's `dqn.py` does not take" in (
+        " ".join(body.split())
+    )
+
+
 def test_card_shows_the_learning_curve_and_the_eval_histogram(run_copy):
     from PIL import Image
 

@@ -256,20 +256,29 @@ class CleanRLAdapter(Adapter):
             w=layout.get("weights_key"), a=layout.get("args_key"), parts=", ".join(layout["parts"])
         )
         table = text_summary(run.events_file) if run.events_file else None
-        return {"layout": layout["kind"], "layout_text": text, "train_command": train_command(entry, table)}
+        command, not_upstream = train_command(entry, table)
+        return {"layout": layout["kind"], "layout_text": text, "train_command": command, "not_upstream": not_upstream}
 
 
-def train_command(entry: Entry, hyperparameters: str | None) -> str | None:
-    """The exact training command, from the ``|param|value|`` table CleanRL logs (``vars(args)``)."""
+def train_command(entry: Entry, hyperparameters: str | None) -> tuple[str | None, list[str]]:
+    """The training command, from the ``|param|value|`` table CleanRL logs (``vars(args)``), with only the
+    flags upstream's script takes (:mod:`~zoo.frameworks.cleanrl.scripts`), and the logged fields it left out
+    (a modified script's own: the command would stop at the parser with them)."""
+    from zoo.frameworks.cleanrl.scripts import SCRIPT_ARGS
+
     if not hyperparameters:
-        return None
+        return None, []
+    takes = SCRIPT_ARGS.get(entry.name)
     argv = [f"python cleanrl/{entry.name}.py"]
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in hyperparameters.splitlines()]
     rows = [cells for cells in rows if len(cells) == 2 and cells[0] not in ("param", "-", "exp_name")]
     computed = (*RUNTIME_ARGS, *(PPO_RUNTIME_ARGS if any(c[0] == "num_minibatches" for c in rows) else ()))
-    logged = set()
+    logged, unknown = set(), []
     for cells in rows:
         if cells[0] in computed or cells[1] == "None":
+            continue
+        if takes is not None and cells[0] not in takes:
+            unknown.append(cells[0])
             continue
         logged.add(cells[0])
         flag = "--" + cells[0].replace("_", "-")
@@ -278,10 +287,10 @@ def train_command(entry: Entry, hyperparameters: str | None) -> str | None:
         else:
             argv.append(f"{flag} {shlex.quote(cells[1])}")
     if len(argv) == 1:
-        return None
+        return None, unknown
     if "save_model" not in logged:  # the run holds a model, so it was trained with --save-model
         argv.append("--save-model")
-    return " \\\n    ".join(argv)
+    return " \\\n    ".join(argv), unknown
 
 
 def _fit_problem(checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str,
