@@ -71,3 +71,7 @@ def test_session_consent_variable_is_consent(no_network, tmp_path, monkeypatch):
     # consent given, so zoo tried the hub (and the guard stopped it): one clear line, exit 1
     assert result.exit_code == 1 and "cannot reach" in result.stderr
     assert no_network, "with consent, zoo should have tried to connect"
+    # and while the client retried, the user saw which host it waited for
+    first, *rest = result.stderr.splitlines()
+    assert first == ("downloading dqn.cleanrl_model of cleanrl/CartPole-v1-dqn-seed1 @ main from "
+                     "https://huggingface.co ...") and rest[0].startswith("error: cannot reach")  # fmt: skip

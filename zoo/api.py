@@ -327,7 +327,7 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
     replay (``capture_video``) that the run lacks is made in a temp folder and staged from there."""
     from zoo.artifacts.cache import cache_dir
     from zoo.errors import UsageError
-    from zoo.hub.consent import require_network
+    from zoo.hub.consent import endpoint, require_network
     from zoo.hub.push import check_publishable, latest_replay, prepare, upload
 
     target = resolve(run, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
@@ -371,6 +371,8 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
         return result
     require_network(f"push {len(staging.files)} files to {repo_id}", "--yes", consented=True)
     message = commit_message or f"zoo push: {target.entry.name} on {target.env_id}"
+    if notify:
+        notify(f"uploading {len(staging.files)} files to {repo_id} on {endpoint()} ...")
     result.upload = upload(staging, private=private, revision=revision, create_pr=create_pr, message=message)
     if "eval.json" in made:  # published: the run keeps the evaluation its card shows (a re-push is unchanged)
         from zoo.atomic import write_text_atomic
@@ -384,10 +386,11 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
 def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_entity: str | None = None,
           hf_repository: str | None = None, revision: str = "main", runs_dir: PathLike = "runs",
           allow_download: bool = False, registry: Registry | PathLike | None = None,
-          **settings: Any) -> tuple[EvalPlan, Source]:  # fmt: skip
+          notify: Callable[[str], None] | None = None, **settings: Any) -> tuple[EvalPlan, Source]:  # fmt: skip
     """``zoo enjoy`` without the rollout: the plan for a published model (a local run of ``runs_dir``
     first, then the Hugging Face cache, then, only with ``allow_download``, the hub) and where its model
-    comes from. ``evaluate(plan)`` runs it. ``settings`` are :func:`plan`'s (``episodes``, ``out``, ...)."""
+    comes from. ``evaluate(plan)`` runs it. ``settings`` are :func:`plan`'s (``episodes``, ``out``, ...);
+    ``notify`` hears which host is asked before a download starts."""
     from zoo.artifacts.runs import Run, RunFilter
     from zoo.checker import discover_runs
     from zoo.hub.fetch import hub_file, resolve_model
@@ -404,7 +407,7 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
             r for r in discover_runs([runs_dir], reg, RunFilter(exp_name, env_id, run_seed)) if r.model_file
         ]
         local = max(runs, key=lambda r: r.started_at or 0) if runs else None
-    source = resolve_model(where, local, allow_download)
+    source = resolve_model(where, local, allow_download, notify)
     run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
                             exp_name=entry.name, env_id=env_id, seed=run_seed)  # fmt: skip
     target = Target(run, entry, env_id, source.path)

@@ -524,8 +524,8 @@ def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revisio
                              allow_download=allow_download, registry=_registry(ctx), episodes=episodes,
                              num_envs=num_envs, device=device, deterministic=deterministic,
                              capture_video=capture_video, trust_wrappers=trust_wrappers,
-                             env_factory=env_factory, env_module=env_module,
-                             out=out_path or "default")  # fmt: skip
+                             env_factory=env_factory, env_module=env_module, out=out_path or "default",
+                             notify=None if quiet else lambda line: err().print(escape(line)))  # fmt: skip
     if not quiet:
         err().print(f"model: {source.describe()}")
     _evaluate(plan, quiet, as_json, seeds=f"run seed {run_seed}, eval seed {seed}")

@@ -8,6 +8,7 @@ file is loaded; a mismatch deletes the cached copy.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -235,9 +236,12 @@ def _snapshot_source(kind: str, target: HubFile, folder: Path) -> Source:
     return Source(kind, run.model_file, target.repo_id, target.revision, folder.name, run=run)
 
 
-def resolve_model(target: HubFile, local: Run | None, allow_download: bool) -> Source:
+def resolve_model(target: HubFile, local: Run | None, allow_download: bool,
+                  notify: Callable[[str], None] | None = None) -> Source:  # fmt: skip
     """Local run, then cache, then the network only with consent (HF_HUB_OFFLINE always wins). A repo that
-    holds a run (the adapter's ``run_files``) is fetched and cached as one snapshot folder."""
+    holds a run (the adapter's ``run_files``) is fetched and cached as one snapshot folder. ``notify`` hears,
+    before the first request, which host is asked for what: an unreachable hub can take the client's
+    retries (half a minute) to fail, and that wait must say what it waits for."""
     if local is not None:
         return Source("local-run", local.model_file, run=local)
     if target.run_files:
@@ -258,6 +262,8 @@ def resolve_model(target: HubFile, local: Run | None, allow_download: bool) -> S
                        "(remembered from an earlier download)", hint="pass --allow-download to ask the hub again")  # fmt: skip
     require_network(f"download {what} from {target.repo_id} at revision {target.revision}",
                     "--allow-download", allow_download)  # fmt: skip
+    if notify is not None:
+        notify(f"downloading {what} of {target.repo_id} @ {target.revision} from {endpoint()} ...")
     if not target.run_files:
         return download(target)
     folder = _run_snapshot(target, local_only=False)
