@@ -190,3 +190,43 @@ def rsl_rl_train_cfg(rnn_type: str | None) -> dict:
         "critic": {"class_name": "MLPModel", "hidden_dims": [32, 32], "activation": "elu",
                    "obs_normalization": True},
     }  # fmt: skip
+
+
+def finishes(work, seconds: float = 300.0):
+    """``work()``'s result, failing the test only if it has not returned within ``seconds``: a guard against
+    a hang (a crafted file that stalls a reader), never a speed target. CI machines are shared and slow, so
+    no test bounds wall time; speed lives in benchmarks/."""
+    import threading
+
+    done: list = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(work())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise AssertionError(f"still running after {seconds:g} s: a hang")
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+def holding_little(work, bound_mib: int = 64):
+    """``work()``'s result, asserting its peak of Python memory stayed under ``bound_mib``: proof that a bound
+    was checked before a file was read or inflated whole (reading would show here, on any machine)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = work()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < bound_mib << 20, f"held {peak >> 20} MiB"
+    return result

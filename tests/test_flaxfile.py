@@ -13,12 +13,12 @@ import random
 import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import msgpack
 import numpy as np
 import pytest
+from helpers import finishes, holding_little
 
 from zoo.artifacts import flaxfile
 from zoo.artifacts.flaxfile import (
@@ -62,12 +62,7 @@ def params_bytes() -> bytes:
 def read(tmp_path: Path, data: bytes, name: str = "model.cleanrl_model"):
     path = tmp_path / name
     path.write_bytes(data)
-    start = time.perf_counter()
-    info = read_flax_file(path)
-    # a guard against a crafted file that stalls the reader (seconds become minutes), not a speed target:
-    # reading takes milliseconds, and 0.5 s flaked at 0.76 s on a loaded CI machine
-    assert time.perf_counter() - start < 5.0, f"reading took {time.perf_counter() - start:.2f} s"
-    return info
+    return finishes(lambda: read_flax_file(path))  # a crafted file must not stall the reader
 
 
 def assert_refused(info, kind: str, *words: str) -> None:
@@ -267,11 +262,9 @@ def test_every_prefix_of_a_flax_file_is_truncated(flax_mods, cases):
     serialization = flax_mods[0]
     data = serialization.to_bytes(cases["c51"])
     cuts = {*range(1, 600), *range(600, len(data), len(data) // 700), *range(len(data) - 600, len(data))}
-    start = time.perf_counter()
     for cut in sorted(cuts):
-        info = read_flax_bytes(data[:cut], Path("cut"))
+        info = finishes(lambda cut=cut: read_flax_bytes(data[:cut], Path("cut")))
         assert info.kind == "truncated" and info.problem == "msgpack data is cut short", (cut, info.problem)
-    assert time.perf_counter() - start < 2.0
 
 
 def test_flipped_bytes_never_crash(flax_mods, cases):
@@ -330,14 +323,12 @@ def test_torch_file_is_not_flax(tmp_path):
 
 def test_random_bytes_never_crash():
     rng = random.Random(1)
-    start = time.perf_counter()
     for i in range(3000):
         data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 300)))
         if i % 2:  # half of them start as a flax file does, so msgpack gets to decode them
             data = bytes([rng.choice([0x81, 0x82, 0x8F, 0xDE, 0xDF, 0x93, 0xDC, 0xDD, 0xC7, 0xD8])]) + data
-        info = read_flax_bytes(data, Path("random"))
+        info = finishes(lambda data=data: read_flax_bytes(data, Path("random")))
         assert info.decoded or (info.problem and "\n" not in info.problem and info.content is None), info
-    assert time.perf_counter() - start < 5.0
 
 
 def test_trailing_bytes(tmp_path):
@@ -505,9 +496,7 @@ def test_file_size_bound(tmp_path):
     with path.open("wb") as fh:
         fh.write(params_bytes())
         fh.truncate(MAX_FLAX_BYTES + 1)  # sparse: nothing is written, nothing is read
-    start = time.perf_counter()
-    info = read_flax_file(path)
-    assert time.perf_counter() - start < 0.5
+    info = holding_little(lambda: read_flax_file(path))  # refused by its size, before a byte is read
     assert info.size == MAX_FLAX_BYTES + 1
     assert_refused(info, "flax-msgpack", "over zoo's 2 GiB bound for a flax file")
 
