@@ -153,8 +153,11 @@ class CleanRLAdapter(Adapter):
         run = report.run
         if run.name_problem and run.model_file is None:
             raise LayoutMismatch(
-                run.name_problem, "pass --exp-name and --env-id to zoo eval, or rename the run dir"
+                run.name_problem, "pass --exp-name and --env-id, or rename the run dir"
             )
+        if run.name_problem and registry.find(run.exp_name or "") is None:  # a lone file, named otherwise
+            raise LayoutMismatch(f"cannot tell the experiment: {run.name_problem}, and {run.exp_name!r} is not "
+                                 "a registry entry", "pass --exp-name (zoo registry list shows them)")  # fmt: skip
         entry = registry.get(run.exp_name or "")
         report.details["algorithm"] = entry.algorithm
         if run.model_file is None:
@@ -166,7 +169,7 @@ class CleanRLAdapter(Adapter):
             if run.other_model_files:
                 names = ", ".join(p.name for p in run.other_model_files)
                 raise LayoutMismatch(f"exp_name mismatch: run is {run.exp_name!r}, model file is {names}",
-                                     "rename the file, or pass --exp-name to zoo eval")  # fmt: skip
+                                     "rename the file, or pass --exp-name")  # fmt: skip
             raise BrokenFile("missing model: no .cleanrl_model in the run dir", "train with --save-model")
         checkpoint = self.read(run, entry)
         info = checkpoint.info
@@ -184,7 +187,7 @@ class CleanRLAdapter(Adapter):
             report.details["model_kwargs"] = checkpoint.kwargs
         if run.env_id is None:
             report.flag(WARNING, f"env id unknown ({run.name_problem or 'the file is not in a run dir'})",
-                        "pass --env-id to zoo eval")  # fmt: skip
+                        "pass --env-id")  # fmt: skip
             return
         spaces = self.env_spaces_or_warn(report, entry, run.env_id)
         problem = spaces and (

@@ -181,7 +181,7 @@ class RslRlAdapter(Adapter):
                             "or --env-factory module:function for your own env")  # fmt: skip
             else:
                 report.flag(WARNING, "env id unknown (the env config names no gymnasium id)",
-                            "pass --env-id to zoo eval")  # fmt: skip
+                            "pass --env-id")  # fmt: skip
             return
         spec = self.env_spec(entry, env_id)
         if isinstance(spec, TensorEnvSpec):

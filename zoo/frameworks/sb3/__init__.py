@@ -108,7 +108,7 @@ class SB3Adapter(Adapter):
         if entry is None:
             what = run.exp_name or f"policy class {archive.policy_class_name}"
             raise ZooError(f"no registry entry for {what}",
-                           f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name to zoo eval")  # fmt: skip
+                           f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name")  # fmt: skip
         inspect_model(self, report, archive, entry, self.env_id(run))
 
     def env_id(self, run: Run) -> str | None:

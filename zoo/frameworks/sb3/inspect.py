@@ -50,7 +50,7 @@ def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entr
 
     mismatch = algorithm_mismatch(archive, entry)
     if mismatch:
-        raise LayoutMismatch(mismatch.message, f"{mismatch.hint} to zoo eval")
+        raise mismatch
     if adapter.missing_extra(entry, env_id) == "sb3":
         report.flag(WARNING, "missing optional extra 'sb3' to evaluate it", SB3_HINT)
         return
@@ -67,7 +67,7 @@ def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entr
     _stats(report, archive, env_id, config)
     if env_id is None:
         report.flag(WARNING, "env id unknown (no rl_zoo3 folder, hub file name or args.yml)",
-                    "pass --env-id to zoo eval")  # fmt: skip
+                    "pass --env-id")  # fmt: skip
         return
     spec = eval_env_spec(config, env_id, None, frozenset()) if config else adapter.env_spec(entry, env_id)
     if config is not None:

@@ -174,7 +174,7 @@ class SkrlAdapter(Adapter):
         report.details["algorithm"] = entry.algorithm if entry else None
         if name is None:
             report.flag(WARNING, "algorithm unknown (not in the dir name nor params/agent.yaml)",
-                        "pass --exp-name (for example skrl_ppo) to zoo eval")  # fmt: skip
+                        "pass --exp-name (for example skrl_ppo)")  # fmt: skip
         elif entry is None:
             registry.get(name)  # the registry's "unknown experiment" error, with its suggestions
         arch = architecture(modules["policy"], config.policy, strict=False)
@@ -183,7 +183,7 @@ class SkrlAdapter(Adapter):
         env_id = self.env_id(run)
         if env_id is None:
             report.flag(WARNING, "env id unknown (not in the experiment names nor params/env.yaml)",
-                        "pass --env-id to zoo eval")  # fmt: skip
+                        "pass --env-id")  # fmt: skip
             return
         report.details["env_id"] = env_id
         spaces = entry and self.env_spaces_or_warn(report, entry, env_id)
