@@ -74,6 +74,9 @@ def test_a_lone_model_file_is_what_exp_name_and_env_id_say(tmp_path):
     evaluated = zoo("eval", model, "--exp-name", "dqn", "--env-id", "CartPole-v1", "-n", "1", "-q",
                     "--out", tmp_path / "eval.json")  # fmt: skip
     assert evaluated.exit_code == 0, evaluated.stderr
+    wrong = zoo("check", model, "--exp-name", "dqn", "--env-id", "Pendulum-v1", "--json")
+    assert wrong.exit_code == 1 and wrong.json()[0]["status"] == "error"
+    assert wrong.json()[0]["reason"] == "dqn acts on a Discrete action space; Pendulum-v1's is Box(1,)"
 
 
 def test_a_file_no_framework_recognises_asks_for_exp_name(tmp_path):

@@ -128,13 +128,20 @@ class EnvProbe:
         self.failure: ZooError | None = None
 
     def __call__(self, spec) -> tuple:
+        from zoo.envs import PresetMismatch
+
         if spec not in self.seen:
             try:
                 self.seen[spec] = _create_and_reset(spec)
+            except PresetMismatch as exc:  # made, but not what the preset wraps: the fit check says why
+                self.seen[spec] = {"observation_space": exc.spaces[0], "action_space": exc.spaces[1],
+                                   "max_episode_steps": None, "created": True, "refused": exc}  # fmt: skip
             except ZooError as exc:
                 self.failure = exc
                 raise
         found = self.seen[spec]
+        if "refused" in found:
+            raise found["refused"]
         return found["observation_space"], found["action_space"]
 
     def attempt(self, spec) -> None:

@@ -118,9 +118,9 @@ class SB3Adapter(Adapter):
         return qualified_env_id(run)
 
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
-        from zoo.envs import probe_spaces
+        from zoo.frameworks.kinds import SpaceKinds
         from zoo.frameworks.sb3.build import load
-        from zoo.frameworks.sb3.fit import SB3_HINT, space_problem
+        from zoo.frameworks.sb3.fit import SB3_HINT, fit_problem
         from zoo.frameworks.sb3.inspect import algorithm_mismatch
         from zoo.frameworks.sb3.normalize import load_stats
         from zoo.frameworks.sb3.policy import SB3Policy
@@ -141,10 +141,9 @@ class SB3Adapter(Adapter):
             else self.env_spec(entry, env_id)
         )
         rebuilt = load(archive, device=options.device, trust_pickle=options.trust_pickle)
-        obs_space, act_space = probe_spaces(spec)
-        problem = space_problem(rebuilt.observation_space, obs_space, "observation") or space_problem(
-            rebuilt.action_space, act_space, "action"
-        )
+        kinds = SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space)
+        obs_space, act_space = self.fitting_spaces(entry, env_id, kinds, spec)
+        problem = fit_problem(rebuilt, (obs_space, act_space))
         if problem:
             raise does_not_fit(env_id, problem)
         stats = statistics_file(model_file, env_id, config)

@@ -28,6 +28,7 @@ from zoo.frameworks.base import (
     SavedCheckpoint,
     does_not_fit,
 )
+from zoo.frameworks.kinds import SpaceKinds
 from zoo.frameworks.skrl import discover as _discover
 from zoo.frameworks.skrl.architecture import Architecture, architecture, shape_problems, unused_keys
 from zoo.frameworks.skrl.checkpoint import (
@@ -186,7 +187,7 @@ class SkrlAdapter(Adapter):
                         "pass --env-id")  # fmt: skip
             return
         report.details["env_id"] = env_id
-        spaces = entry and self.env_spaces_or_warn(report, entry, env_id)
+        spaces = entry and self.env_spaces_or_warn(report, entry, env_id, _space_kinds(config))
         if not spaces:
             return
         kind = config.policy.kind if config.policy.known else None
@@ -203,7 +204,6 @@ class SkrlAdapter(Adapter):
         """``options.model_config`` (``--model-config``, else ``params/agent.yaml`` of the experiment)
         supplies what the weights do not say: the policy class, activations, conv strides and padding,
         the recurrent core and the output expression."""
-        from zoo.envs import probe_spaces
         from zoo.frameworks.skrl.modules import build_network
         from zoo.frameworks.skrl.policy import SkrlPolicy
 
@@ -216,7 +216,8 @@ class SkrlAdapter(Adapter):
         policy_state = modules["policy"]
         arch = architecture(policy_state, config.policy)
         norm, _ = _observation_scaler(modules, arch, config)
-        spaces = _policy_spaces(probe_spaces(self.eval_env(entry, env_id, options, checkpoint.model_file)), arch,
+        spec = self.eval_env(entry, env_id, options, checkpoint.model_file)
+        spaces = _policy_spaces(self.fitting_spaces(entry, env_id, _space_kinds(config), spec), arch,
                                 config.policy.kind)  # fmt: skip
         problems = shape_problems(policy_state, arch, spaces, config.policy.kind, norm)
         if problems:
@@ -228,6 +229,16 @@ class SkrlAdapter(Adapter):
                                 tuple(spaces[0].shape))  # fmt: skip
         return SkrlPolicy(network, config.policy, policy_state.get("log_std_parameter"), *spaces,
                           options.device, options.seed)  # fmt: skip
+
+
+def _space_kinds(config: RunConfig) -> SpaceKinds:
+    """The actions the policy gives, as its config says (categorical: discrete, the other classes: a Box);
+    without a config, the shapes decide. Observations: a vector or a tensor env's groups, either way."""
+    spec = config.policy
+    if not spec.known:
+        return SpaceKinds()
+    said_by = f"a {spec.kind} policy, as {Path(spec.source).name} says"
+    return SpaceKinds("Discrete" if spec.kind == "categorical" else "Box", said_by=said_by)
 
 
 def _policy_spaces(spaces: tuple | None, arch: Architecture, kind: str) -> tuple:
