@@ -117,6 +117,9 @@ class Adapter(ABC):
     packages: ClassVar[tuple[str, ...]] = ()
     #: The zoo extra whose modules loading this framework's models needs (None: torch alone does).
     extra: ClassVar[str | None] = None
+    #: What a training run of this framework imports, ``{module: the pip requirement that provides it}``:
+    #: ``zoo doctor --config`` finds each (without importing it). The env's own extra is checked apart.
+    training_modules: ClassVar[dict[str, str]] = {}
     #: TensorBoard tags under which training logs its episode return; the first one found is shown.
     train_return_tags: ClassVar[tuple[str, ...]] = ()
     #: What a run of this framework looks like on disk (the hint when ``zoo check`` finds nothing).

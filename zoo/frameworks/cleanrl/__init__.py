@@ -79,6 +79,8 @@ class CleanRLCheckpoint(Checkpoint):
 class CleanRLAdapter(Adapter):
     name = "cleanrl"
     packages = ("cleanrl",)
+    #: CleanRL's scripts run from a clone of its repo: no cleanrl package, only what they import.
+    training_modules = {"torch": "torch", "gymnasium": "gymnasium"}
     train_return_tags = ("charts/episodic_return",)
     layout_hint = "CleanRL: runs/{env_id}__{exp_name}__{seed}__{time}/{exp_name}.cleanrl_model"
     hub = HubNaming(library_name="cleanrl", display_name="CleanRL", tags=("cleanrl", "custom-implementation"),

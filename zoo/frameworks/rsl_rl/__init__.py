@@ -85,6 +85,7 @@ def _fit(env_id: str, arch: Architecture, weights: PolicyWeights, config: RunCon
 class RslRlAdapter(Adapter):
     name = "rsl_rl"
     packages = ("rsl-rl-lib",)
+    training_modules = {"rsl_rl": "rsl-rl-lib"}
     extra = "rsl"
     train_return_tags = ("Train/mean_reward",)
     layout_hint = (

@@ -46,6 +46,7 @@ def _installed_sb3() -> str | None:
 class SB3Adapter(Adapter):
     name = "sb3"
     packages = ("stable-baselines3", "sb3-contrib", "rl_zoo3")
+    training_modules = {"stable_baselines3": "stable-baselines3"}
     extra = "sb3"
     train_return_tags = ("rollout/ep_rew_mean",)
     layout_hint = "SB3: a model .zip (data + policy.pth), e.g. rl_zoo3's logs/{algo}/{env_id}_{n}/"

@@ -94,6 +94,7 @@ def _algorithm(run: Run, config: RunConfig) -> str | None:
 class SkrlAdapter(Adapter):
     name = "skrl"
     packages = ("skrl",)
+    training_modules = {"skrl": "skrl"}
     train_return_tags = ("Reward / Total reward (mean)",)
     layout_hint = "skrl: {experiment}/checkpoints/agent_{step}.pt (params/agent.yaml beside checkpoints/)"
     #: A hub repo of an skrl experiment holds its checkpoints and params/: ``zoo enjoy`` fetches both.
