@@ -93,6 +93,8 @@ def test_one_run_is_said_what_it_is_and_several_are_picked_from(tmp_path):
     (said,) = zoo("check", run, "--env-id", "Acrobot-v1", "--json").json()
     assert said["status"] == "error" and "dqn on Acrobot-v1: network.0.weight is (120, 4)" in said["reason"]
     assert said["run"]["env_id"] == "Acrobot-v1"
+    inside = zoo("check", run / "dqn.cleanrl_model", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--json")
+    assert inside.exit_code == 0 and [r["run"]["path"] for r in inside.json()] == [str(run)]  # one row: its run's
     make_run(tmp_path, "Acrobot-v1", "c51")
     picked = zoo("check", tmp_path / "runs", "--env-id", "Acrobot-v1", "--json")
     assert picked.exit_code == 0 and [r["run"]["exp_name"] for r in picked.json()] == ["c51"]

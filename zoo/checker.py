@@ -141,7 +141,7 @@ def _meant(paths: list[Path], found: Found, returns: dict[int, tuple | None], re
     checked as that experiment on that env; among several runs they pick. ``--run-seed`` always picks.
     A model file that no adapter recognises by name is the experiment ``--exp-name`` names."""
     runs = [json.loads(key) for key, _ in found]
-    owners = [_owner(paths, run["path"]) for run in runs]
+    owners = [_owner(paths, run) for run in runs]
     alone = {owner for owner, count in Counter(owners).items() if count == 1}
     saying = run_filter.exp_name is not None or run_filter.env_id is not None
     meant: Found = []
@@ -165,11 +165,12 @@ def _meant(paths: list[Path], found: Found, returns: dict[int, tuple | None], re
     return meant, meant_returns
 
 
-def _owner(paths: list[Path], run_path: str) -> int | None:
-    """The index of the path given that holds ``run_path`` (the innermost, when given paths nest)."""
-    run_path = os.path.abspath(run_path)
+def _owner(paths: list[Path], run: dict) -> int | None:
+    """The index of the path given that holds the run (its folder, or its model file given by name; the
+    innermost, when given paths nest)."""
+    own = [os.path.abspath(run[key]) for key in ("path", "model_file") if run[key] is not None]
     holding = [(len(p), i) for i, p in enumerate(map(os.path.abspath, paths))
-               if run_path == p or run_path.startswith(p.rstrip(os.sep) + os.sep)]  # fmt: skip
+               if any(r == p or r.startswith(p.rstrip(os.sep) + os.sep) for r in own)]  # fmt: skip
     return max(holding)[1] if holding else None
 
 
