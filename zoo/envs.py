@@ -301,7 +301,7 @@ def _make_base(spec: EnvSpec, record: bool):
 
     if spec.preset == "envpool":
         return _make_envpool(spec, record)
-    if spec.preset == "atari" or (spec.preset == "run_config" and "atari" in extras_for_env(spec.env_id)):
+    if spec.preset == "atari" or "atari" in extras_for_env(spec.env_id):  # ale-py registers the ALE ids
         _import_ale()
     kwargs = {key: value for key, value in spec.env_kwargs}
     if record:
