@@ -2,11 +2,10 @@
 
 A policy for discrete actions meets a continuous env (a CNN meets vector observations) in every
 command that checks or loads it: ``zoo check --env-id``, ``eval``, ``enjoy``, ``export``, ``watch``,
-``doctor --probe-env``. Each adapter states its policy's :class:`SpaceKinds` and its fit check
-(:meth:`zoo.frameworks.base.Adapter.fitting_spaces`, :meth:`SpaceKinds.fitting`) compares them with the
-eval env's spaces first,
-so that the mismatch is one line naming both kinds, never the error a model constructor raises on
-a space it was not written for (``'Box' object has no attribute 'n'``).
+``doctor --probe-env``. Each adapter states its policy's :class:`SpaceKinds`, and its fit check
+(:meth:`zoo.frameworks.base.Adapter.fitting_spaces`, which is :meth:`SpaceKinds.fitting`) compares them
+with the eval env's spaces first, so that the mismatch is one line naming both kinds, never the error a
+model constructor raises on a space it was not written for (``'Box' object has no attribute 'n'``).
 """
 
 from __future__ import annotations

@@ -71,13 +71,13 @@ def _weights_problem(state: dict, arch: Architecture, layout: ObsLayout | None =
 def _fit(env_id: str, arch: Architecture, weights: PolicyWeights, config: RunConfig,
          spaces: tuple[Any, Any]) -> ObsLayout | str:  # fmt: skip
     """How ``env_id``'s observations feed the policy, or why its spaces do not fit the policy (one line)."""
-    from gymnasium.spaces import Box, flatdim
+    from gymnasium.spaces import flatdim
 
-    obs_space, action_space = spaces
+    obs_space, action_space = spaces  # a Box of actions: the fit check refused any other kind (ACTS_ON)
     layout = env_layout(obs_space, arch, config.model(weights.role).obs_groups, weights.role, env_id)
     if isinstance(layout, str):
         return layout
-    if not isinstance(action_space, Box) or flatdim(action_space) != arch.action_dim:
+    if flatdim(action_space) != arch.action_dim:
         return f"the actor outputs {arch.action_dim} continuous actions, {env_id} takes {action_space}"
     return layout
 
