@@ -59,6 +59,49 @@ def test_filters_narrow_and_say_when_nothing_matches(tmp_path):
     assert none.exit_code == 1 and "no run matches --env-id Pendulum-v1" in none.stderr
 
 
+def test_a_lone_model_file_is_what_exp_name_and_env_id_say(tmp_path):
+    """A file outside any run dir: the flags say what its path does not, as they do for zoo eval; each
+    row without enough to go on names the flag to add."""
+    model = save_model(tmp_path / "model.cleanrl_model", "dqn", "CartPole-v1")
+    (alone,) = zoo("check", model, "--json").json()
+    assert alone["status"] == "error" and alone["reason"].startswith("cannot tell the experiment: its folder")
+    assert "'model' is not a registry entry" in alone["reason"] and alone["hint"].startswith("pass --exp-name")
+    (named,) = zoo("check", model, "--exp-name", "dqn", "--json").json()
+    assert named["status"] == "warning" and named["hint"] == "pass --env-id"
+    said = zoo("check", model, "--exp-name", "dqn", "--env-id", "CartPole-v1", "--json")
+    assert said.exit_code == 0 and said.json()[0]["status"] == "ok"
+    assert said.json()[0]["run"]["exp_name"] == "dqn" and said.json()[0]["run"]["env_id"] == "CartPole-v1"
+    evaluated = zoo("eval", model, "--exp-name", "dqn", "--env-id", "CartPole-v1", "-n", "1", "-q",
+                    "--out", tmp_path / "eval.json")  # fmt: skip
+    assert evaluated.exit_code == 0, evaluated.stderr
+    wrong = zoo("check", model, "--exp-name", "dqn", "--env-id", "Pendulum-v1", "--json")
+    assert wrong.exit_code == 1 and wrong.json()[0]["status"] == "error"
+    assert wrong.json()[0]["reason"] == "dqn acts on a Discrete action space; Pendulum-v1's is Box(1,)"
+
+
+def test_a_file_no_framework_recognises_asks_for_exp_name(tmp_path):
+    model = save_model(tmp_path / "policy.pt", "dqn", "CartPole-v1")
+    unnamed = zoo("check", model)
+    assert unnamed.exit_code == 1 and "no framework recognises this file by its name" in unnamed.stderr
+    assert "hint: pass --exp-name" in unnamed.stderr
+    said = zoo("check", model, "--exp-name", "dqn", "--env-id", "CartPole-v1", "--json")
+    assert said.exit_code == 0 and said.json()[0]["status"] == "ok"
+
+
+def test_one_run_is_said_what_it_is_and_several_are_picked_from(tmp_path):
+    run = make_run(tmp_path, "CartPole-v1", "dqn")
+    (said,) = zoo("check", run, "--env-id", "Acrobot-v1", "--json").json()
+    assert said["status"] == "error" and "dqn on Acrobot-v1: network.0.weight is (120, 4)" in said["reason"]
+    assert said["run"]["env_id"] == "Acrobot-v1"
+    inside = zoo("check", run / "dqn.cleanrl_model", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--json")
+    assert inside.exit_code == 0 and [r["run"]["path"] for r in inside.json()] == [str(run)]  # one row: its run's
+    make_run(tmp_path, "Acrobot-v1", "c51")
+    picked = zoo("check", tmp_path / "runs", "--env-id", "Acrobot-v1", "--json")
+    assert picked.exit_code == 0 and [r["run"]["exp_name"] for r in picked.json()] == ["c51"]
+    seed = zoo("check", run, "--env-id", "Acrobot-v1", "--run-seed", "7")  # a seed only ever picks
+    assert seed.exit_code == 1 and "no run matches" in seed.stderr
+
+
 def test_each_problem_gets_its_reason_and_exit_1(tmp_path):
     runs = tmp_path / "runs"
     make_run(tmp_path, "CartPole-v1", "dqn", seed=1)  # ok

@@ -83,10 +83,12 @@ def test_check_lists_a_path_given_twice_once_and_names_rows_by_their_path(tmp_pa
         assert f"{parent}/runs/CartPole-v1__dqn__1__1700000000" in both.stdout
 
 
-def test_a_check_hint_never_suggests_a_filter_that_then_matches_nothing(tmp_path):
+def test_a_check_hint_names_the_flag_that_then_says_what_the_run_is(tmp_path):
     save_model(tmp_path / "runs" / "my-run" / "dqn.cleanrl_model", "dqn", "CartPole-v1")
     report = zoo("check", tmp_path / "runs", "--json").json()[0]
-    assert report["status"] == "warning" and "to zoo eval" in report["hint"]
+    assert report["status"] == "warning" and report["hint"] == "pass --env-id"
+    checked = zoo("check", tmp_path / "runs", "--env-id", "CartPole-v1", "--json").json()[0]
+    assert checked["status"] == "ok" and checked["run"]["env_id"] == "CartPole-v1"
     evaluated = zoo("eval", tmp_path / "runs" / "my-run", "--env-id", "CartPole-v1", "-n", "1", "-q")
     assert evaluated.exit_code == 0, evaluated.stderr
 

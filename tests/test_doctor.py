@@ -77,6 +77,49 @@ def test_doctor_alone_reports_versions_and_hub_settings_without_the_token():
     assert "hf_secret_value_123" not in table.stdout + table.stderr and "set in HF_TOKEN" in table.stdout
 
 
+def test_an_extra_is_installed_only_when_import_would_find_all_of_it(monkeypatch):
+    """gymnasium is there, its mujoco extra is not: ``import mujoco`` fails, so the mujoco extra is missing."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # what a missing module is to the import system
+    with pytest.raises(ImportError):
+        import mujoco  # noqa: F401
+    extras = zoo("doctor", "--json").json()["environment"]["extras"]
+    assert extras["mujoco"] == {"installed": False, "missing": ["mujoco"]}
+    assert extras["sb3"]["installed"] is True
+    table = zoo("doctor", env={"COLUMNS": "200"}).stdout
+    assert next(line for line in table.splitlines() if "extra mujoco" in line).split("│")[2].strip() == "missing mujoco"
+
+
+def test_an_extra_counts_what_the_extras_it_asks_of_its_requirements_require():
+    """``mujoco = ["gymnasium[mujoco]"]``: gymnasium's own mujoco extra brings the mujoco distribution."""
+    from zoo.doctor.installed import extras
+
+    mujoco = next(e for e in extras() if e.name == "mujoco")
+    assert mujoco.requires[:2] == ["gymnasium", "mujoco"] and mujoco.installed
+
+
+def test_a_cleanrl_config_needs_torch_gymnasium_and_the_envs_extra_not_a_cleanrl_package(tmp_path, monkeypatch):
+    """CleanRL users run its scripts from a clone: the config's plan and the policy checks both go through."""
+    import zoo.doctor.checks as doctor_checks
+
+    config = write_config(tmp_path, framework="cleanrl", algorithm="dqn", output_dir="runs")
+    result = zoo("doctor", "--framework", "cleanrl", "--config", config, "--policy", DQN, "--json")
+    assert result.exit_code == 0, result.stdout
+    found = checks(result)
+    assert found["module torch"][0] == found["module gymnasium"][0] == "ok"
+    assert not [name for name in found if "cleanrl" in name] and found["content"][0] == "ok"
+    mujoco = zoo("doctor", "--framework", "cleanrl", "--config", write_config(tmp_path, framework="cleanrl",
+                 algorithm="td3_continuous_action", env_id="HalfCheetah-v4"), "--json")  # fmt: skip
+    assert checks(mujoco)["extra mujoco"] == ("ok", "HalfCheetah-v4 needs the mujoco extra")
+    real = doctor_checks.find_spec
+    monkeypatch.setattr(doctor_checks, "find_spec", lambda name: None if name == "gymnasium" else real(name))
+    missing = zoo("doctor", "--framework", "cleanrl", "--config", config, "--policy", DQN, "--json")
+    assert missing.exit_code == 1 and checks(missing)["module gymnasium"] == (
+        "fail", "no module named 'gymnasium' (cleanrl training imports it)")
+    assert checks(missing)["file"][0] == "not checked"
+
+
 def test_a_loadable_policy_passes_and_the_env_is_created_and_reset_once_never_stepped(monkeypatch):
     from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 

@@ -537,9 +537,12 @@ def test_config_that_contradicts_the_weights_is_one_error_line(trained, tmp_path
     assert reason in zoo("check", run_dir, "--json").json()[0]["reason"]
     result = zoo_eval(run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
     assert result.exit_code == 1 and reason in result.stderr  # the key named, as zoo check names it
-    wrong_env = zoo_eval(trained["mlp"].run_dir, tmp_path / "eval.json", "--env-id", "CartPole-v1")
-    assert (
-        wrong_env.exit_code == 1 and "the actor takes 3 observations, CartPole-v1 gives 4" in wrong_env.stderr
+    wrong_env = zoo_eval(trained["mlp"].run_dir, tmp_path / "eval.json", "--env-id", "MountainCarContinuous-v0")
+    assert wrong_env.exit_code == 1
+    assert "the actor takes 3 observations, MountainCarContinuous-v0 gives 2" in wrong_env.stderr
+    wrong_kind = zoo_eval(trained["mlp"].run_dir, tmp_path / "eval.json", "--env-id", "CartPole-v1")
+    assert wrong_kind.exit_code == 1 and "rsl_ppo acts on a Box action space; CartPole-v1's is Discrete(2)" in (
+        wrong_kind.stderr
     )
 
 

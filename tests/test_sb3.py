@@ -414,7 +414,7 @@ def test_eval_is_deterministic_by_registry_default_and_seeded_when_stochastic(mo
 def test_wrong_env_or_algorithm_is_one_clear_error(models):
     dqn = models / "lone" / "DQN.zip"
     wrong_env = zoo("eval", dqn, "--quiet", "--env-id", "Pendulum-v1")
-    assert wrong_env.exit_code == 1 and "model does not fit Pendulum-v1" in wrong_env.stderr
+    assert wrong_env.exit_code == 1 and "sb3_dqn acts on a Discrete action space; Pendulum-v1's is Box(1,)" in wrong_env.stderr
     wrong_algo = zoo("eval", dqn, "--quiet", "--env-id", "CartPole-v1", "--exp-name", "sb3_ppo")
     assert wrong_algo.exit_code == 1 and "holds an SB3 DQN model" in wrong_algo.stderr
     unknown = zoo("eval", dqn, "--quiet")

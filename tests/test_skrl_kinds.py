@@ -149,8 +149,8 @@ def _with_policy(run, tmp_path, **changes):
 @pytest.mark.parametrize(
     ("name", "changes", "message"),
     [
-        ("categorical", {"class": "GaussianMixin"}, "a gaussian policy gives continuous actions"),
-        ("multivariate", {"class": "CategoricalMixin"}, "a categorical policy gives discrete actions"),
+        ("categorical", {"class": "GaussianMixin"}, "(a gaussian policy, as lying.yaml says) acts on a Box action space; CartPole-v1's is Discrete(2)"),
+        ("multivariate", {"class": "CategoricalMixin"}, "(a categorical policy, as lying.yaml says) acts on a Discrete action space; Pendulum-v1's is Box(1,)"),
         ("asymmetric", {"network": mlp("STATES")}, "the policy reads STATES (skrl 2.x's privileged state)"),
         ("categorical", {"network": mlp(layers=(64, 32))}, "declares hidden layers [64, 32], the weights have [32, 32]"),
     ],

@@ -53,7 +53,9 @@ def check(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = None, 
           run_seed: int | None = None, use_cache: bool = True, registry: Registry | PathLike | None = None,
           on_progress: Callable[[int, int], None] | None = None) -> list[RunReport]:  # fmt: skip
     """``zoo check``: one report per run found under ``paths`` (``.status`` is ok, warning or error;
-    ``.reason``, ``.hint``, ``.details``). Nothing is executed; "ok" means :func:`load_policy` succeeds."""
+    ``.reason``, ``.hint``, ``.details``). Nothing is executed; "ok" means :func:`load_policy` succeeds.
+    ``exp_name``/``env_id`` say what a path that holds one run (a run dir, a model file) is, as for
+    :func:`resolve`; among several runs they pick, as ``run_seed`` always does."""
     from zoo.artifacts.runs import RunFilter
     from zoo.checker import check_paths
 

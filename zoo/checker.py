@@ -10,8 +10,11 @@ was read here, so that imports and env probes are paid once).
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from zoo.artifacts.report import WARNING, RememberedReport, RunReport
 from zoo.artifacts.runs import Run, RunFilter, shared_listings
 from zoo.errors import ZooError
 from zoo.frameworks import BEST_MODEL, get_adapter
-from zoo.registry import Registry
+from zoo.registry import Entry, Registry
 
 #: Runs to read before more than one process is worth its start-up.
 PARALLEL_FROM = 64
@@ -102,12 +105,13 @@ def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, us
     """
     paths = unique_paths(paths)
     memo = CheckMemo(context(registry.sources), enabled=use_cache, detached=detached_save)
-    found, returns = _found(paths, registry, memo)
-    keep = [
-        i
-        for i, (key, _) in enumerate(found)
-        if not run_filter.active() or run_filter.matches(json.loads(key))
-    ]
+    found, returns = _meant(paths, *_found(paths, registry, memo), registry, run_filter)
+    keep = list(range(len(found)))
+    unnamed = next((p for p in paths if p.is_file()), None) if run_filter.exp_name is None else None
+    if not keep and unnamed is not None:
+        raise ZooError(f"{unnamed}: no framework recognises this file by its name",
+                       hint="pass --exp-name to say which experiment it is (zoo registry list shows them), and "
+                       "--env-id for its env")  # fmt: skip
     if not keep:
         raise no_runs(paths, registry, run_filter, "zoo check")
     stamps = {i: stamp(found[i][1]) for i in keep}
@@ -128,6 +132,74 @@ def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, us
 #: A training return not read yet (None means read, and never logged).
 UNREAD = "unread"
 Found = list[tuple[str, list[str]]]
+
+
+def _meant(paths: list[Path], found: Found, returns: dict[int, tuple | None], registry: Registry,
+           run_filter: RunFilter) -> tuple[Found, dict[int, tuple | None]]:  # fmt: skip
+    """The runs ``run_filter`` means, as :func:`check_paths` reads them. In a path that holds one run (a run
+    dir, a model file) ``--exp-name`` and ``--env-id`` say what it is, as they do for ``zoo eval``: it is
+    checked as that experiment on that env; among several runs they pick. ``--run-seed`` always picks.
+    A model file that no adapter recognises by name is the experiment ``--exp-name`` names."""
+    runs = [json.loads(key) for key, _ in found]
+    owners = [_owner(paths, run) for run in runs]
+    alone = {owner for owner, count in Counter(owners).items() if count == 1}
+    saying = run_filter.exp_name is not None or run_filter.env_id is not None
+    meant: Found = []
+    meant_returns: dict[int, tuple | None] = {}
+    for i, run in enumerate(runs):
+        key, inputs = found[i]
+        if saying and owners[i] in alone:
+            if run_filter.seed is not None and run["seed"] != run_filter.seed:
+                continue
+            named = named_run(Run.from_json(run), registry, run_filter.exp_name, run_filter.env_id)
+            key, inputs = _key(named)
+        elif not run_filter.matches(run):
+            continue
+        if i in returns:
+            meant_returns[len(meant)] = returns[i]
+        meant.append((key, inputs))
+    for index, path in enumerate(paths):
+        if index not in owners and path.is_file() and run_filter.exp_name is not None:
+            meant.append(_key(named_run(lone_file_run(path, registry, run_filter.exp_name), registry, None,
+                                        run_filter.env_id)))  # fmt: skip
+    return meant, meant_returns
+
+
+def _owner(paths: list[Path], run: dict) -> int | None:
+    """The index of the path given that holds the run (its folder, or its model file given by name; the
+    innermost, when given paths nest)."""
+    own = [os.path.abspath(run[key]) for key in ("path", "model_file") if run[key] is not None]
+    holding = [(len(p), i) for i, p in enumerate(map(os.path.abspath, paths))
+               if any(r == p or r.startswith(p.rstrip(os.sep) + os.sep) for r in own)]  # fmt: skip
+    return max(holding)[1] if holding else None
+
+
+def lone_file_run(path: Path, registry: Registry, exp_name: str) -> Run:
+    """A model file that no adapter recognises by name, as the experiment ``exp_name`` (a renamed file)."""
+    return Run(framework=registry.get(exp_name).framework, path=path, model_file=path, exp_name=exp_name)
+
+
+def named_run(run: Run, registry: Registry, exp_name: str | None, env_id: str | None) -> Run:
+    """``run`` as ``--exp-name`` and ``--env-id`` say it is. With the experiment named, its model file is the one
+    whose name the entry's pattern matches (a run dir may hold several: ``zoo eval`` takes the same one)."""
+    if exp_name is None:
+        return dataclasses.replace(run, env_id=env_id or run.env_id)
+    env = env_id or run.env_id
+    return dataclasses.replace(run, exp_name=exp_name, env_id=env,
+                               model_file=named_model_file(run, registry.get(exp_name), env))  # fmt: skip
+
+
+def named_model_file(run: Run, entry: Entry, env_id: str | None) -> Path | None:
+    """Of the run's model files, the first whose name ``entry``'s pattern matches, else the run's own."""
+    pattern = entry.model_filename(env_id=env_id)
+    files = [p for p in (run.model_file, *run.other_model_files) if p is not None]
+    return next((p for p in files if fnmatch.fnmatch(p.name, pattern)), run.model_file)
+
+
+def _key(run: Run) -> tuple[str, list[str]]:
+    """A run's memo key (its JSON) and the paths its verdict is read from."""
+    inputs = [*get_adapter(run.framework).inputs(run), *_watch_inputs(run)]
+    return json.dumps(run.to_json(), sort_keys=True), [os.fspath(p) for p in inputs if p is not None]
 
 
 def _found(paths: list[Path], registry: Registry, memo: CheckMemo) -> tuple[Found, dict[int, tuple | None]]:
@@ -155,9 +227,7 @@ def _discover(paths: list[Path], registry: Registry) -> tuple[Found, list[str], 
     """The runs under ``paths`` as memo keys with their input paths, what discovery read, and the runs."""
     with shared_listings() as listed:
         runs = list(discover_runs(paths, registry, RunFilter()))
-        found = [(json.dumps(run.to_json(), sort_keys=True),
-                  [os.fspath(p) for p in [*get_adapter(run.framework).inputs(run), *_watch_inputs(run)] if p is not None])
-                 for run in runs]  # fmt: skip
+        found = [_key(run) for run in runs]
     return found, listed.inputs(), runs
 
 

@@ -164,7 +164,7 @@ _STYLE = {"ok": "green", "warning": "yellow", "error": "red"}
 
 @cli.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@opt.filter_options
+@opt.check_target_options
 @opt.as_json
 @click.option("--quiet", "-q", is_flag=True, help="Only print runs that are not ok.")
 @click.option(
@@ -176,8 +176,10 @@ _STYLE = {"ok": "green", "warning": "yellow", "error": "red"}
 def check_cmd(ctx, paths, exp_name, env_id, run_seed, as_json, quiet, no_cache) -> None:
     """Find runs under PATHS and say which hold a usable model.
 
-    PATH may be a runs folder, one run dir or one model file. Nothing is executed:
-    pickles are scanned, not loaded. Exit 0 when every run is ok or only warned, 1 on any error.
+    PATH may be a runs folder, one run dir or one model file. For a path that holds one run,
+    --exp-name and --env-id say what it is (its spaces are checked against that env); in a folder
+    of several runs they pick. Nothing is executed: pickles are scanned, not loaded. Exit 0 when
+    every run is ok or only warned, 1 on any error.
     """
     from zoo.artifacts.runs import RunFilter
     from zoo.checker import check_paths, unique_paths

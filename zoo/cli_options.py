@@ -48,21 +48,20 @@ def alias(old: str, new: str, dest: str, **kind) -> Decorator:
     return apply
 
 
-exp_name = click.option(
-    "--exp-name", default=None, help="Experiment name (registry) when the path does not say."
-)
-env_id = click.option("--env-id", default=None, help="Env id when the path does not say.")
+exp_name = click.option("--exp-name", default=None,
+                        help="Which experiment (a registry name): what one run or model file is, or the runs "
+                        "to pick in a folder of several.")  # fmt: skip
+env_id = click.option("--env-id", default=None,
+                      help="Which env id: what one run or model file is for, or the runs to pick in a folder "
+                      "of several.")  # fmt: skip
 run_seed = click.option("--run-seed", type=int, default=None,
-                        help="Training seed: pick the run with this seed in a runs folder.")  # fmt: skip
-#: Pick one run in a folder of runs, or say what a lone file is: eval, export, push.
+                        help="Which training seed: the run to pick in a folder of several.")  # fmt: skip
+#: Which run, in the same words for every command that takes a PATH (eval, export, push, check): in a path
+#: that holds one run (a run dir, a model file) --exp-name/--env-id say what it is, among several runs they
+#: pick (zoo eval --all and zoo check go through every run picked).
 target_options = _stack(exp_name, env_id, run_seed)
-
-filter_options = _stack(
-    click.option("--exp-name", default=None, help="Only runs of this experiment."),
-    click.option("--env-id", default=None, help="Only runs on this env id."),
-    click.option("--run-seed", type=int, default=None, help="Only runs trained with this seed."),
-    alias("--seed", "--run-seed", "run_seed", type=int),
-)
+#: ``zoo check``'s: the same, and the earlier spelling of --run-seed (its --seed picked a run: one release more).
+check_target_options = _stack(target_options, alias("--seed", "--run-seed", "run_seed", type=int))
 
 seed = click.option("--seed", type=int, default=0, show_default=True,
                     help="Evaluation seed: of the envs and of the policy's own randomness.")  # fmt: skip

@@ -301,7 +301,7 @@ def _make_base(spec: EnvSpec, record: bool):
 
     if spec.preset == "envpool":
         return _make_envpool(spec, record)
-    if spec.preset == "atari" or (spec.preset == "run_config" and "atari" in extras_for_env(spec.env_id)):
+    if spec.preset == "atari" or "atari" in extras_for_env(spec.env_id):  # ale-py registers the ALE ids
         _import_ale()
     kwargs = {key: value for key, value in spec.env_kwargs}
     if record:
@@ -341,6 +341,8 @@ def _make_envpool(spec: EnvSpec, record: bool):
         raise ZooError("EnvPool Atari envs need the atari extra: pip install 'rl-zoo-hub[atari]'") from None
     from zoo.envpool_atari import EnvPoolAtari
 
+    if not _ENVPOOL_ID.fullmatch(spec.env_id):  # another gymnasium env: made, for the fit check to say what it is
+        _refuse_unwrappable(_make_base(dataclasses.replace(spec, preset="classic"), record=False), spec)
     try:
         env = EnvPoolAtari(spec.env_id, episodic_life=True, reward_clip=False, episode="game",
                            render_mode="rgb_array" if record else None)  # fmt: skip
@@ -351,10 +353,39 @@ def _make_envpool(spec: EnvSpec, record: bool):
     return env
 
 
+class PresetMismatch(ZooError):
+    """An env that a preset's wrappers cannot wrap (the atari preset on a non-ALE env, ClipAction on discrete
+    actions): what the env is, kept in :attr:`spaces`, for the adapter's fit check to word as a kind mismatch."""
+
+    def __init__(self, message: str, spaces: tuple, hint: str | None = None):
+        super().__init__(message, hint)
+        self.spaces = spaces  # (observation_space, action_space) of the env as made, before the preset
+
+
+def _refuse_unwrappable(env, spec: EnvSpec) -> None:
+    """Refuse an env the preset's wrappers were not written for, before they fail inside (their errors name
+    gymnasium's internals, not the env)."""
+    import gymnasium as gym
+
+    if spec.preset == "normalized_continuous" and not isinstance(env.action_space, gym.spaces.Box):
+        need = "wraps envs with continuous (Box) actions"
+    elif spec.preset == "atari" and not callable(getattr(env.unwrapped, "get_action_meanings", None)):
+        need = "wraps Atari (ALE) envs"
+    elif spec.preset == "envpool" and not _ENVPOOL_ID.fullmatch(spec.env_id):
+        need = "makes EnvPool's Atari games (ids like Breakout-v5)"
+    else:
+        return
+    spaces = (env.observation_space, env.action_space)
+    env.close()
+    raise PresetMismatch(f"the {spec.preset} preset {need}; {spec.env_id} is not one", spaces,
+                         hint="check --env-id")  # fmt: skip
+
+
 def _wrap(env, spec: EnvSpec):
     import gymnasium as gym
     import numpy as np
 
+    _refuse_unwrappable(env, spec)
     preset = spec.preset
     if preset == "run_config":
         from zoo.env_wrappers import apply

@@ -9,12 +9,11 @@ the CLI are built on these three.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.artifacts.runs import Run, RunFilter
-from zoo.checker import discover_runs
+from zoo.checker import discover_runs, lone_file_run, named_model_file
 from zoo.errors import UnsupportedError, UsageError, ZooError
 from zoo.frameworks import Adapter, LoadOptions, get_adapter
 from zoo.registry import Entry, Registry
@@ -58,9 +57,7 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
             raise ZooError(f"{found} under {path}", hint="give one run dir or model file, or narrow with "
                            "--exp-name/--env-id/--run-seed (zoo check lists them)")  # fmt: skip
     if not runs and path.is_file() and exp_name:
-        runs = [
-            Run(framework=registry.get(exp_name).framework, path=path, model_file=path, exp_name=exp_name)
-        ]
+        runs = [lone_file_run(path, registry, exp_name)]
     if not runs:
         raise ZooError(f"no run or model file found at {path}",
                        hint="give a run dir, or a model file with --exp-name")  # fmt: skip
@@ -84,7 +81,7 @@ def target_of_run(run: Run, registry: Registry, *, exp_name: str | None = None, 
             raise ZooError(f"{path}: {problem}", hint="pass --env-id (a gymnasium id or one of zoo's tasks), or "
                            "--env-id NAME --env-factory module:function for your own env")  # fmt: skip
         raise ZooError(f"{path}: cannot tell the env id{why}", hint="pass --env-id (for example CartPole-v1)")
-    model = _model_file(run, entry, env, exp_name is not None)
+    model = named_model_file(run, entry, env) if exp_name is not None else run.model_file
     if model is None:
         raise ZooError(
             f"{run.path}: no model file",
@@ -113,16 +110,6 @@ def class_target(registry: Registry, policy_class: str, *, exp_name: str | None 
     run = Run(framework=entry.framework, path=Path("."), run_name=policy_class, exp_name=entry.name,
               env_id=env_id)  # fmt: skip
     return Target(run, entry, env_id, None)
-
-
-def _model_file(run: Run, entry: Entry, env_id: str, named: bool) -> Path | None:
-    """The run's model file; when the experiment was named, the one whose name the entry's pattern matches."""
-    if not named:
-        return run.model_file
-    pattern = entry.model_filename(env_id=env_id)
-    files = [p for p in (run.model_file, *run.other_model_files) if p is not None]
-    matching = [p for p in files if fnmatch.fnmatch(p.name, pattern)]
-    return matching[0] if matching else run.model_file
 
 
 def _exported_target(path: Path, registry: Registry, env_id: str | None) -> Target:

@@ -69,8 +69,9 @@ def module_check(module: str, purpose: str, hint: str) -> Check:
 
 
 def framework_packages(adapter, *, loading: bool, training: bool, script: str | None = None) -> list[Check]:
-    """What the framework needs here: the extra zoo loads its models with, and for a training plan
-    the library itself (or the script a CleanRL-style config names)."""
+    """What the framework needs here: the extra zoo loads its models with, and for a training plan the
+    script a config names and the modules its training imports (:attr:`Adapter.training_modules`: CleanRL's
+    scripts need torch and gymnasium, not a cleanrl package)."""
     checks = []
     if loading and adapter.extra:
         from zoo.envs import EXTRA_MODULES
@@ -83,9 +84,8 @@ def framework_packages(adapter, *, loading: bool, training: bool, script: str | 
             found = Path(script).is_file()
             checks.append(Check("training script", OK if found else FAIL, f"{script} {'found' if found else 'not found'}",
                                 None if found else "set script: to the training script's path"))  # fmt: skip
-        elif adapter.packages:
-            checks.append(distribution_check(adapter.packages[0], f"{adapter.name} trains with it",
-                                             f"pip install {adapter.packages[0]}"))  # fmt: skip
+        for module, requirement in adapter.training_modules.items():
+            checks.append(module_check(module, f"{adapter.name} training imports it", f"pip install {requirement}"))
     return checks
 
 
@@ -128,13 +128,20 @@ class EnvProbe:
         self.failure: ZooError | None = None
 
     def __call__(self, spec) -> tuple:
+        from zoo.envs import PresetMismatch
+
         if spec not in self.seen:
             try:
                 self.seen[spec] = _create_and_reset(spec)
+            except PresetMismatch as exc:  # made, but not what the preset wraps: the fit check says why
+                self.seen[spec] = {"observation_space": exc.spaces[0], "action_space": exc.spaces[1],
+                                   "max_episode_steps": None, "created": True, "refused": exc}  # fmt: skip
             except ZooError as exc:
                 self.failure = exc
                 raise
         found = self.seen[spec]
+        if "refused" in found:
+            raise found["refused"]
         return found["observation_space"], found["action_space"]
 
     def attempt(self, spec) -> None:

@@ -32,7 +32,7 @@ def installed_version(name: str) -> str | None:
 
 @dataclass
 class Extra:
-    """One of zoo's optional dependency groups: the distributions it names and which are missing."""
+    """One of zoo's optional dependency groups: the distributions it brings and what of it is missing."""
 
     name: str
     requires: list[str]
@@ -43,23 +43,52 @@ class Extra:
         return not self.missing
 
 
+#: How deep the extras an extra asks of its requirements are followed (``gymnasium[mujoco]``: one level).
+EXTRA_DEPTH = 3
+
+
 def extras() -> list[Extra]:
-    """zoo's extras from its own metadata (``Requires-Dist: x; extra == "name"``), each checked."""
-    from packaging.requirements import Requirement
+    """zoo's extras from its own metadata (``Requires-Dist: x; extra == "name"``), each checked: every
+    distribution it requires is installed, with what the extras it asks of them require (``gymnasium[mujoco]``
+    is gymnasium *and* mujoco), and the modules zoo imports from it are found (``find_spec``, nothing imported:
+    :data:`zoo.envs.EXTRA_MODULES`). An extra counts as installed when ``import`` would find all of it."""
+    from importlib.util import find_spec
+
+    from zoo.envs import EXTRA_MODULES
 
     try:
         meta = distribution(DIST).metadata
     except PackageNotFoundError:  # zoo run from a source tree that was never installed
         return []
-    found: dict[str, Extra] = {name: Extra(name, []) for name in meta.get_all("Provides-Extra") or []}
-    for line in meta.get_all("Requires-Dist") or []:
-        req = Requirement(line)
-        for name, extra in found.items():
-            if req.marker is not None and req.marker.evaluate({"extra": name}):
-                extra.requires.append(req.name)
-                if installed_version(req.name) is None:
-                    extra.missing.append(req.name)
+    found = {name: Extra(name, []) for name in meta.get_all("Provides-Extra") or []}
+    for name, extra in found.items():
+        for requirement in _requirements(meta, name):
+            _expand(requirement, extra, EXTRA_DEPTH)
+        extra.missing += [m for m in EXTRA_MODULES.get(name, ()) if m not in extra.missing and find_spec(m) is None]
     return list(found.values())
+
+
+def _requirements(meta, extra: str) -> list:
+    """The requirements a distribution's metadata lists under ``extra``."""
+    from packaging.requirements import Requirement
+
+    requirements = [Requirement(line) for line in meta.get_all("Requires-Dist") or []]
+    return [r for r in requirements if r.marker is not None and r.marker.evaluate({"extra": extra})]
+
+
+def _expand(requirement, extra: Extra, depth: int) -> None:
+    """Record ``requirement`` in ``extra`` (missing when not installed), then what the extras it names require."""
+    if requirement.name in extra.requires:
+        return
+    extra.requires.append(requirement.name)
+    if installed_version(requirement.name) is None:
+        extra.missing.append(requirement.name)
+        return
+    if depth > 0:
+        meta = distribution(requirement.name).metadata
+        for wanted in sorted(requirement.extras):
+            for nested in _requirements(meta, wanted):
+                _expand(nested, extra, depth - 1)
 
 
 def torch_backend() -> dict:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from zoo.artifacts.digest import sha256_file
 from zoo.errors import ZooError
 from zoo.exporter.obs import flatten_obs
+
+if TYPE_CHECKING:
+    from zoo.frameworks import SpaceKinds
 
 SIDECAR_SUFFIX = ".metadata.json"
 EXPORT_SUFFIXES = (".onnx", ".ts")
@@ -172,11 +175,18 @@ class ExportedPolicy:
         self.runner.reset(done_mask)
 
 
+def exported_kinds(meta: dict) -> SpaceKinds:
+    """The actions an exported file gives, as its sidecar states them (:func:`zoo.exporter.sidecar.action_facts`)."""
+    from zoo.frameworks import SpaceKinds
+
+    kinds = {"continuous": "Box", "discrete": "Discrete", "multi_discrete": "MultiDiscrete",
+             "multi_binary": "MultiBinary"}  # fmt: skip
+    return SpaceKinds(kinds.get(meta.get("action_type")))
+
+
 def load_exported(path: Path, meta: dict, entry, env_id: str, spec) -> ExportedPolicy:
     """An exported file behind the Policy protocol, checked to fit ``spec``, the eval env its sidecar names."""
-    from zoo.envs import probe_spaces
-
-    spaces = probe_spaces(spec)
+    spaces = exported_kinds(meta).fitting(spec, f"{path.name} (exported {meta.get('exp_name')})", env_id)
     if spaces is None:
         from zoo.errors import UsageError
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from zoo.errors import ZooError
 from zoo.frameworks.base import BEST_MODEL, Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint
+from zoo.frameworks.kinds import SpaceKinds, SpaceMismatch
 
-__all__ = ["BEST_MODEL", "Adapter", "Checkpoint", "HubNaming", "LoadOptions", "SavedCheckpoint", "framework_names",
-           "get_adapter"]  # fmt: skip
+__all__ = ["BEST_MODEL", "Adapter", "Checkpoint", "HubNaming", "LoadOptions", "SavedCheckpoint", "SpaceKinds",
+           "SpaceMismatch", "framework_names", "get_adapter"]  # fmt: skip
 
 
 def framework_names() -> list[str]:

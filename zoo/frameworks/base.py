@@ -14,6 +14,8 @@ The hooks, in the order a model meets them:
   :class:`Checkpoint`; ``zoo check`` describes that checkpoint (:meth:`~Adapter.describe`) and the
   loader builds the policy from the very same one (:meth:`~Adapter.load_policy`), so "ok" and "loads"
   cannot drift apart;
+- fit: :meth:`~Adapter.fitting_spaces`, the eval env's spaces checked against the kinds the policy acts on
+  and reads (:mod:`zoo.frameworks.kinds`) before any shape, by ``describe`` and ``load_policy`` alike;
 - evaluation: :meth:`~Adapter.env_spec` (the eval env), :meth:`~Adapter.video_dir` (where replays go);
 - following training (``zoo watch``): :meth:`~Adapter.checkpoints` lists what a run has saved so far,
   :meth:`~Adapter.best_model_files` names the copy of the best one;
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from zoo.artifacts.report import ERROR, WARNING, RunReport
 from zoo.errors import LayoutMismatch, RefusedError, UsageError, ZooError
+from zoo.frameworks.kinds import SpaceKinds, SpaceMismatch
 
 if TYPE_CHECKING:
     from zoo.artifacts.runs import Run
@@ -114,6 +117,9 @@ class Adapter(ABC):
     packages: ClassVar[tuple[str, ...]] = ()
     #: The zoo extra whose modules loading this framework's models needs (None: torch alone does).
     extra: ClassVar[str | None] = None
+    #: What a training run of this framework imports, ``{module: the pip requirement that provides it}``:
+    #: ``zoo doctor --config`` finds each (without importing it). The env's own extra is checked apart.
+    training_modules: ClassVar[dict[str, str]] = {}
     #: TensorBoard tags under which training logs its episode return; the first one found is shown.
     train_return_tags: ClassVar[tuple[str, ...]] = ()
     #: What a run of this framework looks like on disk (the hint when ``zoo check`` finds nothing).
@@ -319,22 +325,26 @@ class Adapter(ABC):
         missing = missing_modules_for_extras(needed)
         return missing[0] if missing else None
 
-    def env_spaces_or_warn(self, report: RunReport, entry: Entry, env_id: str,
-                           spec: EnvSpec | None = None) -> tuple | None:  # fmt: skip
-        """The eval env's ``(observation_space, action_space)`` (of ``spec``, else the entry's preset), or
-        None after a warning saying why not (a missing extra, an env that cannot be built here), or None
-        when the inspection scope creates no env (:mod:`zoo.artifacts.scope`: ``zoo doctor`` without
-        ``--probe-env``)."""
-        from zoo.artifacts.scope import env_spaces
+    def fitting_spaces(self, entry: Entry, env_id: str, kinds: SpaceKinds, spec: Any = None) -> tuple | None:
+        """The fit check of every command, before any shape is compared: the eval env's ``(observation_space,
+        action_space)`` (of ``spec``, else the entry's preset), refused in one line
+        (:class:`~zoo.frameworks.kinds.SpaceMismatch`) when they are not of the ``kinds`` the policy acts on
+        and reads (:meth:`SpaceKinds.fitting <zoo.frameworks.kinds.SpaceKinds.fitting>`; None: no env here)."""
+        return kinds.fitting(spec if spec is not None else self.env_spec(entry, env_id), entry.name, env_id)
 
+    def env_spaces_or_warn(self, report: RunReport, entry: Entry, env_id: str, kinds: SpaceKinds,
+                           spec: EnvSpec | None = None) -> tuple | None:  # fmt: skip
+        """:meth:`fitting_spaces` for ``zoo check``: None after a warning saying why there are none (a missing
+        extra, an env that cannot be built here), or when the inspection scope creates no env (``zoo doctor``
+        without ``--probe-env``). Spaces of another kind than ``kinds`` raise: the run's error."""
         missing = self.missing_extra(entry, env_id)
         if missing:
             report.flag(WARNING, f"missing optional extra {missing!r} to evaluate it",
                         f"pip install 'rl-zoo-hub[{missing}]'")  # fmt: skip
             return None
         try:
-            return env_spaces(spec or self.env_spec(entry, env_id))
-        except RefusedError:
+            return self.fitting_spaces(entry, env_id, kinds, spec)
+        except (RefusedError, SpaceMismatch):
             raise
         except ZooError as exc:
             report.flag(WARNING, f"cannot build env to compare shapes: {exc.message}", exc.hint)

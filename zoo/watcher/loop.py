@@ -32,7 +32,7 @@ from zoo.atomic import check_writable
 from zoo.checker import frameworks
 from zoo.errors import UsageError, ZooError
 from zoo.eval_session import EvalSession
-from zoo.frameworks import Adapter, SavedCheckpoint, get_adapter
+from zoo.frameworks import Adapter, SavedCheckpoint, SpaceMismatch, get_adapter
 from zoo.registry import Registry
 from zoo.watcher.priority import lower_priority
 from zoo.watcher.records import EVALS_FILE, RunRecords
@@ -186,7 +186,7 @@ class Watcher:
         source = checkpoint.model_file.relative_to(self.run_dir).as_posix()
         try:
             target, result = self.session.evaluate(checkpoint.model_file)
-        except UsageError:
+        except (UsageError, SpaceMismatch):  # the flags, or the env for every checkpoint: no retry helps
             raise
         except Exception as exc:  # noqa: BLE001 - no checkpoint, however broken, stops the watch
             seen.attempts += 1

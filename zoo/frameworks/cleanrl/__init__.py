@@ -23,6 +23,7 @@ from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, Sav
 from zoo.frameworks.cleanrl import discover as _discover
 from zoo.frameworks.cleanrl import flaxlayout
 from zoo.frameworks.cleanrl.discover import MODEL_SUFFIX
+from zoo.frameworks.kinds import SpaceKinds
 
 if TYPE_CHECKING:
     from zoo.artifacts.flaxfile import FlaxFileInfo
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 
 LAYOUTS = ("state_dict", "dict", "tuple", "flax")
 HEADS = ("q_values", "c51", "gaussian", "deterministic_actor", "categorical")
+#: The action space each head acts on (CleanRL's scripts assert it: "only discrete action space is supported").
+HEAD_ACTIONS = {"q_values": "Discrete", "c51": "Discrete", "categorical": "Discrete", "gaussian": "Box",
+                "deterministic_actor": "Box"}  # fmt: skip
 #: Hyperparameters CleanRL's PPO scripts compute at runtime (``batch_size = num_envs * num_steps``): logged
 #: with ``vars(args)`` but not flags to pass. DQN, C51, TD3 and DDPG take ``--batch-size`` as a real flag.
 RUNTIME_ARGS = ("minibatch_size", "num_iterations")
@@ -75,6 +79,8 @@ class CleanRLCheckpoint(Checkpoint):
 class CleanRLAdapter(Adapter):
     name = "cleanrl"
     packages = ("cleanrl",)
+    #: CleanRL's scripts run from a clone of its repo: no cleanrl package, only what they import.
+    training_modules = {"torch": "torch", "gymnasium": "gymnasium"}
     train_return_tags = ("charts/episodic_return",)
     layout_hint = "CleanRL: runs/{env_id}__{exp_name}__{seed}__{time}/{exp_name}.cleanrl_model"
     hub = HubNaming(library_name="cleanrl", display_name="CleanRL", tags=("cleanrl", "custom-implementation"),
@@ -153,8 +159,11 @@ class CleanRLAdapter(Adapter):
         run = report.run
         if run.name_problem and run.model_file is None:
             raise LayoutMismatch(
-                run.name_problem, "pass --exp-name and --env-id to zoo eval, or rename the run dir"
+                run.name_problem, "pass --exp-name and --env-id, or rename the run dir"
             )
+        if run.name_problem and registry.find(run.exp_name or "") is None:  # a lone file, named otherwise
+            raise LayoutMismatch(f"cannot tell the experiment: {run.name_problem}, and {run.exp_name!r} is not "
+                                 "a registry entry", "pass --exp-name (zoo registry list shows them)")  # fmt: skip
         entry = registry.get(run.exp_name or "")
         report.details["algorithm"] = entry.algorithm
         if run.model_file is None:
@@ -166,7 +175,7 @@ class CleanRLAdapter(Adapter):
             if run.other_model_files:
                 names = ", ".join(p.name for p in run.other_model_files)
                 raise LayoutMismatch(f"exp_name mismatch: run is {run.exp_name!r}, model file is {names}",
-                                     "rename the file, or pass --exp-name to zoo eval")  # fmt: skip
+                                     "rename the file, or pass --exp-name")  # fmt: skip
             raise BrokenFile("missing model: no .cleanrl_model in the run dir", "train with --save-model")
         checkpoint = self.read(run, entry)
         info = checkpoint.info
@@ -184,9 +193,9 @@ class CleanRLAdapter(Adapter):
             report.details["model_kwargs"] = checkpoint.kwargs
         if run.env_id is None:
             report.flag(WARNING, f"env id unknown ({run.name_problem or 'the file is not in a run dir'})",
-                        "pass --env-id to zoo eval")  # fmt: skip
+                        "pass --env-id")  # fmt: skip
             return
-        spaces = self.env_spaces_or_warn(report, entry, run.env_id)
+        spaces = self.env_spaces_or_warn(report, entry, run.env_id, space_kinds(entry))
         problem = spaces and (
             flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces) if checkpoint.flax is not None
             else _fit_problem(checkpoint, entry, run.env_id, spaces)
@@ -197,7 +206,6 @@ class CleanRLAdapter(Adapter):
 
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
         from zoo.artifacts.torchfile import load_checkpoint
-        from zoo.envs import probe_spaces
         from zoo.frameworks.cleanrl.checkpoint import build_model, split_parts
         from zoo.frameworks.cleanrl.policy import CleanRLPolicy
 
@@ -207,7 +215,7 @@ class CleanRLAdapter(Adapter):
         assert checkpoint.info is not None
         loaded = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
         parts, kwargs = split_parts(entry, loaded)
-        spaces = probe_spaces(self.env_spec(entry, env_id))
+        spaces = self.fitting_spaces(entry, env_id, space_kinds(entry))
         loaded_parts = CleanRLCheckpoint(checkpoint.model_file, checkpoint.format, checkpoint.size, parts=parts,
                                          kwargs=kwargs)  # fmt: skip
         problem = _fit_problem(loaded_parts, entry, env_id, spaces)
@@ -221,10 +229,9 @@ class CleanRLAdapter(Adapter):
 
     def _load_flax(self, checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str, options: LoadOptions):
         """A JAX script's params in zoo's torch port of its flax module (no jax needed)."""
-        from zoo.envs import probe_spaces
         from zoo.frameworks.cleanrl.policy import CleanRLPolicy
 
-        spaces = probe_spaces(self.env_spec(entry, env_id))
+        spaces = self.fitting_spaces(entry, env_id, space_kinds(entry))
         problem = flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces)
         if problem:
             raise does_not_fit(env_id, problem[1] + problem[0], "check --env-id and --exp-name")
@@ -291,6 +298,15 @@ def train_command(entry: Entry, hyperparameters: str | None) -> tuple[str | None
     if "save_model" not in logged:  # the run holds a model, so it was trained with --save-model
         argv.append("--save-model")
     return " \\\n    ".join(argv), unknown
+
+
+def space_kinds(entry: Entry) -> SpaceKinds:
+    """What the entry's policy acts on (by its head) and reads (its model class's ``observation_kind``:
+    frames for the Atari networks, else vectors)."""
+    from zoo.frameworks.cleanrl.checkpoint import model_class
+
+    reads = getattr(model_class(entry, entry.policy["part"]), "observation_kind", "vector")
+    return SpaceKinds(HEAD_ACTIONS[entry.policy["head"]], reads)
 
 
 def _fit_problem(checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str,

@@ -243,6 +243,8 @@ def _nature_shapes(space, what: str) -> tuple[Shapes, int]:
 class _NatureTrunk(FlaxPort):
     """``x/255 -> 3 VALID convs (relu) -> NHWC flatten``: the conv part of the Atari networks."""
 
+    observation_kind = "image"
+
     def _init_convs(self, in_channels: int) -> None:
         c = in_channels
         for i, (out, k, s) in enumerate(_NATURE):
@@ -421,6 +423,7 @@ class QDaggerImpalaJaxQNetwork(FlaxPort):
     """
 
     script = "qdagger_dqn_atari_jax_impalacnn"
+    observation_kind = "image"
 
     def __init__(self, observation_space, action_space, channelss: Sequence[int] = (16, 32, 32)):
         super().__init__()
@@ -528,6 +531,7 @@ class PPOAtariJaxAgent(FlaxPort):
     """
 
     script = "ppo_atari_envpool_xla_jax_scan"
+    observation_kind = "image"
     _PARTS = ("network", "actor", "critic")
 
     def __init__(self, observation_space, action_space):

@@ -7,6 +7,10 @@ constructor signature is CleanRL's: ``Model(envs)`` where ``envs`` is the
 vector env (anything with ``single_observation_space``,
 ``single_action_space`` and a batched ``action_space``). Attribute and buffer
 names must not change: the tests compare them with the wheel's classes.
+
+A class that reads frames says so with ``observation_kind = "image"``; the others read vectors (the
+adapter's fit check compares this with the env's observations before building one:
+:mod:`zoo.frameworks.kinds`).
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ class QNetwork(nn.Module):
 class AtariQNetwork(nn.Module):
     """``dqn_atari.py``: Nature-CNN Q-network on 4 stacked 84x84 frames (uint8)."""
 
+    observation_kind = "image"
+
     def __init__(self, envs):
         super().__init__()
         self.network = nn.Sequential(*_nature_cnn_trunk(envs.single_action_space.n))
@@ -102,6 +108,7 @@ class C51QNetwork(_C51Head):
 class C51AtariQNetwork(_C51Head):
     """``c51_atari.py``: Nature-CNN distributional Q-network."""
 
+    observation_kind = "image"
     scale_input = 255.0
 
     def __init__(self, envs, n_atoms: int = 101, v_min: float = -100, v_max: float = 100):
@@ -234,6 +241,8 @@ class ConvSequence(nn.Module):
 
 class ImpalaQNetwork(nn.Module):
     """``qdagger_dqn_atari_impalacnn.py``: IMPALA-CNN student Q-network."""
+
+    observation_kind = "image"
 
     def __init__(self, envs):
         super().__init__()

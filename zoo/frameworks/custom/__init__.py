@@ -88,7 +88,7 @@ class CustomAdapter(Adapter):
         report.flag(WARNING, pickled.describe_untrusted(facts), f"if you trust it: zoo eval {checkpoint.model_file} "
                     f"--exp-name {entry.name} --env-id ENV --trust-pickle")  # fmt: skip
         if run.env_id is None:
-            report.flag(WARNING, "env id unknown (a lone file)", "pass --env-id to zoo eval")
+            report.flag(WARNING, "env id unknown (a lone file)", "pass --env-id")
 
     def check_options(self, options: LoadOptions) -> None:
         """The base refusals, and ``--policy-class`` checked for shape before anything is imported."""

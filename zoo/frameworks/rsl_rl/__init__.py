@@ -21,6 +21,7 @@ from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import BrokenFile, LayoutMismatch, UnsupportedError, ZooError
 from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint, does_not_fit
+from zoo.frameworks.kinds import SpaceKinds
 from zoo.frameworks.rsl_rl import discover as _discover
 from zoo.frameworks.rsl_rl.checkpoint import Architecture, architecture, state_problems
 from zoo.frameworks.rsl_rl.config import AGENT_YAML, CFGS_PKL, ENV_YAML, RunConfig, read_run_config
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 _WEIGHTS_HINT = "is this checkpoint from the run its config describes?"
 #: The runners' algorithms whose policy zoo knows: PPO's actor, Distillation's student.
 _ALGORITHMS = ("PPO", "Distillation")
+#: rsl_rl's actors output continuous actions (a Gaussian's mean); observations are a vector or a tensor env's groups.
+ACTS_ON = SpaceKinds("Box")
 
 
 @dataclass
@@ -68,13 +71,13 @@ def _weights_problem(state: dict, arch: Architecture, layout: ObsLayout | None =
 def _fit(env_id: str, arch: Architecture, weights: PolicyWeights, config: RunConfig,
          spaces: tuple[Any, Any]) -> ObsLayout | str:  # fmt: skip
     """How ``env_id``'s observations feed the policy, or why its spaces do not fit the policy (one line)."""
-    from gymnasium.spaces import Box, flatdim
+    from gymnasium.spaces import flatdim
 
-    obs_space, action_space = spaces
+    obs_space, action_space = spaces  # a Box of actions: the fit check refused any other kind (ACTS_ON)
     layout = env_layout(obs_space, arch, config.model(weights.role).obs_groups, weights.role, env_id)
     if isinstance(layout, str):
         return layout
-    if not isinstance(action_space, Box) or flatdim(action_space) != arch.action_dim:
+    if flatdim(action_space) != arch.action_dim:
         return f"the actor outputs {arch.action_dim} continuous actions, {env_id} takes {action_space}"
     return layout
 
@@ -82,6 +85,7 @@ def _fit(env_id: str, arch: Architecture, weights: PolicyWeights, config: RunCon
 class RslRlAdapter(Adapter):
     name = "rsl_rl"
     packages = ("rsl-rl-lib",)
+    training_modules = {"rsl_rl": "rsl-rl-lib"}
     extra = "rsl"
     train_return_tags = ("Train/mean_reward",)
     layout_hint = (
@@ -181,14 +185,14 @@ class RslRlAdapter(Adapter):
                             "or --env-factory module:function for your own env")  # fmt: skip
             else:
                 report.flag(WARNING, "env id unknown (the env config names no gymnasium id)",
-                            "pass --env-id to zoo eval")  # fmt: skip
+                            "pass --env-id")  # fmt: skip
             return
         spec = self.env_spec(entry, env_id)
         if isinstance(spec, TensorEnvSpec):
             spec = _configured(spec, config)  # the config read above: cfgs.pkl is not read again
             source = "configured from cfgs.pkl" if spec.cfgs_json else "with the task's default config"
             report.details["task"] = f"{env_id}: zoo's definition, {source}"
-        spaces = self.env_spaces_or_warn(report, entry, env_id, spec)
+        spaces = self.env_spaces_or_warn(report, entry, env_id, ACTS_ON, spec)
         if spaces is None:
             return
         layout = _fit(env_id, arch, weights, config, spaces)
@@ -200,7 +204,6 @@ class RslRlAdapter(Adapter):
 
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
         from zoo.artifacts.torchfile import load_checkpoint
-        from zoo.envs import probe_spaces
         from zoo.frameworks.rsl_rl.checkpoint import build_model
         from zoo.frameworks.rsl_rl.policy import RslRlPolicy
 
@@ -209,7 +212,7 @@ class RslRlAdapter(Adapter):
         loaded = load_checkpoint(model_file, checkpoint.info, trust_pickle=options.trust_pickle)
         weights = policy_weights(loaded)
         arch = architecture(weights.state, config.model(weights.role))
-        spaces = probe_spaces(self.eval_env(entry, env_id, options, model_file))
+        spaces = self.fitting_spaces(entry, env_id, ACTS_ON, self.eval_env(entry, env_id, options, model_file))
         if spaces is None:  # a user's tensor env: the checkpoint says the spaces, the first step checks them
             spaces = _checkpoint_spaces(arch, config.model(weights.role).obs_groups)
         layout = _fit(env_id, arch, weights, config, spaces)

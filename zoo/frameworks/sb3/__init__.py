@@ -46,6 +46,7 @@ def _installed_sb3() -> str | None:
 class SB3Adapter(Adapter):
     name = "sb3"
     packages = ("stable-baselines3", "sb3-contrib", "rl_zoo3")
+    training_modules = {"stable_baselines3": "stable-baselines3"}
     extra = "sb3"
     train_return_tags = ("rollout/ep_rew_mean",)
     layout_hint = "SB3: a model .zip (data + policy.pth), e.g. rl_zoo3's logs/{algo}/{env_id}_{n}/"
@@ -108,7 +109,7 @@ class SB3Adapter(Adapter):
         if entry is None:
             what = run.exp_name or f"policy class {archive.policy_class_name}"
             raise ZooError(f"no registry entry for {what}",
-                           f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name to zoo eval")  # fmt: skip
+                           f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name")  # fmt: skip
         inspect_model(self, report, archive, entry, self.env_id(run))
 
     def env_id(self, run: Run) -> str | None:
@@ -118,9 +119,9 @@ class SB3Adapter(Adapter):
         return qualified_env_id(run)
 
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
-        from zoo.envs import probe_spaces
+        from zoo.frameworks.kinds import SpaceKinds
         from zoo.frameworks.sb3.build import load
-        from zoo.frameworks.sb3.fit import SB3_HINT, space_problem
+        from zoo.frameworks.sb3.fit import SB3_HINT, fit_problem
         from zoo.frameworks.sb3.inspect import algorithm_mismatch
         from zoo.frameworks.sb3.normalize import load_stats
         from zoo.frameworks.sb3.policy import SB3Policy
@@ -141,10 +142,9 @@ class SB3Adapter(Adapter):
             else self.env_spec(entry, env_id)
         )
         rebuilt = load(archive, device=options.device, trust_pickle=options.trust_pickle)
-        obs_space, act_space = probe_spaces(spec)
-        problem = space_problem(rebuilt.observation_space, obs_space, "observation") or space_problem(
-            rebuilt.action_space, act_space, "action"
-        )
+        kinds = SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space)
+        obs_space, act_space = self.fitting_spaces(entry, env_id, kinds, spec)
+        problem = fit_problem(rebuilt, (obs_space, act_space))
         if problem:
             raise does_not_fit(env_id, problem)
         stats = statistics_file(model_file, env_id, config)

@@ -8,6 +8,13 @@ from typing import Any
 SB3_HINT = "install the sb3 extra: pip install 'rl-zoo-hub[sb3]'"
 
 
+def fit_problem(model: Any, spaces: tuple) -> str | None:
+    """Why the env's ``(observation_space, action_space)`` differ from those ``model`` was saved with."""
+    return space_problem(model.observation_space, spaces[0], "observation") or space_problem(
+        model.action_space, spaces[1], "action"
+    )
+
+
 def space_problem(model: Any, env: Any, what: str) -> str | None:
     """Why the env's space differs from the one the model was saved with (SB3's own check, shapes only)."""
     from gymnasium import spaces

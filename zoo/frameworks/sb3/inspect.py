@@ -43,14 +43,15 @@ def _stats(report: RunReport, archive: SB3Archive, env_id: str | None, config: R
 def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entry: Entry,
                   env_id: str | None) -> None:  # fmt: skip
     """Fill ``report`` for a zip whose registry entry is known; the first error raises."""
+    from zoo.frameworks.kinds import SpaceKinds
     from zoo.frameworks.sb3.archive import policy_kwargs
     from zoo.frameworks.sb3.build import missing_contrib, rebuild
-    from zoo.frameworks.sb3.fit import SB3_HINT, space_problem
+    from zoo.frameworks.sb3.fit import SB3_HINT, fit_problem
     from zoo.frameworks.sb3.rlzoo_config import eval_env_spec, policy_kwargs_difference, run_config_for
 
     mismatch = algorithm_mismatch(archive, entry)
     if mismatch:
-        raise LayoutMismatch(mismatch.message, f"{mismatch.hint} to zoo eval")
+        raise mismatch
     if adapter.missing_extra(entry, env_id) == "sb3":
         report.flag(WARNING, "missing optional extra 'sb3' to evaluate it", SB3_HINT)
         return
@@ -67,7 +68,7 @@ def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entr
     _stats(report, archive, env_id, config)
     if env_id is None:
         report.flag(WARNING, "env id unknown (no rl_zoo3 folder, hub file name or args.yml)",
-                    "pass --env-id to zoo eval")  # fmt: skip
+                    "pass --env-id")  # fmt: skip
         return
     spec = eval_env_spec(config, env_id, None, frozenset()) if config else adapter.env_spec(entry, env_id)
     if config is not None:
@@ -77,11 +78,8 @@ def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entr
             report.flag(
                 WARNING, f"policy_kwargs differ: {difference}", "zoo builds the policy the zip states"
             )
-    spaces = adapter.env_spaces_or_warn(report, entry, env_id, spec)
-    problem = (
-        spaces
-        and space_problem(rebuilt.observation_space, spaces[0], "observation")
-        or (spaces and space_problem(rebuilt.action_space, spaces[1], "action"))
-    )
+    kinds = SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space)
+    spaces = adapter.env_spaces_or_warn(report, entry, env_id, kinds, spec)
+    problem = spaces and fit_problem(rebuilt, spaces)
     if problem:
         raise LayoutMismatch(f"model does not fit {env_id}: {problem}", "check the env id of this run")

@@ -28,6 +28,7 @@ from zoo.frameworks.base import (
     SavedCheckpoint,
     does_not_fit,
 )
+from zoo.frameworks.kinds import SpaceKinds
 from zoo.frameworks.skrl import discover as _discover
 from zoo.frameworks.skrl.architecture import Architecture, architecture, shape_problems, unused_keys
 from zoo.frameworks.skrl.checkpoint import (
@@ -93,6 +94,7 @@ def _algorithm(run: Run, config: RunConfig) -> str | None:
 class SkrlAdapter(Adapter):
     name = "skrl"
     packages = ("skrl",)
+    training_modules = {"skrl": "skrl"}
     train_return_tags = ("Reward / Total reward (mean)",)
     layout_hint = "skrl: {experiment}/checkpoints/agent_{step}.pt (params/agent.yaml beside checkpoints/)"
     #: A hub repo of an skrl experiment holds its checkpoints and params/: ``zoo enjoy`` fetches both.
@@ -174,7 +176,7 @@ class SkrlAdapter(Adapter):
         report.details["algorithm"] = entry.algorithm if entry else None
         if name is None:
             report.flag(WARNING, "algorithm unknown (not in the dir name nor params/agent.yaml)",
-                        "pass --exp-name (for example skrl_ppo) to zoo eval")  # fmt: skip
+                        "pass --exp-name (for example skrl_ppo)")  # fmt: skip
         elif entry is None:
             registry.get(name)  # the registry's "unknown experiment" error, with its suggestions
         arch = architecture(modules["policy"], config.policy, strict=False)
@@ -183,10 +185,10 @@ class SkrlAdapter(Adapter):
         env_id = self.env_id(run)
         if env_id is None:
             report.flag(WARNING, "env id unknown (not in the experiment names nor params/env.yaml)",
-                        "pass --env-id to zoo eval")  # fmt: skip
+                        "pass --env-id")  # fmt: skip
             return
         report.details["env_id"] = env_id
-        spaces = entry and self.env_spaces_or_warn(report, entry, env_id)
+        spaces = entry and self.env_spaces_or_warn(report, entry, env_id, _space_kinds(config))
         if not spaces:
             return
         kind = config.policy.kind if config.policy.known else None
@@ -203,7 +205,6 @@ class SkrlAdapter(Adapter):
         """``options.model_config`` (``--model-config``, else ``params/agent.yaml`` of the experiment)
         supplies what the weights do not say: the policy class, activations, conv strides and padding,
         the recurrent core and the output expression."""
-        from zoo.envs import probe_spaces
         from zoo.frameworks.skrl.modules import build_network
         from zoo.frameworks.skrl.policy import SkrlPolicy
 
@@ -216,7 +217,8 @@ class SkrlAdapter(Adapter):
         policy_state = modules["policy"]
         arch = architecture(policy_state, config.policy)
         norm, _ = _observation_scaler(modules, arch, config)
-        spaces = _policy_spaces(probe_spaces(self.eval_env(entry, env_id, options, checkpoint.model_file)), arch,
+        spec = self.eval_env(entry, env_id, options, checkpoint.model_file)
+        spaces = _policy_spaces(self.fitting_spaces(entry, env_id, _space_kinds(config), spec), arch,
                                 config.policy.kind)  # fmt: skip
         problems = shape_problems(policy_state, arch, spaces, config.policy.kind, norm)
         if problems:
@@ -228,6 +230,16 @@ class SkrlAdapter(Adapter):
                                 tuple(spaces[0].shape))  # fmt: skip
         return SkrlPolicy(network, config.policy, policy_state.get("log_std_parameter"), *spaces,
                           options.device, options.seed)  # fmt: skip
+
+
+def _space_kinds(config: RunConfig) -> SpaceKinds:
+    """The actions the policy gives, as its config says (categorical: discrete, the other classes: a Box);
+    without a config, the shapes decide. Observations: a vector or a tensor env's groups, either way."""
+    spec = config.policy
+    if not spec.known:
+        return SpaceKinds()
+    said_by = f"a {spec.kind} policy, as {Path(spec.source).name} says"
+    return SpaceKinds("Discrete" if spec.kind == "categorical" else "Box", said_by=said_by)
 
 
 def _policy_spaces(spaces: tuple | None, arch: Architecture, kind: str) -> tuple:

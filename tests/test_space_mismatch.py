@@ -1,0 +1,292 @@
+"""Every registry entry against an env of the wrong kind: one error line naming both kinds, never an internal error.
+
+A model for discrete actions evaluated on a continuous env (and the reverse; a CNN on vector observations,
+an MLP on frames) must be refused by the adapter's fit check, before any model class is built for spaces it
+was not written for, in every command: ``zoo check --env-id``, ``eval``, ``export``, ``enjoy``, ``watch``
+and ``doctor --probe-env``. The models are written by the real libraries: CleanRL's layouts from zoo's model
+classes (and CleanRL's own flax modules for the JAX scripts), Stable-Baselines3 and sb3-contrib's ``save``,
+skrl's trainer, rsl_rl's runner.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+from helpers import make_run, zoo
+
+from zoo.registry import load_registry
+
+DISCRETE_ON_BOX = ("acts on a Discrete action space", "Pendulum-v1's is Box(1,)")
+BOX_ON_DISCRETE = ("acts on a Box action space", "CartPole-v1's is Discrete(2)")
+IMAGES_ON_VECTOR = ("reads image observations", "CartPole-v1's are vector observations, Box(4,)")
+
+#: entry -> (the env its model is made for, an env of another kind, what the error says of each side)
+WRONG_KIND = {
+    **{name: ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX) for name in ("dqn", "c51", "dqn_jax", "c51_jax")},
+    **{name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE) for name in (
+        "ppo_continuous_action", "ddpg_continuous_action", "td3_continuous_action", "td3_continuous_action_jax",
+        "ddpg_continuous_action_jax")},
+    **{name: ("BreakoutNoFrameskip-v4", "CartPole-v1", IMAGES_ON_VECTOR) for name in (
+        "dqn_atari", "c51_atari", "qdagger_dqn_atari_impalacnn", "dqn_atari_jax", "c51_atari_jax",
+        "qdagger_dqn_atari_jax_impalacnn")},
+    "ppo_atari_envpool_xla_jax_scan": ("Breakout-v5", "CartPole-v1", IMAGES_ON_VECTOR),
+    **{name: ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX) for name in (
+        "sb3_ppo", "sb3_a2c", "sb3_dqn", "sb3_qrdqn", "sb3_trpo", "sb3_ppo_lstm", "sb3_ppo_mask")},
+    **{name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE) for name in (
+        "sb3_sac", "sb3_td3", "sb3_ddpg", "sb3_tqc", "sb3_ars", "sb3_crossq")},
+    **{name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE) for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn")},
+    # a policy class has no kind of its own: its first actions are checked against the env's space
+    "custom": ("Pendulum-v1", "CartPole-v1", ("first actions (before any step) do not fit CartPole-v1's action "
+                                              "space Discrete(2)",)),
+}  # fmt: skip
+#: Beyond the registry: the other kinds an entry meets (a categorical skrl policy, an MLP on frames).
+MORE = {
+    "skrl_ppo:categorical": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
+    "dqn:frames": ("CartPole-v1", "BreakoutNoFrameskip-v4", (
+        "dqn reads vector observations", "BreakoutNoFrameskip-v4's are image observations, Box(210, 160, 3)")),
+}  # fmt: skip
+TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
+CLEANRL_TORCH = ("dqn", "c51", "ppo_continuous_action", "ddpg_continuous_action", "td3_continuous_action",
+                 "dqn_atari", "c51_atari", "qdagger_dqn_atari_impalacnn")  # fmt: skip
+SB3_CLASSES = {"sb3_ppo": "stable_baselines3:PPO", "sb3_a2c": "stable_baselines3:A2C", "sb3_dqn": "stable_baselines3:DQN",
+               "sb3_sac": "stable_baselines3:SAC", "sb3_td3": "stable_baselines3:TD3", "sb3_ddpg": "stable_baselines3:DDPG",
+               "sb3_qrdqn": "sb3_contrib:QRDQN", "sb3_tqc": "sb3_contrib:TQC", "sb3_trpo": "sb3_contrib:TRPO",
+               "sb3_ars": "sb3_contrib:ARS", "sb3_crossq": "sb3_contrib:CrossQ",
+               "sb3_ppo_lstm": "sb3_contrib:RecurrentPPO", "sb3_ppo_mask": "sb3_contrib:MaskablePPO"}  # fmt: skip
+
+
+def test_every_registry_entry_has_a_wrong_kind_case():
+    assert sorted(WRONG_KIND) == sorted(load_registry().names())
+
+
+# ----------------------------------------------------------------------------- the models, as the libraries write them
+def _entry_name(case: str) -> str:
+    return case.split(":")[0]
+
+
+def _cleanrl_run(root: Path, case: str, env_id: str) -> Path:
+    name = _entry_name(case)
+    if name in CLEANRL_TORCH:
+        return make_run(root, env_id, name)
+    run = root / "runs" / f"{env_id}__{name}__1__1700000000"
+    _save_flax(run / f"{name}.cleanrl_model", name)
+    return run
+
+
+def _save_flax(path: Path, script: str) -> None:
+    """What the JAX script's ``--save-model`` writes: ``flax.serialization.to_bytes`` of its own modules' params
+    (classes from the cleanrl wheel, as tests/test_cleanrl_flax_models.py builds them)."""
+    import flax.serialization
+    import jax
+    import numpy as np
+    from test_cleanrl_flax_models import _script_args, _wheel_classes
+    from test_cleanrl_jax import _save_actor_critics, _save_c51, _save_dqn
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if script == "dqn_jax":
+        _save_dqn(path.parent)
+        return
+    if script == "c51_jax":
+        _save_c51(path.parent)
+        return
+    if script in ("td3_continuous_action_jax", "ddpg_continuous_action_jax"):
+        _save_actor_critics(path.parent, script, critics=2 if script.startswith("td3") else 1, seed=1)
+        return
+    classes, key, frames = _wheel_classes(script), jax.random.PRNGKey(0), np.zeros((1, 4, 84, 84), np.float32)
+    if script in ("dqn_atari_jax", "qdagger_dqn_atari_jax_impalacnn"):
+        saved = classes["QNetwork"](action_dim=4).init(key, frames)
+    elif script == "c51_atari_jax":
+        args = _script_args(script, [])
+        saved = {"model_weights": classes["QNetwork"](action_dim=4, n_atoms=args["n_atoms"]).init(key, frames),
+                 "args": args}  # fmt: skip
+    else:  # ppo_atari_envpool_xla_jax_scan: [vars(args), [network, actor, critic]]
+        network = classes["Network"]()
+        network_params = network.init(key, frames)
+        hidden = network.apply(network_params, frames)
+        parts = [network_params, classes["Actor"](action_dim=4).init(key, hidden), classes["Critic"]().init(key, hidden)]
+        saved = [_script_args(script, ["--env-id", "Breakout-v5"]), parts]
+    path.write_bytes(flax.serialization.to_bytes(saved))
+
+
+def _sb3_model(root: Path, name: str, env_id: str) -> Path:
+    """The algorithm built on ``env_id`` and saved by its own ``save`` (nothing learned: the spaces are the point)."""
+    import importlib
+
+    module, _, cls_name = SB3_CLASSES[name].partition(":")
+    cls = getattr(importlib.import_module(module), cls_name)
+    policy = "MlpLstmPolicy" if name == "sb3_ppo_lstm" else "MlpPolicy"
+    kwargs = {"buffer_size": 1000} if name in ("sb3_sac", "sb3_td3", "sb3_ddpg", "sb3_tqc", "sb3_dqn", "sb3_qrdqn",
+                                               "sb3_crossq") else {}  # fmt: skip
+    path = root / load_registry().get(name).model_filename(env_id=env_id)
+    root.mkdir(parents=True)
+    cls(policy, env_id, device="cpu", seed=0, **kwargs).save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def untrained(tmp_path_factory) -> dict[str, Path]:
+    """``{case: target}`` of every CleanRL and SB3 case (CleanRL run dirs, SB3 zips with rl_zoo3's hub names)."""
+    root = tmp_path_factory.mktemp("kinds")
+    targets = {}
+    for case, (env_id, _, _) in {**WRONG_KIND, **MORE}.items():
+        entry = load_registry().get(_entry_name(case))
+        if entry.layout.get("kind") == "flax" and find_spec("jax") is None:
+            continue  # the JAX scripts' files are written by flax: their cases skip, saying so
+        if entry.framework == "cleanrl":
+            targets[case] = _cleanrl_run(root / case, case, env_id)
+        elif entry.framework == "sb3":
+            targets[case] = _sb3_model(root / case, case, env_id)
+    return targets
+
+
+@pytest.fixture(scope="module")
+def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
+    """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env."""
+    import yaml
+    from skrl_helpers import ppo_cfg, train_isaac_lab_style
+    from test_rsl_rl import _train
+    from test_skrl_kinds import CATEGORICAL, GAUSSIAN
+    from test_skrl_rnn import RUNS, _agent, _model_config
+
+    from zoo.evaluator import single_cpu_thread
+
+    root = tmp_path_factory.mktemp("kinds-trained")
+    runs = {"rsl_ppo": (_train(root / "rsl", None).run_dir, ())}
+    with single_cpu_thread("cpu"):
+        for case, policy in (("skrl_ppo", GAUSSIAN), ("skrl_ppo:categorical", CATEGORICAL)):
+            env_id = {**WRONG_KIND, **MORE}[case][0]
+            run, _ = train_isaac_lab_style(ppo_cfg(policy, timesteps=64), root / case, "2026-12-01_10-00-00_ppo_torch",
+                                           env_id)  # fmt: skip
+            runs[case] = (run, ("--exp-name", "skrl_ppo"))
+        from skrl.trainers.torch import SequentialTrainer, SequentialTrainerCfg
+        from skrl_helpers import vec_env
+
+        env_id = RUNS["lstm"][0]
+        env = vec_env(env_id, 4)
+        name = "26-12-01_10-00-00-000000_PPO_RNN"
+        agent = _agent("lstm", env, root / "rnn", name, timesteps=64)
+        cfg = SequentialTrainerCfg(timesteps=64, headless=True, disable_progressbar=True, close_environment_at_exit=False)
+        SequentialTrainer(env=env, agents=agent, cfg=cfg).train()
+        config = root / "lstm.yaml"
+        config.write_text(yaml.safe_dump(_model_config("lstm")))
+        runs["skrl_ppo_rnn"] = (root / "rnn" / name, ("--exp-name", "skrl_ppo_rnn", "--model-config", config))
+    return runs
+
+
+# ----------------------------------------------------------------------------- what the user sees
+def _one_error_line(result, needles: tuple[str, ...]) -> str:
+    """The command failed with one ``error:`` line naming each needle, and no internal error or traceback."""
+    assert result.exit_code == 1, (result.exit_code, result.stdout[-2000:], result.stderr[-2000:])
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in errors[0], (needle, errors[0])
+    return errors[0]
+
+
+def _check_row(target: Path, wrong: str, needles: tuple[str, ...], *flags: str) -> None:
+    """``zoo check TARGET --env-id WRONG``: the run's one row is the error, on one line."""
+    result = zoo("check", target, "--env-id", wrong, "--json", *flags)
+    assert result.exit_code == 1, result.stderr
+    (report,) = result.json()
+    assert report["status"] == "error" and "\n" not in report["reason"], report
+    for needle in needles:
+        assert needle in report["reason"], (needle, report["reason"])
+
+
+def _eval(target: Path, wrong: str, needles: tuple[str, ...], tmp_path: Path, *flags: str) -> str:
+    out = tmp_path / "eval.json"
+    line = _one_error_line(zoo("eval", target, "--env-id", wrong, "-n", "1", "--num-envs", "1", "--out", out,
+                               *flags), needles)  # fmt: skip
+    assert not out.exists()
+    return line
+
+
+@pytest.mark.parametrize("case", sorted(c for c in {**WRONG_KIND, **MORE} if c not in TRAINED and c != "custom"))
+def test_check_and_eval_say_both_kinds(untrained, case, tmp_path):
+    if case not in untrained:
+        pytest.skip("needs jax and flax to write the JAX script's file: pip install 'rl-zoo-hub[jax]'")
+    _env_id, wrong, needles = {**WRONG_KIND, **MORE}[case]
+    flags = ("--exp-name", _entry_name(case)) if _entry_name(case).startswith("sb3_") else ()
+    line = _eval(untrained[case], wrong, needles, tmp_path, *flags)
+    assert line.startswith(f"error: {_entry_name(case)} ")
+    _check_row(untrained[case], wrong, needles, *flags)
+
+
+@pytest.mark.parametrize("case", TRAINED)
+def test_trained_runs_check_and_eval_say_both_kinds(mismatch_runs, case, tmp_path):
+    _env_id, wrong, needles = {**WRONG_KIND, **MORE}[case]
+    run, flags = mismatch_runs[case]
+    _eval(run, wrong, needles, tmp_path, *flags)
+    if "--model-config" not in flags:  # zoo check reads the architecture from params/agent.yaml only
+        _check_row(run, wrong, needles, *flags)
+
+
+def test_a_policy_class_is_refused_by_its_first_actions(tmp_path):
+    """A class has no kind zoo could read: the actions it gives on the wrong env are the one line."""
+    _env_id, wrong, needles = WRONG_KIND["custom"]
+    out = tmp_path / "eval.json"
+    line = _one_error_line(zoo("eval", "--policy-class", "custom_policies:OutOfBounds", "--env-id", wrong, "-n", "1",
+                               "--num-envs", "1", "--out", out), needles)  # fmt: skip
+    assert "OutOfBounds.act" in line and not out.exists()
+
+
+# ----------------------------------------------------------------------------- every command, every framework
+FRAMEWORK_CASES = ("dqn", "td3_continuous_action", "dqn_atari", "sb3_dqn", "sb3_sac")
+
+
+@pytest.mark.parametrize("case", FRAMEWORK_CASES)
+def test_export_doctor_and_watch_say_both_kinds(untrained, case, tmp_path):
+    _env_id, wrong, needles = WRONG_KIND[case]
+    target = untrained[case]
+    framework = load_registry().get(case).framework
+    out = tmp_path / "policy.onnx"
+    _one_error_line(zoo("export", target, "--env-id", wrong, "--out", out), needles)
+    assert not out.exists()
+    doctor = zoo("doctor", "--framework", framework, "--policy", target, "--probe-env", "--env-id", wrong, "--json")
+    assert doctor.exit_code == 1
+    checks = {c["name"]: c for c in doctor.json()["checks"]}
+    assert checks["spaces"]["status"] == "ok" and checks["fit"]["status"] == "fail", checks
+    assert all(needle in checks["fit"]["message"] for needle in needles), checks["fit"]
+    if framework == "cleanrl":  # zoo watch follows a run dir's checkpoints
+        watched = zoo("watch", target, "--env-id", wrong, "--idle", "0.2", "--poll", "0.05", "--nice", "0",
+                      "--max-cpu", "0", "-n", "1", "--num-envs", "1")  # fmt: skip
+        _one_error_line(watched, needles)
+        assert not (target / "evals.jsonl").exists() or not (target / "evals.jsonl").read_text().strip()
+
+
+@pytest.mark.parametrize("case", ["dqn", "td3_continuous_action"])
+def test_enjoy_of_a_run_published_for_another_kind_of_env(untrained, case, tmp_path):
+    """A run named for the other env that holds this model (a mistaken or hostile upload): enjoy refuses it."""
+    import shutil
+
+    env_id, wrong, needles = WRONG_KIND[case]
+    runs = tmp_path / "runs"
+    shutil.copytree(untrained[case], runs / untrained[case].name.replace(env_id, wrong))
+    enjoyed = zoo("enjoy", "--exp-name", case, "--env-id", wrong, "--runs-dir", runs, "-n", "1", "--num-envs", "1",
+                  "--out", tmp_path / "eval.json")  # fmt: skip
+    _one_error_line(enjoyed, needles)
+    assert not (tmp_path / "eval.json").exists()
+
+
+@pytest.mark.parametrize("case", ["rsl_ppo", "skrl_ppo"])
+def test_export_and_doctor_of_trained_runs_say_both_kinds(mismatch_runs, case, tmp_path):
+    _env_id, wrong, needles = WRONG_KIND[case]
+    run, flags = mismatch_runs[case]
+    _one_error_line(zoo("export", run, "--env-id", wrong, "--out", tmp_path / "policy.onnx", *flags), needles)
+    doctor = zoo("doctor", "--framework", load_registry().get(case).framework, "--policy", run, "--probe-env",
+                 "--env-id", wrong, "--json", *flags)  # fmt: skip
+    checks = {c["name"]: c for c in doctor.json()["checks"]}
+    assert doctor.exit_code == 1 and checks["fit"]["status"] == "fail", checks
+    assert all(needle in checks["fit"]["message"] for needle in needles), checks["fit"]
+
+
+def test_an_exported_file_says_both_kinds(untrained, tmp_path):
+    """``zoo eval policy.onnx --env-id WRONG``: the sidecar's action kind against the env's."""
+    out = tmp_path / "policy.onnx"
+    assert zoo("export", untrained["dqn"], "--out", out, "-q").exit_code == 0
+    _one_error_line(zoo("eval", out, "--env-id", "Pendulum-v1", "-n", "1", "--num-envs", "1"),
+                    ("policy.onnx (exported dqn) acts on a Discrete action space", "Pendulum-v1's is Box(1,)"))
