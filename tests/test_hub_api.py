@@ -321,6 +321,22 @@ def test_large_files_upload_in_parts_and_a_bad_part_is_refused(tmp_path):
     assert parts_left == []  # the parts are gone once the blob is written
 
 
+def test_an_object_over_the_part_cap_goes_up_in_larger_parts(tmp_path):
+    """At most ``lfs_max_parts`` parts per object, as the Hub caps them: past that, the batch answer's
+    ``chunk_size`` grows (whole MiB), which the real client reads, and the object still arrives whole."""
+    data = os.urandom((5 << 19) + 123)  # 2.5 MiB: 3 parts of 1 MiB, over a cap of 2 -> 2 parts of 2 MiB
+    (tmp_path / "big.bin").write_bytes(data)
+    limits = Limits(lfs_part_size=1 << 20, lfs_max_parts=2)
+    with hub_log() as log, HubServer(tmp_path / "root", limits=limits).start() as hub:
+        out = run_client(hub, """
+            api.create_repo("anonymous/big")
+            api.upload_file(path_or_fileobj="big.bin", path_in_repo="big.bin", repo_id="anonymous/big")
+            out["sha"] = __import__("hashlib").sha256(open(hf_hub_download("anonymous/big", "big.bin"), "rb").read()).hexdigest()
+        """, tmp_path)  # fmt: skip
+    assert out["sha"] == hashlib.sha256(data).hexdigest()
+    assert sum("/part/" in line for line in requests_in(log.getvalue()) if line.startswith("PUT")) == 2
+
+
 def test_calls_left_out_answer_501_with_their_name(hub_open, tmp_path):
     out = run_client(hub_open, """
         api.create_repo("anonymous/m")
