@@ -176,7 +176,9 @@ class RawPathRoute(Route):
 
 class AccessLog:
     """One line per request on ``zoo.hub.access`` (:mod:`zoo.hub.logs`): method, path, status, time and
-    user; no headers and no query string, so no secrets. The path is escaped: no request writes a line."""
+    user; no headers and no query string, so no secrets. The path is escaped: no request writes a line.
+    The line is written before the answer's last bytes are sent, so whoever has the answer finds it
+    logged; a request that ends without an answer is logged when it ends."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -184,20 +186,29 @@ class AccessLog:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        started, status = time.perf_counter(), 0
+        started, status, logged = time.perf_counter(), 0, False
+
+        def log() -> None:
+            nonlocal logged
+            if not logged:
+                logged = True
+                failed = not status or (status >= 500 and status != 501)  # 501: a call left out, by design
+                ACCESS.log(logging.ERROR if failed else logging.INFO, "%s %s %s %.1f ms user=%s",
+                           scope["method"], printable(_raw_path(scope)), status or "-",
+                           1000 * (time.perf_counter() - started), printable(scope.get(USER_KEY) or "-"))  # fmt: skip
 
         async def send_logged(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                log()
             await send(message)
 
         try:
             await self.app(scope, receive, send_logged)
         finally:
-            ACCESS.log(logging.ERROR if status >= 500 or not status else logging.INFO, "%s %s %s %.1f ms user=%s",
-                       scope["method"], printable(_raw_path(scope)), status or "-",
-                       1000 * (time.perf_counter() - started), printable(scope.get(USER_KEY) or "-"))  # fmt: skip
+            log()
 
 
 class SafeHeaders:

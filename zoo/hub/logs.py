@@ -1,6 +1,7 @@
 """What ``zoo hub serve`` tells its operator: Python loggers under ``zoo.hub``, one line per event.
 
-- ``zoo.hub.access``: one line per request, ``METHOD PATH STATUS TIME user=USER`` (INFO; ERROR for a 5xx).
+- ``zoo.hub.access``: one line per request, ``METHOD PATH STATUS TIME user=USER`` (INFO; ERROR for a
+  server error: a 5xx other than the 501 of a Hub call left out, or no answer at all).
   The path is the one the client sent, percent-encoded, without its query string (LFS upload URLs carry
   their signature there); no header is logged, so no token is.
 - ``zoo.hub.push``: one line per commit: repo, revision, new commit id, user, and the files it changed.
