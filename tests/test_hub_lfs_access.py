@@ -194,17 +194,19 @@ def test_the_duplicate_endpoint_refuses_what_the_caller_may_not_copy(hub):
     assert duplicate("alice/secret", "alice/open", SECRET, ALICE) == (200, {"failed": []})
 
 
-def test_a_store_written_before_lfs_records_gets_them_from_its_commits(hub):
-    """Stores of earlier releases have no ``lfs/`` folders: a repo's own LFS objects stay committable (a
-    copy within the repo), nobody else's become so, and the folder is made once, whole."""
+def test_committed_objects_need_no_record_so_old_stores_and_backups_lose_nothing(hub, tmp_path):
+    """Stores of earlier releases have no ``lfs/`` folders, and a backup may leave them out: a repo's
+    committed LFS files stay committable again (a revert, a copy within the repo) and copyable to
+    other repos, nobody else's become committable, and a new upload makes the folder."""
     root = hub.storage.root
     for repo in (root / "repos").glob("*/*"):
         shutil.rmtree(repo / "lfs")
     assert commit_lfs(hub, "bob/mine", PUBLIC, BOB)[0] == 400
     assert commit_lfs(hub, "alice/open", PUBLIC, ALICE)[0] == 200
-    assert sorted(p.name for p in (root / "repos" / "alice" / "open" / "lfs").iterdir()) == [sha(PUBLIC)]
-    assert not list((root / "repos" / "alice" / "open").glob(".lfs.*"))  # its work folder is gone
-    assert [p.name for p in (root / "repos" / "bob" / "mine" / "lfs").iterdir()] == []
+    out = run_client(hub, COPY, tmp_path, BOB)
+    assert out["got"] == sha(PUBLIC) and "RepositoryNotFoundError" in out["private"]["classes"]
+    assert [p.name for p in (root / "repos" / "bob" / "mine" / "lfs").iterdir()] == [sha(PUBLIC)]
+    assert not (root / "repos" / "alice" / "open" / "lfs").exists()  # reading made nothing
 
 
 def test_moved_and_deleted_repos_take_their_records_with_them(hub, tmp_path):

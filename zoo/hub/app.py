@@ -70,6 +70,7 @@ from zoo.hub.storage import (
     Put,
     RefExists,
     RepoExists,
+    RepoLfs,
     RepoMeta,
     RepoNotFound,
     RevisionNotFound,
@@ -603,29 +604,29 @@ class HubApi:
         author = await run_in_threadpool(call.writable, repo_id)
         header: dict[str, Any] = {}
         ops: list[Operation] = []
-        number = 0
+        number, lfs = 0, RepoLfs(self.storage, repo_id)
         async for line in body_lines(call.request, self.hub.limits):
             number += 1
             if line.strip():
-                item = await run_in_threadpool(self._commit_line, repo_id, number, line)
+                item = await run_in_threadpool(self._commit_line, lfs, number, line)
                 if isinstance(item, dict):
                     header = item
                 else:
                     ops.append(item)
         return await run_in_threadpool(self._apply_commit, call, repo_id, rev, author, header, ops)
 
-    def _commit_line(self, repo_id: str, number: int, line: bytes) -> dict[str, Any] | Operation:
+    def _commit_line(self, lfs: RepoLfs, number: int, line: bytes) -> dict[str, Any] | Operation:
         """One ndjson line: the header (a dict) or one file added or deleted."""
         try:
             item = json.loads(line)
             key, value = item["key"], item["value"]
-            return dict(value) if key == "header" else self._operation(repo_id, key, value)
+            return dict(value) if key == "header" else self._operation(lfs, key, value)
         except RecursionError:
             raise HttpError(400, f"commit line {number} is nested too deeply") from None
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise HttpError(400, f"commit line {number} is malformed ({type(exc).__name__})") from None
 
-    def _operation(self, repo_id: str, key: str, value: dict[str, Any]) -> Operation:
+    def _operation(self, lfs: RepoLfs, key: str, value: dict[str, Any]) -> Operation:
         if key == "file":
             if value.get("encoding", "base64") != "base64":
                 raise HttpError(400, "inline files must be base64-encoded")
@@ -642,7 +643,7 @@ class HubApi:
             size = value.get("size")
             if size is not None and type(size) is not int:
                 raise HttpError(400, "an lfsFile's size must be an integer")
-            return Put(check_path(value["path"]), self.storage.lfs_file(repo_id, value["oid"], size))
+            return Put(check_path(value["path"]), self.storage.lfs_file(lfs, value["oid"], size))
         if key in ("deletedFile", "deletedFolder"):
             return Delete(check_path(value["path"].rstrip("/")), folder=key == "deletedFolder")
         raise HttpError(400, f"unsupported commit operation {key!r}")

@@ -23,7 +23,7 @@ from zoo.hub.app import _SHA256, RESERVED_NAMESPACES, Call, HubJson, hub_route, 
 from zoo.hub.http_limits import HttpError
 from zoo.hub.index import RepoRow
 from zoo.hub.protocol import tree_paths
-from zoo.hub.storage import Commit, InvalidInput, RepoNotFound, check_name
+from zoo.hub.storage import Commit, InvalidInput, RepoLfs, RepoNotFound, check_name
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -152,22 +152,19 @@ class RepoApi:
         dst = target["name"]
         call.writable(dst)
         failed: list[dict[str, str]] = []
-        named: set[str] | None = None  # the LFS objects of SRC's commits, read once, if needed
+        source = RepoLfs(self.storage, src)
         for sha256 in dict.fromkeys(item.get("sha256") for item in files):
             if not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
                 failed.append(
                     {"sha256": sha256[:64] if isinstance(sha256, str) else "", "error": "not a sha256"}
                 )
-                continue
-            if self.storage.lfs_granted(src, sha256):  # a repo has a record for each object its commits name
-                named = self.storage.lfs_objects(src) if named is None else named
-            if named is None or sha256 not in named:
+            elif not source.named(sha256):
                 failed.append({"sha256": sha256, "error": f"not an LFS file of {src}"})
-                continue
-            try:
-                self.storage.grant_lfs(dst, sha256)
-            except InvalidInput as exc:  # referenced, yet its blob is missing: zoo hub verify says so
-                failed.append({"sha256": sha256, "error": str(exc)})
+            else:
+                try:
+                    self.storage.grant_lfs(dst, sha256)
+                except InvalidInput as exc:  # named, yet its blob is missing: zoo hub verify says so
+                    failed.append({"sha256": sha256, "error": str(exc)})
         return HubJson({"failed": failed})
 
     def auth_check(self, call: Call, ns: str, name: str) -> Response:

@@ -9,7 +9,7 @@ Layout under ROOT (everything is a plain file, readable with ``cat`` and ``jq``)
     repos/NS/NAME/commits/ID.json      {"parent", "message", "author", "date", "files": {path: entry}}
     repos/NS/NAME/refs.json            {"heads": {"main": ID}, "pr": {"1": ID}, "tags": {"v1": ID}}
     repos/NS/NAME/.lock                flock'd while refs.json or repo.json change
-    repos/NS/NAME/lfs/SHA256           one empty file per LFS object the repo may commit (see below)
+    repos/NS/NAME/lfs/SHA256           one empty file per LFS object uploaded or copied to the repo (below)
     trash/                             deleted repos, renamed here (one atomic step), then removed
     blobs.lock                         flock'd shared by writers that re-use a stored blob, exclusive by gc
     index.sqlite                       the list queries' index (:mod:`zoo.hub.index`), rebuilt from the above
@@ -36,13 +36,15 @@ re-checks and unlinks one blob. So a blob is either seen fresh by gc, or found m
 which then stores it again or refuses the commit with a clear message; never referenced and gone.
 
 LFS objects are stored once, but visible per repo. Knowing an object's sha256 and size must not be enough
-to commit it (and then download it): a commit may name an LFS object only if the repo has a record for it
-in ``lfs/``, written when its bytes were uploaded to that repo (:meth:`HubStorage.grant_lfs`, after the
-upload was verified) or copied from a repo the committer can read (the Hub's ``lfs-files/duplicate``).
-A record is one empty file, created in one step (``O_CREAT``) and fsync'd; it travels with its repo when
-the repo is moved or deleted. Repos written before records existed get theirs, from their own commits, the
-first time they are needed (:meth:`HubStorage._lfs_folder`). gc removes the records of blobs it removed,
-under the same exclusive ``blobs.lock``; a record is made under the shared one while its blob is there.
+to commit it (and then download it): a commit may name an LFS object only if one of the repo's commits
+names it already, or the repo has a record for it in ``lfs/``, written when its bytes were uploaded to that
+repo (:meth:`HubStorage.grant_lfs`, after the upload was verified) or copied from a repo the committer can
+read (the Hub's ``lfs-files/duplicate``); :class:`RepoLfs` decides. A record is one empty file, created in
+one step (``O_CREAT``) and fsync'd; it travels with its repo when the repo is moved or deleted. Records
+only bridge the time between an upload and its commit, so a root of an earlier release (no ``lfs/``
+folders) or a backup without them loses nothing that was committed. gc removes the records of blobs it
+removed, under the same exclusive ``blobs.lock``; a record is made under the shared one while its blob is
+there.
 
 This module knows nothing about HTTP: it raises :class:`StorageError` subclasses whose messages are safe
 to show to a client, and the server maps them to status codes.
@@ -524,13 +526,13 @@ class HubStorage:
         sha256, size = self.store_blob([data])
         return FileEntry(sha256, size, lfs=False, git_sha1=git_blob_sha1(data))
 
-    def lfs_file(self, repo_id: str, sha256: str, size: int | None) -> FileEntry:
-        """An LFS file of ``repo_id`` whose content was uploaded to it, or copied into it, before the commit;
-        refused otherwise, with the same message whether or not the object is stored for another repo."""
+    def lfs_file(self, access: RepoLfs, sha256: str, size: int | None) -> FileEntry:
+        """An LFS file the repo of ``access`` may commit (see :class:`RepoLfs`); refused otherwise, with the
+        same message whether or not the object is stored for another repo."""
         path = self.blob_path(sha256)
-        if not self.lfs_granted(repo_id, sha256) or not self.touch_blob(sha256):
-            raise InvalidInput(f"LFS object {sha256} was not uploaded to {repo_id}; upload it (or copy it from "
-                               "a repo you can read) before committing")  # fmt: skip
+        if not access.may_commit(sha256) or not self.touch_blob(sha256):
+            raise InvalidInput(f"LFS object {sha256} was not uploaded to {access.repo_id}; upload it (or copy it "
+                               "from a repo you can read) before committing")  # fmt: skip
         actual = path.stat().st_size
         if size is not None and size != actual:
             raise InvalidInput(f"LFS object {sha256} has {actual} bytes, the commit says {size}")
@@ -541,9 +543,9 @@ class HubStorage:
 
     # ------------------------------------------------------------------------------------------ LFS records
     def lfs_granted(self, repo_id: str, sha256: str) -> bool:
-        """Whether ``repo_id`` may commit the LFS object ``sha256`` (module docstring)."""
+        """Whether ``repo_id`` has a record for the LFS object ``sha256``: uploaded or copied to it."""
         self.blob_path(sha256)  # InvalidInput for anything but a sha256: it becomes a file name
-        return (self._lfs_folder(repo_id) / sha256).is_file()
+        return (self._repo_dir(repo_id) / "lfs" / sha256).is_file()
 
     def lfs_ready(self, repo_id: str, sha256: str, size: int) -> bool:
         """Whether a commit of ``repo_id`` may name the object now, with nothing uploaded: the repo has its
@@ -554,13 +556,14 @@ class HubStorage:
         """Record that ``repo_id`` may commit the stored blob ``sha256``: its bytes were uploaded to the repo
         and verified, or copied from a repo the caller may read. :class:`InvalidInput` if the blob is not
         stored, :class:`RepoNotFound` if the repo went away (deleted or moved) meanwhile."""
-        folder = self._lfs_folder(repo_id)
+        folder = self._repo_dir(repo_id) / "lfs"
         with self.blob_guard(exclusive=False):  # gc removes a record only under the exclusive one
             try:
                 os.utime(self.blob_path(sha256))
             except FileNotFoundError:
                 raise InvalidInput(f"LFS object {sha256} is not stored") from None
             try:
+                folder.mkdir(exist_ok=True)  # a repo of an earlier release has none; never its parents
                 os.close(os.open(folder / sha256, os.O_WRONLY | os.O_CREAT, 0o644))
             except FileNotFoundError:
                 raise RepoNotFound(f"repo {repo_id} not found") from None
@@ -595,25 +598,6 @@ class HubStorage:
             commit = _commit_from_json(path.stem, _read_json(path))
             found.update(entry.sha256 for entry in commit.files.values() if entry.lfs)
         return found
-
-    def _lfs_folder(self, repo_id: str) -> Path:
-        """``repos/NS/NAME/lfs/``; for a repo written before records existed, made first (under the repo
-        lock, in a work folder renamed into place) with a record for every LFS object its commits name."""
-        repo_dir = self._repo_dir(repo_id)
-        folder = repo_dir / "lfs"
-        if folder.is_dir():
-            return folder
-        self.repo_meta(repo_id)  # RepoNotFound before the lock file is opened in its folder
-        with self._locked(repo_id):
-            if not folder.is_dir():
-                with private_workdir(repo_dir, ".lfs.") as work:
-                    staging = work / "lfs"
-                    staging.mkdir()
-                    for sha256 in self.lfs_objects(repo_id):
-                        (staging / sha256).touch()
-                    os.rename(staging, folder)
-                    _fsync_dir(repo_dir)
-        return folder
 
     # ------------------------------------------------------------------------------------------ repos
     def _repo_dir(self, repo_id: str) -> Path:
@@ -870,6 +854,24 @@ class HubStorage:
                 yield
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class RepoLfs:
+    """Which LFS objects one repo may commit, asked object by object for one request: those its commits
+    name already (read once, at the first object that has no record) and those it has a record for."""
+
+    def __init__(self, storage: HubStorage, repo_id: str):
+        self.storage, self.repo_id = storage, repo_id
+        self._named: set[str] | None = None
+
+    def named(self, sha256: str) -> bool:
+        """Whether a commit of the repo names the object (old commits too: they stay downloadable)."""
+        if self._named is None:
+            self._named = self.storage.lfs_objects(self.repo_id)
+        return sha256 in self._named
+
+    def may_commit(self, sha256: str) -> bool:
+        return self.storage.lfs_granted(self.repo_id, sha256) or self.named(sha256)
 
 
 def _ref_of(refs: dict[str, dict[str, str]], revision: str) -> tuple[str, str] | None:
