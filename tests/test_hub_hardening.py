@@ -22,11 +22,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hub_fuzzing import HANG, memory, zoo_serve
 from test_hub_server import hub_log, requests_in, run_client
 from test_safeyaml import billion_laughs
 
@@ -53,10 +53,6 @@ def address(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
-#: Seconds a test waits for an answer before it calls the server hung: generous, for a loaded machine.
-HANG = 60.0
-
-
 def exchange(url: str, data: bytes, timeout: float = HANG) -> tuple[int, dict[str, str], bytes]:
     """Send raw bytes, read one response: status, headers (lower-case names), body."""
     with socket.create_connection(address(url), timeout=timeout) as sock:
@@ -72,9 +68,8 @@ def post(url: str, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
     return exchange(url, head.encode() + body)
 
 
-def assert_others_are_answered(url: str, timeout: float = HANG, status: int = 200) -> None:
-    """A fresh client gets its answer (``timeout`` is a hang guard, not a speed requirement): ``status``,
-    200 from an open server, 401 from one with a token file."""
+def assert_others_are_answered(url: str, timeout: float = HANG) -> None:
+    """A fresh client gets its answer (``timeout`` is a hang guard, not a speed requirement)."""
     conn = http.client.HTTPConnection(*address(url), timeout=timeout)
     try:
         conn.request("GET", "/api/whoami-v2")
@@ -82,7 +77,7 @@ def assert_others_are_answered(url: str, timeout: float = HANG, status: int = 20
         response.read()
     finally:
         conn.close()
-    assert response.status == status
+    assert response.status == 200
 
 
 def create_repo(url: str, repo_id: str) -> None:
@@ -106,44 +101,8 @@ def inline(path: str, content: bytes) -> dict:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextmanager
-def zoo_serve(root: Path, *options: str) -> Iterator[SimpleNamespace]:
-    """``zoo hub serve`` in a subprocess, answering; killed at the end if it still runs. Its stderr (the
-    banner and the log) goes to ``server.log``, a file: a pipe nobody reads would fill and stall it."""
-    port = _free_port()
-    cmd = [sys.executable, "-m", "zoo", "hub", "serve", "--root", str(root), "--port", str(port), *options]
-    log = root.with_name(f"{root.name}.serve.log")
-    with log.open("wb") as stderr:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
-    server = SimpleNamespace(url=f"http://127.0.0.1:{port}", proc=proc, root=root, log=log)
-    try:
-        deadline = time.monotonic() + 120  # a hang guard: Python and zoo start slowly on a loaded machine
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                assert_others_are_answered(server.url, 5, 401 if "--token-file" in options else 200)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "zoo hub serve did not answer within 120 s"
-                time.sleep(0.05)
-        yield server
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(HANG)
-
-
 def rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
+    return memory(pid)[0]
 
 
 @pytest.fixture(scope="module")

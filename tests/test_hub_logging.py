@@ -14,7 +14,8 @@ import re
 import signal
 
 import pytest
-from test_hub_hardening import HANG, exchange, zoo_serve
+from hub_fuzzing import HANG, zoo_serve
+from test_hub_hardening import exchange
 from test_hub_server import ALICE, BOB, hub_log, run_client
 
 from zoo.hub.logs import file_list, printable
