@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_hub_server import ALICE, BOB, run_client
+from test_hub_server import ALICE, BOB, hub_log, requests_in, run_client
 
 from zoo.hub import repo_api
 from zoo.hub.http_limits import Limits
@@ -199,8 +199,8 @@ def hub_open(tmp_path):
 
 
 def test_paths_info_and_copies_within_and_across_repos(hub_open, tmp_path):
-    """Copies within a repo, LFS or not, and of regular files across repos. (huggingface_hub 2.4 copies an
-    LFS file across repos only by its Xet hash, which this server, speaking git-LFS, does not have.)"""
+    """Copies within a repo, LFS or not, and of regular files across repos (LFS files across repos, and who
+    may copy them: tests/test_hub_lfs_access.py)."""
     out = run_client(
         hub_open,
         """
@@ -305,24 +305,36 @@ def test_raw_serves_git_content_and_resolve_types_are_safe(hub_open, tmp_path):
 
 
 def test_large_files_upload_in_parts_and_a_bad_part_is_refused(tmp_path):
-    log = tmp_path / "access.log"
     data = os.urandom((5 << 19) + 123)  # 2.5 MiB and a bit: three parts of 1 MiB
     (tmp_path / "big.bin").write_bytes(data)
-    with (
-        log.open("w") as fh,
-        HubServer(tmp_path / "root", access_log=fh, limits=Limits(lfs_part_size=1 << 20)).start() as hub,
-    ):
+    with hub_log() as log, HubServer(tmp_path / "root", limits=Limits(lfs_part_size=1 << 20)).start() as hub:
         out = run_client(hub, """
             api.create_repo("anonymous/big")
             api.upload_file(path_or_fileobj="big.bin", path_in_repo="big.bin", repo_id="anonymous/big")
             out["sha"] = __import__("hashlib").sha256(open(hf_hub_download("anonymous/big", "big.bin"), "rb").read()).hexdigest()
         """, tmp_path)  # fmt: skip
         parts_left = list((hub.storage.root / "parts").iterdir())
-    lines = log.read_text().splitlines()
+    lines = requests_in(log.getvalue())
     assert out["sha"] == hashlib.sha256(data).hexdigest()
-    assert sum(" /part/" in line or "/part/" in line for line in lines if line.startswith("PUT")) == 3
+    assert sum("/part/" in line for line in lines if line.startswith("PUT")) == 3
     assert any(line.startswith("POST") and "/complete/" in line and line.endswith(" 200") for line in lines)
     assert parts_left == []  # the parts are gone once the blob is written
+
+
+def test_an_object_over_the_part_cap_goes_up_in_larger_parts(tmp_path):
+    """At most ``lfs_max_parts`` parts per object, as the Hub caps them: past that, the batch answer's
+    ``chunk_size`` grows (whole MiB), which the real client reads, and the object still arrives whole."""
+    data = os.urandom((5 << 19) + 123)  # 2.5 MiB: 3 parts of 1 MiB, over a cap of 2 -> 2 parts of 2 MiB
+    (tmp_path / "big.bin").write_bytes(data)
+    limits = Limits(lfs_part_size=1 << 20, lfs_max_parts=2)
+    with hub_log() as log, HubServer(tmp_path / "root", limits=limits).start() as hub:
+        out = run_client(hub, """
+            api.create_repo("anonymous/big")
+            api.upload_file(path_or_fileobj="big.bin", path_in_repo="big.bin", repo_id="anonymous/big")
+            out["sha"] = __import__("hashlib").sha256(open(hf_hub_download("anonymous/big", "big.bin"), "rb").read()).hexdigest()
+        """, tmp_path)  # fmt: skip
+    assert out["sha"] == hashlib.sha256(data).hexdigest()
+    assert sum("/part/" in line for line in requests_in(log.getvalue()) if line.startswith("PUT")) == 2
 
 
 def test_calls_left_out_answer_501_with_their_name(hub_open, tmp_path):

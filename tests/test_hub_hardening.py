@@ -1,10 +1,11 @@
-"""Attacks on ``zoo hub serve`` over real sockets: each is refused with a 4xx, fast, and others go on.
+"""Attacks on ``zoo hub serve`` over real sockets: each is refused with a 4xx, and others go on.
 
 Protocol-level attacks run against a server in this process (a thread on 127.0.0.1, port 0), with short
-timeouts so that a test waits fractions of a second. YAML attacks, the memory test and the kill -9 test
-run ``zoo hub serve`` as a subprocess: a regressed parser would hold that process's GIL, the memory is
-that process's, and kill -9 needs a process. After every attack another client must get its answer
-within a second.
+server timeouts so that a test waits fractions of a second. YAML attacks, the memory tests and the kill -9
+test run ``zoo hub serve`` as a subprocess: a regressed parser would hold that process's GIL, the memory
+is that process's, and kill -9 needs a process. After every attack another client must get its answer.
+No test asserts how long anything took (a loaded CI machine is slow): a regression that makes a refusal
+cost minutes meets the generous socket timeouts, which guard against hangs, and the memory bounds.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_hub_server import run_client
+from hub_fuzzing import HANG, memory, zoo_serve
+from test_hub_server import hub_log, requests_in, run_client
 from test_safeyaml import billion_laughs
 
 from zoo.hub.http_limits import Limits
@@ -52,7 +53,7 @@ def address(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def exchange(url: str, data: bytes, timeout: float = 5.0) -> tuple[int, dict[str, str], bytes]:
+def exchange(url: str, data: bytes, timeout: float = HANG) -> tuple[int, dict[str, str], bytes]:
     """Send raw bytes, read one response: status, headers (lower-case names), body."""
     with socket.create_connection(address(url), timeout=timeout) as sock:
         sock.sendall(data)
@@ -67,17 +68,16 @@ def post(url: str, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
     return exchange(url, head.encode() + body)
 
 
-def assert_others_are_answered(url: str) -> None:
-    """A fresh client gets its answer within a second."""
-    start = time.monotonic()
-    conn = http.client.HTTPConnection(*address(url), timeout=1)
+def assert_others_are_answered(url: str, timeout: float = HANG) -> None:
+    """A fresh client gets its answer (``timeout`` is a hang guard, not a speed requirement)."""
+    conn = http.client.HTTPConnection(*address(url), timeout=timeout)
     try:
         conn.request("GET", "/api/whoami-v2")
         response = conn.getresponse()
         response.read()
     finally:
         conn.close()
-    assert response.status == 200 and time.monotonic() - start < 1.0
+    assert response.status == 200
 
 
 def create_repo(url: str, repo_id: str) -> None:
@@ -101,43 +101,8 @@ def inline(path: str, content: bytes) -> dict:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextmanager
-def zoo_serve(root: Path) -> Iterator[SimpleNamespace]:
-    """``zoo hub serve`` in a subprocess, answering; killed at the end if it still runs."""
-    port = _free_port()
-    cmd = [sys.executable, "-m", "zoo", "hub", "serve", "--root", str(root), "--port", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    server = SimpleNamespace(url=f"http://127.0.0.1:{port}", proc=proc, root=root)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                assert_others_are_answered(server.url)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "zoo hub serve did not answer within 30 s"
-                time.sleep(0.05)
-        yield server
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-        if proc.stderr:
-            proc.stderr.close()
-
-
 def rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
+    return memory(pid)[0]
 
 
 @pytest.fixture(scope="module")
@@ -161,23 +126,22 @@ def served(tmp_path_factory) -> Iterator[SimpleNamespace]:
     ],
     ids=["billion-laughs", "long-string-aliases", "recursive-alias", "deep-nesting", "oversize"],
 )
-def test_hostile_card_yaml_is_refused_quickly_by_validate_yaml(served, metadata, reason):
-    start = time.monotonic()
+def test_hostile_card_yaml_is_refused_by_validate_yaml(served, metadata, reason):
     status, headers, body = post(
         served.url, "/api/validate-yaml", json.dumps({"content": readme(metadata)}).encode()
     )
-    assert status == 400 and time.monotonic() - start < 2.0
+    assert status == 400
     assert reason in json.loads(body)["errors"][0]["message"] and reason in headers["x-error-message"]
     assert_others_are_answered(served.url)
 
 
 def test_a_run_of_newlines_does_not_make_the_front_matter_pattern_backtrack(served):
-    """The Hub's own front-matter regex needs minutes of CPU for 8 KB of newlines; ours is linear."""
-    start = time.monotonic()
+    """The Hub's own front-matter regex needs minutes of CPU for 8 KB of newlines (so for 200,000 of them,
+    far past the hang guard); ours is linear."""
     status, _, _ = post(
         served.url, "/api/validate-yaml", json.dumps({"content": "---\n" + "\n" * 200_000}).encode()
     )
-    assert status == 200 and time.monotonic() - start < 1.0
+    assert status == 200
 
 
 def test_yaml_bomb_in_a_committed_readme_is_refused_and_nothing_lands(served):
@@ -186,10 +150,8 @@ def test_yaml_bomb_in_a_committed_readme_is_refused_and_nothing_lands(served):
         {"key": "header", "value": {"summary": "bomb"}},
         inline("README.md", readme(billion_laughs()).encode()),
     )
-    start = time.monotonic()
     status, _, reply = post(served.url, "/api/models/alice/card/commit/main", body)
     assert status == 400 and "expands to more than" in json.loads(reply)["error"]
-    assert time.monotonic() - start < 2.0
     assert HubStorage(served.root).resolve("alice/card", "main").files == {}
     assert_others_are_answered(served.url)
 
@@ -201,22 +163,29 @@ def test_a_stored_readme_bomb_does_not_stall_model_info(served):
     storage.create_repo("alice/old", "alice", private=False)
     entry = storage.regular_file(readme(billion_laughs()).encode())
     storage.commit("alice/old", "main", [Put("README.md", entry)], message="planted", author="alice")
-    start = time.monotonic()
     status, _, body = exchange(served.url, b"GET /api/models/alice/old HTTP/1.1\r\nHost: x\r\n\r\n")
-    assert status == 200 and "cardData" not in json.loads(body) and time.monotonic() - start < 2.0
+    assert status == 200 and "cardData" not in json.loads(body)
 
 
 def test_a_cpu_heavy_request_does_not_hold_up_others(hub):
-    """About a second of YAML parsing (valid, at the size cap) runs in a worker thread, not in the loop."""
+    """Seconds of YAML parsing (valid, at the size cap, three at once) run in worker threads, not in the
+    loop: another client is answered while they are still parsing. The server's own log gives the order
+    in which the answers went out, whatever the machine's speed."""
     metadata = "".join(f"key{i}: [value {i}, {{a: {i}, b: text {i}}}]\n" for i in range(5200))
     results: list[int] = []
-    worker = threading.Thread(target=lambda: results.append(
-        post(hub.url, "/api/validate-yaml", json.dumps({"content": readme(metadata)}).encode())[0]))  # fmt: skip
-    worker.start()
-    time.sleep(0.2)  # the parse is under way
-    assert_others_are_answered(hub.url)
-    worker.join(30)
-    assert results == [200]
+    body = json.dumps({"content": readme(metadata)}).encode()
+    workers = [threading.Thread(target=lambda: results.append(post(hub.url, "/api/validate-yaml", body)[0]))
+               for _ in range(3)]  # fmt: skip
+    with hub_log() as log:
+        for worker in workers:
+            worker.start()
+        time.sleep(0.2)  # the parses are under way
+        assert_others_are_answered(hub.url)
+        for worker in workers:
+            worker.join(HANG)
+    answered = requests_in(log.getvalue())
+    assert results == [200, 200, 200] and len(answered) == 4
+    assert answered.index("GET /api/whoami-v2 200") < 3  # before the last parse was done: the loop was free
 
 
 # ---------------------------------------------------------------------------------------------- JSON, sizes
@@ -260,7 +229,7 @@ def test_oversize_headers_are_refused_whole_or_in_pieces(hub):
     big = b"X-Big: " + b"a" * (100 << 10) + b"\r\n"
     status, _, body = exchange(hub.url, b"GET /api/whoami-v2 HTTP/1.1\r\nHost: x\r\n" + big + b"\r\n")
     assert status == 431 and "request headers over 65536 bytes" in json.loads(body)["error"]
-    with socket.create_connection(address(hub.url), timeout=5) as sock:  # h11 stops buffering at the limit
+    with socket.create_connection(address(hub.url), timeout=HANG) as sock:  # h11 stops buffering at the limit
         sock.sendall(b"GET /api/whoami-v2 HTTP/1.1\r\nHost: x\r\n" + big[:70_000])
         response = http.client.HTTPResponse(sock)
         response.begin()
@@ -268,29 +237,109 @@ def test_oversize_headers_are_refused_whole_or_in_pieces(hub):
     assert_others_are_answered(hub.url)
 
 
+# ---------------------------------------------------------------------------------------------- LFS, headers
+PETABYTE = 1 << 50
+
+
+def lfs_batch(url: str, repo_id: str, objects: list[dict]) -> tuple[int, dict]:
+    status, _, reply = post(url, f"/{repo_id}.git/info/lfs/objects/batch",
+                            json.dumps({"operation": "upload", "objects": objects}).encode())  # fmt: skip
+    return status, json.loads(reply)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's RSS from /proc")
+def test_an_lfs_batch_declaring_a_petabyte_is_refused_before_any_url_is_made(served):
+    """200 bytes that made the server build 16.7 M part URLs (7.5 GB of RSS for two): now a 422 for that
+    object, with the limit and how to raise it; the other objects of the batch get their URLs."""
+    create_repo(served.url, "alice/huge")
+    before = rss_bytes(served.proc.pid)
+    for _ in range(3):
+        status, reply = lfs_batch(served.url, "alice/huge", [{"oid": "a" * 64, "size": PETABYTE},
+                                                            {"oid": "b" * 64, "size": 100}])  # fmt: skip
+        huge, small = reply["objects"]
+        assert status == 200 and huge == {"oid": "a" * 64, "size": PETABYTE, "error": {"code": 422, "message": (
+            f"LFS object of {PETABYTE} bytes is over the 50 GiB this server accepts per file (its operator can "
+            "raise it: zoo hub serve --max-lfs-size)")}}  # fmt: skip
+        assert set(small["actions"]) == {"upload", "verify"}
+    assert rss_bytes(served.proc.pid) - before < 64 << 20
+    assert_others_are_answered(served.url)
+
+
+def test_max_lfs_size_is_the_servers_option_and_the_client_says_why(tmp_path):
+    (tmp_path / "big.bin").write_bytes(os.urandom(3 << 20))
+    with zoo_serve(tmp_path / "root", "--max-lfs-size", "2MiB") as server:
+        out = run_client(server, """
+            api.create_repo("anonymous/big")
+            out["big"] = caught(api.upload_file, path_or_fileobj="big.bin", path_in_repo="big.bin",
+                                repo_id="anonymous/big")
+            out["small"] = api.upload_file(path_or_fileobj=b"w" * 1000, path_in_repo="small.bin",
+                                           repo_id="anonymous/big").oid
+        """, tmp_path)  # fmt: skip
+    assert (
+        "LFS object of 3145728 bytes is over the 2 MiB this server accepts per file" in out["big"]["message"]
+    )
+    assert out["small"]
+
+
+def test_part_counts_objects_and_part_urls_per_batch_are_capped(tmp_path):
+    limits = Limits(lfs_part_size=1 << 20, lfs_max_parts=4, lfs_batch_objects=3, lfs_batch_parts=10)
+    with HubServer(tmp_path / "root", limits=limits).start() as hub:
+        create_repo(hub.url, "alice/parts")
+        objects = [{"oid": f"{n:064x}", "size": 16 << 20} for n in range(3)]  # 4 parts of 4 MiB each
+        status, reply = lfs_batch(hub.url, "alice/parts", objects)
+        first, second, third = reply["objects"]
+        for obj in (first, second):
+            header = obj["actions"]["upload"]["header"]
+            assert header.pop("chunk_size") == str(4 << 20) and sorted(header) == ["1", "2", "3", "4"]
+        assert third["error"] == {"code": 422, "message": "this LFS batch needs over 10 upload parts in all: "
+                                  "upload these files in several commits"}  # fmt: skip
+        status, _ = lfs_batch(hub.url, "alice/parts", objects + objects[:1])
+        assert status == 413
+        assert_others_are_answered(hub.url)
+
+
+@pytest.mark.parametrize("text", ["%00", "a%0Ab", "%0D%0AX-Injected:%201", "%7F", "%C2%85", "x%E2%80%AEy"])
+def test_control_characters_in_a_path_get_an_answer_never_a_dropped_connection(hub, text):
+    """A NUL in ``resolve/main/%00`` was echoed into X-Error-Message, h11 refused to write it, and the
+    client got an empty reply; every header value is now cleaned, and the log line escaped."""
+    create_repo(hub.url, "alice/ctl")
+    paths = [f"/alice/ctl/resolve/main/{text}", f"/alice/ctl/resolve/{text}/x", f"/alice/ctl/raw/main/{text}",
+             f"/api/models/alice/ctl/tree/main/{text}", f"/api/models/alice/ctl/revision/{text}",
+             f"/alice/{text}/resolve/main/x", f"/api/models/alice/ctl/commits/{text}"]  # fmt: skip
+    with hub_log() as log:
+        for path in paths:
+            status, headers, body = exchange(hub.url, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert status in (400, 404), (path, status, body)
+            assert "x-injected" not in headers
+            assert all(value.isprintable() for value in headers.values()), headers
+    assert len(log.getvalue().splitlines()) == len(paths)  # one line each: nothing written a line of its own
+
+
 # ---------------------------------------------------------------------------------------------- slow clients
-def _trickle_head(url: str, closed_after: list[float]) -> None:
-    """Send a request head one byte every 50 ms, never finishing it; record when the server hangs up."""
-    start = time.monotonic()
-    with socket.create_connection(address(url), timeout=5) as sock:
-        for byte in b"GET /api/whoami-v2 HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200:
+def _trickle_head(url: str, closed: list[bool]) -> None:
+    """Send a request head one byte every 50 ms, never finishing it (a minute and a half of bytes); record
+    whether the server hung up before the bytes ran out."""
+    with socket.create_connection(address(url), timeout=HANG) as sock:
+        for byte in b"GET /api/whoami-v2 HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1800:
             try:
                 sock.sendall(bytes([byte]))
                 if select.select([sock], [], [], 0.05)[0] and sock.recv(1) == b"":
-                    break
+                    closed.append(True)
+                    return
             except OSError:
-                break
-        closed_after.append(time.monotonic() - start)
+                closed.append(True)
+                return
+        closed.append(False)
 
 
 def test_slowloris_heads_and_stalled_bodies_hold_up_nobody(hub):
-    closed_after: list[float] = []
-    trickles = [threading.Thread(target=_trickle_head, args=(hub.url, closed_after)) for _ in range(8)]
+    closed: list[bool] = []
+    trickles = [threading.Thread(target=_trickle_head, args=(hub.url, closed)) for _ in range(8)]
     for thread in trickles:
         thread.start()
     stalled = []
     for _ in range(8):  # a body that never completes
-        sock = socket.create_connection(address(hub.url), timeout=5)
+        sock = socket.create_connection(address(hub.url), timeout=HANG)
         sock.sendall(b"POST /api/validate-yaml HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
         stalled.append(sock)
     try:
@@ -304,19 +353,22 @@ def test_slowloris_heads_and_stalled_bodies_hold_up_nobody(hub):
         for sock in stalled:
             sock.close()
     for thread in trickles:
-        thread.join(10)
-    assert len(closed_after) == 8 and all(0.4 < t < 2.0 for t in closed_after), closed_after  # head_timeout
+        thread.join(2 * HANG)
+    assert closed == [True] * 8  # each closed by the server (its head_timeout), not left to trickle on
     assert_others_are_answered(hub.url)
 
 
 def test_stop_does_not_wait_for_a_stalled_client(tmp_path):
-    hub = HubServer(tmp_path / "root", limits=Limits(body_idle_timeout=60, shutdown_grace=0.5)).start()
-    with socket.create_connection(address(hub.url), timeout=5) as sock:
+    """The stalled body would hold its request for 10 minutes; stop() cancels it after the grace period
+    (stop's own wait for the serving thread, 10 s past the grace, would leave that thread running)."""
+    hub = HubServer(tmp_path / "root", limits=Limits(body_idle_timeout=600, shutdown_grace=0.5)).start()
+    serving = hub._thread
+    assert serving is not None
+    with socket.create_connection(address(hub.url), timeout=HANG) as sock:
         sock.sendall(b"POST /api/validate-yaml HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
         time.sleep(0.1)
-        start = time.monotonic()
         hub.stop()
-        assert time.monotonic() - start < 3.0
+        assert not serving.is_alive()
 
 
 # ---------------------------------------------------------------------------------------------- processes
@@ -356,10 +408,10 @@ def test_kill_9_mid_upload_leaves_a_partial_that_the_next_start_removes(tmp_path
             server.url, "/alice/run.git/info/lfs/objects/batch", json.dumps(batch).encode()
         )
         href = json.loads(body)["objects"][0]["actions"]["upload"]["href"].removeprefix(server.url)
-        with socket.create_connection(address(server.url), timeout=5) as sock:
+        with socket.create_connection(address(server.url), timeout=HANG) as sock:
             sock.sendall(f"PUT {href} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n".encode())
             sock.sendall(data[: 3 << 20])  # and never the rest
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + HANG
             while not any(p.stat().st_size >= 1 << 20 for p in (root / "tmp").iterdir()):
                 assert time.monotonic() < deadline, "the upload never reached tmp/"
                 time.sleep(0.02)

@@ -88,17 +88,22 @@ def test_gc_removes_old_orphans_and_dead_uploads_and_keeps_fresh_and_referenced(
 
     dry = collect_garbage(root, dry_run=True)
     assert (dry.removed, dry.removed_bytes, dry.kept_fresh, dry.referenced) == (1, 3000, 1, 2)
-    assert (dry.uploads_removed, dry.uploads_bytes, dry.parts_removed) == (1, 777, 1)
+    assert (dry.uploads_removed, dry.uploads_bytes, dry.parts_removed, dry.records_removed) == (1, 777, 1, 1)
     assert old.is_file() and dead.is_file() and abandoned.is_dir()  # a dry run removes nothing
+    records = root / "repos" / "alice" / "gc" / "lfs"
+    assert {p.name for p in records.iterdir()} == {sha(b"W" * 5000), old.parent.name + old.name,
+                                                   fresh.parent.name + fresh.name}  # fmt: skip
 
     report = collect_garbage(root)
     assert report.to_json() == {**dry.to_json(), "dry_run": False}
     assert not old.exists() and not dead.exists() and not abandoned.exists() and recent.is_dir()
+    assert {p.name for p in records.iterdir()} == {sha(b"W" * 5000), sha(b"F" * 2000)}  # old.bin's is gone
     assert fresh.is_file() and all(p.is_file() for p in referenced)  # "weights.bin" is gone from main only
     got = run_client(hub, DOWNLOAD_ALL.format(first=out["first"]), tmp_path)["got"]
     assert got == {"weights.bin": sha(b"W" * 5000), "config.json": sha(b'{"lr": 0.1}')}
     again = collect_garbage(root)
-    assert (again.removed, again.uploads_removed, again.parts_removed, again.referenced) == (0, 0, 0, 2)
+    assert (again.removed, again.uploads_removed, again.parts_removed, again.records_removed) == (0, 0, 0, 0)
+    assert again.referenced == 2
 
 
 def test_gc_removes_the_blobs_of_a_deleted_repo_but_not_those_another_repo_shares(hub, tmp_path):
@@ -222,7 +227,8 @@ def test_gc_cli_prints_a_summary_and_json_and_refuses_a_wrong_root_in_one_line(h
     assert done.exit_code == 0
     assert done.json() == {"dry_run": False, "grace_seconds": 3600.0, "repos": 1, "commits": 3, "blobs": 4,
                            "referenced": 2, "kept_fresh": 0, "removed": 2, "removed_bytes": 5000,
-                           "uploads_removed": 0, "uploads_bytes": 0, "parts_removed": 0}  # fmt: skip
+                           "uploads_removed": 0, "uploads_bytes": 0, "parts_removed": 0,
+                           "records_removed": 2}  # fmt: skip
     assert len(list(hub.storage.iter_blobs())) == 2
 
     for command in ("gc", "verify"):

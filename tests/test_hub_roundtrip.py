@@ -7,7 +7,6 @@ and ``HF_HOME`` at import, exactly as it does for a user.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -16,6 +15,7 @@ import sys
 
 import pytest
 from helpers import EXAMPLES
+from test_hub_server import hub_log
 
 SENTINEL = "hf_SENTINELroundtrip0123456789abcdefghij"
 
@@ -28,12 +28,8 @@ def token_hub(tmp_path):
 
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(f"{SENTINEL} alice demo\n")
-    log = io.StringIO()
-    server = HubServer(tmp_path / "hub-root", token_file=tokens, access_log=log).start()
-    try:
+    with hub_log() as log, HubServer(tmp_path / "hub-root", token_file=tokens).start() as server:
         yield server, log
-    finally:
-        server.stop()
 
 
 @pytest.fixture

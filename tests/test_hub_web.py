@@ -12,7 +12,6 @@ Screenshots go to ``$ZOO_TEST_ARTIFACTS/hub-web`` (or ``.cache/test-artifacts/hu
 from __future__ import annotations
 
 import http.client
-import io
 import json
 import os
 import shutil
@@ -23,7 +22,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 from helpers import EXAMPLES, REPO
-from test_hub_server import run_client
+from test_hub_server import hub_log, run_client
 
 from zoo.hub import scores
 from zoo.hub.server import HubServer
@@ -101,8 +100,7 @@ def site(tmp_path_factory):
     home = tmp_path_factory.mktemp("hub-web")
     tokens = home / "tokens.txt"
     tokens.write_text(f"{ALICE} alice lab\n{BOB} bob\n")
-    log = io.StringIO()
-    with HubServer(home / "root", token_file=tokens, access_log=log).start() as hub:
+    with hub_log() as log, HubServer(home / "root", token_file=tokens).start() as hub:
         src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
         run = home / "runs" / src.name
         shutil.copytree(src, run)

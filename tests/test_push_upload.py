@@ -16,10 +16,12 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import EXAMPLES
+from test_hub_server import hub_log
 
 from zoo.hub.server import HubServer
 from zoo.hub.storage import HubStorage
@@ -49,15 +51,16 @@ print("RESULT " + json.dumps(out))
 
 
 @pytest.fixture
-def log() -> io.StringIO:
-    return io.StringIO()
+def log() -> Iterator[io.StringIO]:
+    with hub_log() as stream:  # the server's log lines
+        yield stream
 
 
 @pytest.fixture
 def hub(tmp_path, log):
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(f"{ALICE} alice lab\n{BOB} bob\n")
-    with HubServer(tmp_path / "root", token_file=tokens, access_log=log).start() as server:
+    with HubServer(tmp_path / "root", token_file=tokens).start() as server:
         yield server
     for token in (ALICE, BOB, UNKNOWN):
         assert token not in log.getvalue()

@@ -815,6 +815,28 @@ def _watch_line(line: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- hub serve
+class _ByteSize(click.ParamType):
+    """A size in bytes: ``1048576``, ``500MB`` (powers of 1000), ``50GiB`` or ``50G`` (powers of 1024)."""
+
+    name = "size"
+    _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30,
+              "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}  # fmt: skip
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int):
+            return value
+        import re
+        from fractions import Fraction
+
+        match = re.fullmatch(r"\s*(\d{1,20}(?:\.\d{1,9})?)\s*([A-Za-z]*)\s*", str(value))
+        unit = self._UNITS.get(match.group(2).lower()) if match else None
+        size = int(Fraction(match.group(1)) * unit) if match and unit else 0
+        if size < 1:
+            self.fail(f"{value!r} is not a size: give bytes, or a number with KiB, MiB, GiB, TiB (or KB, MB, "
+                      "GB, TB)", param, ctx)  # fmt: skip
+        return size
+
+
 @cli.group("hub")
 def hub_cmd() -> None:
     """A Hugging Face Hub compatible server for air-gapped teams."""
@@ -836,12 +858,23 @@ def hub_cmd() -> None:
 @click.option("--public-url", default=None, metavar="URL",
               help="Where clients reach the server, e.g. https://hub.lab.example behind a TLS proxy: the URLs it "
               "hands out (LFS uploads) are built from it [from the request's Host header, as http://].")  # fmt: skip
-def hub_serve_cmd(root, host, port, token_file, reevaluate, reevaluate_timeout, public_url) -> None:
+@click.option("--max-lfs-size", type=_ByteSize(), default="50GiB", show_default=True, metavar="SIZE",
+              help="The largest file an LFS upload may announce (e.g. 500MiB, 200GiB); larger ones are refused "
+              "before any byte is sent.")  # fmt: skip
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+              show_default=True, help="Log to stderr: one line per request, commit and re-evaluation event at "
+              "info; failures only at warning.")  # fmt: skip
+def hub_serve_cmd(root, host, port, token_file, reevaluate, reevaluate_timeout, public_url, max_lfs_size,
+                  log_level) -> None:  # fmt: skip
     """Serve the Hub HTTP protocol from ROOT: point HF_ENDPOINT at it, with HF_HUB_DISABLE_XET=1."""
+    from zoo.hub.http_limits import Limits
+    from zoo.hub.logs import log_to_stderr
     from zoo.hub.server import HubServer
 
+    log_to_stderr(log_level)
     server = HubServer(root, host=host, port=port, token_file=token_file, reevaluate=reevaluate,
-                       reevaluate_timeout=reevaluate_timeout, public_url=public_url)  # fmt: skip
+                       reevaluate_timeout=reevaluate_timeout, public_url=public_url,
+                       limits=Limits(lfs_max_size=max_lfs_size))  # fmt: skip
     removed = server.storage.removed
     if removed.files:
         err().print(f"removed {removed.files} partial upload(s), {_size(removed.bytes)}, that a killed server left "

@@ -1,5 +1,6 @@
 """The Hub API's core routes behind ``zoo hub serve`` (uploads, commits, downloads, model info), and
-what every route shares: :class:`Call`, :func:`hub_route`, the access log and the Hub's error replies.
+what every route shares: :class:`Call`, :func:`hub_route`, the access log, safe response headers and the
+Hub's error replies.
 :func:`zoo.hub.asgi.create_app` puts them together with the other route modules.
 
 Only bytes move on the event loop. A handler that is a plain function runs whole in a worker thread
@@ -19,6 +20,7 @@ import hashlib
 import hmac
 import inspect
 import json
+import logging
 import mimetypes
 import re
 import time
@@ -43,6 +45,7 @@ from zoo.hub.http_limits import (
     read_body,
     read_form,
 )
+from zoo.hub.logs import ACCESS, ERRORS, PUSH, file_list, printable
 from zoo.hub.protocol import (
     ANONYMOUS,
     INVALID_CREDENTIALS,
@@ -67,6 +70,7 @@ from zoo.hub.storage import (
     Put,
     RefExists,
     RepoExists,
+    RepoLfs,
     RepoMeta,
     RepoNotFound,
     RevisionNotFound,
@@ -111,11 +115,22 @@ class HubJson(JSONResponse):
 
 
 def error_response(exc: HttpError) -> Response:
-    """The Hub's error reply: ``{"error": ...}``, and the message and code in X-Error-* headers."""
-    headers = {"X-Error-Message": " ".join(exc.message.encode("ascii", "replace").decode().split())}
+    """The Hub's error reply: ``{"error": ...}``, and the message and code in X-Error-* headers (ASCII, one
+    line: a message may quote what the client sent)."""
+    headers = {"X-Error-Message": header_text(exc.message)}
     if exc.code:
         headers["X-Error-Code"] = exc.code
     return HubJson({"error": exc.message, **exc.extra}, exc.status, {**headers, **exc.headers})
+
+
+def header_text(text: str) -> str:
+    """``text`` as a header value h11 writes: ASCII (others become '?'), runs of whitespace and control
+    characters one space, no space at either end."""
+    return " ".join(_CONTROLS.sub(" ", text.encode("ascii", "replace").decode()).split())
+
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_BYTES = re.compile(rb"[\x00-\x1f\x7f]+")
 
 
 async def _on_http_error(request: Request, exc: Exception) -> Response:
@@ -161,21 +176,57 @@ class RawPathRoute(Route):
 
 
 class AccessLog:
-    """One line per request, ``METHOD PATH STATUS``: no headers, no query string, so no secrets."""
+    """One line per request on ``zoo.hub.access`` (:mod:`zoo.hub.logs`): method, path, status, time and
+    user; no headers and no query string, so no secrets. The path is escaped: no request writes a line.
+    The line is written before the answer's last bytes are sent, so whoever has the answer finds it
+    logged; a request that ends without an answer is logged when it ends."""
 
-    def __init__(self, app: ASGIApp, hub: HubServer):
-        self.app, self.hub = app, hub
+    def __init__(self, app: ASGIApp):
+        self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        started, status, logged = time.perf_counter(), 0, False
+
+        def log() -> None:
+            nonlocal logged
+            if not logged:
+                logged = True
+                failed = not status or (status >= 500 and status != 501)  # 501: a call left out, by design
+                ACCESS.log(logging.ERROR if failed else logging.INFO, "%s %s %s %.1f ms user=%s",
+                           scope["method"], printable(_raw_path(scope)), status or "-",
+                           1000 * (time.perf_counter() - started), printable(scope.get(USER_KEY) or "-"))  # fmt: skip
 
         async def send_logged(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
-                self.hub.log(f"{scope['method']} {_raw_path(scope)} {message['status']}")
+                status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                log()
             await send(message)
 
-        await self.app(scope, receive, send_logged)
+        try:
+            await self.app(scope, receive, send_logged)
+        finally:
+            log()
+
+
+class SafeHeaders:
+    """Every response header value without control characters, whatever a route put there: h11 refuses to
+    write a NUL or a line break, and the client would get a dropped connection instead of an answer."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_safe(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [(name, _CONTROL_BYTES.sub(b" ", value).strip(b" \t"))
+                                      for name, value in message.get("headers", ())]  # fmt: skip
+            await send(message)
+
+        await self.app(scope, receive, send_safe)
 
 
 def _raw_path(scope: Scope) -> str:
@@ -242,14 +293,21 @@ def hub_route(hub: HubServer, path: str, methods: list[str], handler: Handler) -
     return RawPathRoute(path, _endpoint(hub, handler), methods=methods)
 
 
+#: Where :func:`caller_of` leaves the caller's name in the request's scope, for :class:`AccessLog`.
+USER_KEY = "zoo.user"
+
+
 def caller_of(hub: HubServer, request: Request) -> TokenInfo | None:
     """Who sends ``request``: its bearer token, else (for a page, a link or a <video> of a logged-in
     browser, which can only send cookies) its session cookie on GET and HEAD."""
     authorization = request.headers.get("authorization")
     if authorization or request.method not in ("GET", "HEAD"):
-        return hub.authenticate(authorization)
-    session = hub.sessions.caller(request.cookies.get(SESSION_COOKIE))
-    return session if session is not None else hub.authenticate(None)
+        caller = hub.authenticate(authorization)
+    else:
+        session = hub.sessions.caller(request.cookies.get(SESSION_COOKIE))
+        caller = session if session is not None else hub.authenticate(None)
+    request.scope[USER_KEY] = caller.user if caller else None  # for the access log
+    return caller
 
 
 def _endpoint(hub: HubServer, handler: Handler) -> Callable[[Request], Any]:
@@ -269,10 +327,18 @@ def _endpoint(hub: HubServer, handler: Handler) -> Callable[[Request], Any]:
         except ClientDisconnect:
             raise HttpError(400, "request body ended early") from None
         except Exception:
-            hub.report(traceback.format_exc().rstrip())
+            report_bug(request)
             raise HttpError(500, "internal server error") from None
 
     return endpoint
+
+
+def report_bug(request: Request) -> None:
+    """Log the exception being handled, a server bug, with its traceback on ``zoo.hub.error``; its lines
+    are indented and escaped, so that none of it reads as a record of its own."""
+    lines = traceback.format_exc().rstrip().splitlines()
+    ERRORS.error("%s %s\n  %s", request.method, printable(_raw_path(request.scope)),
+                 "\n  ".join(printable(line) for line in lines))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------- api
@@ -440,38 +506,61 @@ class HubApi:
         return HubJson({"files": answer, "commitOid": commit.id})
 
     async def lfs_batch(self, call: Call, ns: str, name: str) -> Response:
+        """The LFS batch endpoint, for uploads: per object, nothing to do if this repo already has it (its
+        record, and the blob), else signed upload URLs. So an object stored for another repo reads as
+        absent here: the client uploads its bytes, which proves it has them."""
         repo_id = f"{ns}/{name}"
         await run_in_threadpool(call.writable, repo_id)
         body = await call.json()
         if body.get("operation") != "upload":
             raise HttpError(400, "only the LFS 'upload' operation is supported; download with /resolve")
-        objects = body.get("objects")
+        objects, most = body.get("objects"), self.hub.limits.lfs_batch_objects
         if not isinstance(objects, list):
             raise HttpError(400, "'objects' must be a list of {oid, size}")
-        answer = await run_in_threadpool(lambda: [self._lfs_object(call, repo_id, obj) for obj in objects])
+        if len(objects) > most:
+            raise HttpError(413, f"over {most} objects in one LFS batch request; send them in several")
+        answer = await run_in_threadpool(self._lfs_answer, call, repo_id, objects)
         parts = any("header" in obj.get("actions", {}).get("upload", {}) for obj in answer)
         return HubJson({"transfer": "multipart" if parts else "basic", "objects": answer, "hash_algo": "sha256"},
                        media_type=_LFS_JSON)  # fmt: skip
 
-    def _lfs_object(self, call: Call, repo_id: str, obj: Any) -> dict[str, Any]:
-        """Upload instructions for one object: none if the blob is stored, else PUT and verify URLs."""
-        oid, size = (obj.get("oid"), obj.get("size")) if isinstance(obj, dict) else (None, None)
-        if not (isinstance(oid, str) and _SHA256.fullmatch(oid) and isinstance(size, int) and size >= 0):
-            message = "oid must be a lowercase sha256 and size a non-negative integer"
-            return {"oid": str(oid), "size": size if isinstance(size, int) else 0,
-                    "error": {"code": 422, "message": message}}  # fmt: skip
-        if self.storage.has_blob(oid, size):
-            return {"oid": oid, "size": size}
+    def _lfs_answer(self, call: Call, repo_id: str, objects: list[Any]) -> list[dict[str, Any]]:
+        """One answer per object, each checked before any URL is made: a malformed object, one over
+        ``lfs_max_size`` and the objects past ``lfs_batch_parts`` part URLs in all get an error (422)."""
+        limits, budget, answer = self.hub.limits, self.hub.limits.lfs_batch_parts, []
+        for obj in objects:
+            oid, size = (obj.get("oid"), obj.get("size")) if isinstance(obj, dict) else (None, None)
+            if not (isinstance(oid, str) and _SHA256.fullmatch(oid) and type(size) is int and size >= 0):
+                answer.append(
+                    _lfs_error(oid, size, "oid must be a lowercase sha256 and size a non-negative integer")
+                )
+            elif size > limits.lfs_max_size:
+                answer.append(_lfs_error(oid, size, f"LFS object of {size} bytes is over the "
+                                         f"{size_text(limits.lfs_max_size)} this server accepts per file (its "
+                                         "operator can raise it: zoo hub serve --max-lfs-size)"))  # fmt: skip
+            elif self.storage.lfs_ready(repo_id, oid, size):
+                answer.append({"oid": oid, "size": size})
+            elif (parts := limits.part_count(size) if size > limits.lfs_part_size else 0) > budget:
+                answer.append(_lfs_error(oid, size, f"this LFS batch needs over {limits.lfs_batch_parts} upload "
+                                         "parts in all: upload these files in several commits"))  # fmt: skip
+            else:
+                budget -= parts
+                answer.append(self._upload_actions(call, repo_id, oid, size))
+        return answer
+
+    def _upload_actions(self, call: Call, repo_id: str, oid: str, size: int) -> dict[str, Any]:
+        """Signed PUT and verify URLs for one object; above ``lfs_part_size``, the Hub's multipart
+        transfer: one PUT per part (at most ``lfs_max_parts``), then a completion POST."""
         expires = int(time.time()) + UPLOAD_URL_TTL
         signed = f"size={size}&expires={expires}&signature={self.hub.upload_signature(repo_id, oid, size, expires)}"
         base = f"{call.base_url()}/{quote(repo_id)}.git/info/lfs/objects"
         upload: dict[str, Any] = {"href": f"{base}/{oid}?{signed}", "expires_in": UPLOAD_URL_TTL}
-        part = self.hub.limits.lfs_part_size
-        if size > part:  # the Hub's multipart transfer: one PUT per part, then a completion POST
-            parts = -(-size // part)
+        limits = self.hub.limits
+        if size > limits.lfs_part_size:
             upload["href"] = f"{base}/complete/{oid}?{signed}"
-            upload["header"] = {"chunk_size": str(part),
-                                **{str(n): f"{base}/{oid}/part/{n}?{signed}" for n in range(1, parts + 1)}}  # fmt: skip
+            upload["header"] = {"chunk_size": str(limits.part_size(size)),
+                                **{str(n): f"{base}/{oid}/part/{n}?{signed}"
+                                   for n in range(1, limits.part_count(size) + 1)}}  # fmt: skip
         return {
             "oid": oid, "size": size, "authenticated": True,
             "actions": {"upload": upload, "verify": {"href": f"{base}/verify"}},
@@ -479,10 +568,12 @@ class HubApi:
 
     async def lfs_upload(self, call: Call, ns: str, name: str, oid: str) -> Response:
         """The PUT of an LFS object, streamed to storage: the client sends no token here, the signed URL is
-        the authorization, and the size it announces bounds the body."""
+        the authorization, and the size it announces bounds the body. Once verified, the object is the
+        repo's to commit (even when the same bytes were stored already, for another repo)."""
         if not _SHA256.fullmatch(oid):
             raise HttpError(404, f"no route {_raw_path(call.request.scope)}")
-        size = signed_size(call, f"{ns}/{name}", oid)
+        repo_id = f"{ns}/{name}"
+        size = signed_size(call, repo_id, oid)
         declared = call.request.headers.get("content-length")
         if declared is not None and declared != str(size):
             raise HttpError(400, f"Content-Length {declared} does not match the announced size {size}",
@@ -494,15 +585,17 @@ class HubApi:
             await run_in_threadpool(upload.finish)
         finally:
             upload.close()  # two syscalls, here: a cancelled request must not keep its temp file
+        await run_in_threadpool(self.storage.grant_lfs, repo_id, oid)
         return HubJson({})
 
     async def lfs_verify(self, call: Call, ns: str, name: str) -> Response:
-        await run_in_threadpool(call.writable, f"{ns}/{name}")
+        repo_id = f"{ns}/{name}"
+        await run_in_threadpool(call.writable, repo_id)
         body = await call.json()
         oid, size = body.get("oid"), body.get("size")
-        if not (isinstance(oid, str) and isinstance(size, int)
-                and await run_in_threadpool(self.storage.has_blob, oid, size)):  # fmt: skip
-            raise HttpError(404, f"LFS object {oid} of {size} bytes is not stored")
+        if not (isinstance(oid, str) and _SHA256.fullmatch(oid) and type(size) is int
+                and await run_in_threadpool(self.storage.lfs_ready, repo_id, oid, size)):  # fmt: skip
+            raise HttpError(404, f"that LFS object is not stored for {repo_id}")
         return HubJson({})
 
     async def commit(self, call: Call, ns: str, name: str, rev: str) -> Response:
@@ -511,29 +604,29 @@ class HubApi:
         author = await run_in_threadpool(call.writable, repo_id)
         header: dict[str, Any] = {}
         ops: list[Operation] = []
-        number = 0
+        number, lfs = 0, RepoLfs(self.storage, repo_id)
         async for line in body_lines(call.request, self.hub.limits):
             number += 1
             if line.strip():
-                item = await run_in_threadpool(self._commit_line, number, line)
+                item = await run_in_threadpool(self._commit_line, lfs, number, line)
                 if isinstance(item, dict):
                     header = item
                 else:
                     ops.append(item)
         return await run_in_threadpool(self._apply_commit, call, repo_id, rev, author, header, ops)
 
-    def _commit_line(self, number: int, line: bytes) -> dict[str, Any] | Operation:
+    def _commit_line(self, lfs: RepoLfs, number: int, line: bytes) -> dict[str, Any] | Operation:
         """One ndjson line: the header (a dict) or one file added or deleted."""
         try:
             item = json.loads(line)
             key, value = item["key"], item["value"]
-            return dict(value) if key == "header" else self._operation(key, value)
+            return dict(value) if key == "header" else self._operation(lfs, key, value)
         except RecursionError:
             raise HttpError(400, f"commit line {number} is nested too deeply") from None
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise HttpError(400, f"commit line {number} is malformed ({type(exc).__name__})") from None
 
-    def _operation(self, key: str, value: dict[str, Any]) -> Operation:
+    def _operation(self, lfs: RepoLfs, key: str, value: dict[str, Any]) -> Operation:
         if key == "file":
             if value.get("encoding", "base64") != "base64":
                 raise HttpError(400, "inline files must be base64-encoded")
@@ -547,7 +640,10 @@ class HubApi:
         if key == "lfsFile":
             if value.get("algo", "sha256") != "sha256":
                 raise HttpError(400, "LFS objects are addressed by sha256")
-            return Put(check_path(value["path"]), self.storage.lfs_file(value["oid"], value.get("size")))
+            size = value.get("size")
+            if size is not None and type(size) is not int:
+                raise HttpError(400, "an lfsFile's size must be an integer")
+            return Put(check_path(value["path"]), self.storage.lfs_file(lfs, value["oid"], size))
         if key in ("deletedFile", "deletedFolder"):
             return Delete(check_path(value["path"].rstrip("/")), folder=key == "deletedFolder")
         raise HttpError(400, f"unsupported commit operation {key!r}")
@@ -566,6 +662,11 @@ class HubApi:
             author=author.user, parent_commit=parent, create_pr=call.flag("create_pr"),
         )  # fmt: skip
         self.hub.index.refresh(repo_id)
+        changes = [
+            f"+{op.path}" if isinstance(op, Put) else f"-{op.path}{'/' if op.folder else ''}" for op in ops
+        ]
+        PUSH.info("commit %s %s %s user=%s files=%d: %s", repo_id, printable(f"refs/pr/{pr_number}" if pr_number else rev),
+                  commit.id[:12], printable(author.user), len(ops), file_list(changes))  # fmt: skip
         base = f"{call.base_url()}/{repo_id}"
         return HubJson({
             "success": True, "commitOid": commit.id, "commitUrl": f"{base}/commit/{commit.id}",
@@ -621,6 +722,20 @@ def safe_media_type(path: str) -> str:
     if guessed in _SAFE_MEDIA_TYPES:
         return f"{guessed}; charset=utf-8" if guessed.startswith("text/") else guessed
     return "application/octet-stream"
+
+
+def _lfs_error(oid: Any, size: Any, message: str) -> dict[str, Any]:
+    """A batch answer's refusal of one object (422, the git-LFS code for an object it cannot take)."""
+    return {"oid": oid if isinstance(oid, str) else "", "size": size if type(size) is int else 0,
+            "error": {"code": 422, "message": message}}  # fmt: skip
+
+
+def size_text(size: int) -> str:
+    """A limit in bytes as people write it: ``50 GiB`` when it is whole GiB (or TiB, MiB, KiB)."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} bytes"
 
 
 def signed_size(call: Call, repo_id: str, oid: str) -> int:

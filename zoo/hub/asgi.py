@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from zoo.hub.app import EXCEPTION_HANDLERS, AccessLog, HubApi
+from zoo.hub.app import EXCEPTION_HANDLERS, AccessLog, HubApi, SafeHeaders
 from zoo.hub.lfs_multipart import MultipartApi
 from zoo.hub.repo_api import RepoApi
 from zoo.hub.unsupported import unsupported_routes
@@ -23,14 +23,14 @@ if TYPE_CHECKING:
 
 
 def create_app(hub: HubServer) -> Starlette:
-    """The ASGI app for ``hub``: the Hub API, the web pages, the access log, and every API error as the
-    Hub's JSON reply. The order is the matching order: the repo admin and list calls and the core API
+    """The ASGI app for ``hub``: the Hub API, the web pages, the access log, response headers without control
+    characters, and every API error as the Hub's JSON reply. The order is the matching order: the repo admin and list calls and the core API
     (fixed ``/api/`` prefixes), the multipart uploads, the 501s for Hub calls left out, then the pages,
     whose ``/{ns}/{name}`` would match much."""
     routes = [*RepoApi(hub).routes(), *HubApi(hub).routes(), *MultipartApi(hub).routes()]
     app = Starlette(
         routes=[*routes, *unsupported_routes(hub), *web_routes(hub)],
-        middleware=[Middleware(AccessLog, hub=hub)],
+        middleware=[Middleware(AccessLog), Middleware(SafeHeaders)],
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.router.redirect_slashes = False  # the Hub answers a path as given; a redirect would hide a 404

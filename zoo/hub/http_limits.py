@@ -42,11 +42,31 @@ class Limits:
     #: Seconds an idle keep-alive connection stays open: longer than httpx's 5 s pool expiry, so the
     #: client always closes first and never sends a request on a connection the server is closing.
     keep_alive: int = 15
+    #: The largest LFS object the batch endpoint accepts (422 for that object, before any URL is made):
+    #: ``zoo hub serve --max-lfs-size``. huggingface.co's own limit per file is 50 GB.
+    lfs_max_size: int = 50 << 30
     #: LFS objects larger than this are uploaded in parts of this size (the Hub's multipart transfer), so
     #: that a dropped connection costs one part, not the whole file.
     lfs_part_size: int = 64 << 20
+    #: The most parts one object is uploaded in, the Hub's (S3's) cap: a larger object gets larger parts.
+    lfs_max_parts: int = 10_000
+    #: Objects in one LFS batch request (413): huggingface_hub sends at most 256.
+    lfs_batch_objects: int = 1000
+    #: Part URLs in one LFS batch answer, all objects together (422 for the objects past it): the answer
+    #: is built in memory. 20,000 parts of 64 MiB are 1.25 TiB in one commit.
+    lfs_batch_parts: int = 20_000
     #: Seconds stop() waits for requests in flight before it cancels them.
     shutdown_grace: float = 5.0
+
+    def part_size(self, size: int) -> int:
+        """The part size of a multipart upload of ``size`` bytes: ``lfs_part_size``, or larger (whole MiB)
+        where that would need more than ``lfs_max_parts`` parts. A function of the size alone, so the part
+        PUTs and the completion find the parts the batch answer announced."""
+        least = -(-size // self.lfs_max_parts)
+        return max(self.lfs_part_size, -(-least // (1 << 20)) * (1 << 20))
+
+    def part_count(self, size: int) -> int:
+        return -(-size // self.part_size(size))
 
 
 class HttpError(Exception):

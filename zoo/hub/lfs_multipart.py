@@ -1,11 +1,13 @@
 """The Hub's multipart LFS transfer: a large object uploaded one part per PUT, then put together.
 
 The LFS batch answer (:meth:`zoo.hub.app.HubApi._lfs_object`) gives an object larger than
-``Limits.lfs_part_size`` a ``chunk_size`` and one signed URL per part, plus a completion URL. Each part is
-streamed to ``ROOT/parts/OID-EXPIRES/N`` (a temp file, then a rename) and answered with its sha256 as
-ETag; the completion POST lists the parts' ETags, and the blob is written from the parts in order
-through the usual :class:`zoo.hub.storage.BlobUpload`, which checks the object's sha256 and size before
-anything appears under ``blobs/``. A failed or abandoned upload leaves only its parts folder, which
+``Limits.lfs_part_size`` a ``chunk_size`` (:meth:`~zoo.hub.http_limits.Limits.part_size`: larger for
+objects that would need more than ``Limits.lfs_max_parts`` parts) and one signed URL per part, plus a
+completion URL. Each part is streamed to ``ROOT/parts/OID-EXPIRES-SIG/N`` (a temp file, then a rename;
+SIG is the start of the URL's signature, so uploads of one object to two repos never share a folder) and
+answered with its sha256 as ETag; the completion POST lists the parts' ETags, and the blob is written from
+the parts in order through the usual :class:`zoo.hub.storage.BlobUpload`, which checks the object's sha256
+and size before anything appears under ``blobs/``; then the object is the repo's to commit. A failed or abandoned upload leaves only its parts folder, which
 :func:`zoo.hub.storage.remove_stale_parts` clears once its URLs have expired (at a server's start, and
 by ``zoo hub gc``).
 """
@@ -49,17 +51,20 @@ class MultipartApi:
         ]
 
     def _folder(self, call: Call, oid: str) -> Path:
+        """The upload's parts folder; call it after :func:`signed_size` has checked the URL."""
         if not _SHA256.fullmatch(oid):
             raise HttpError(400, "the object id must be a lowercase sha256")
-        return self.root / f"{oid}-{int(call.request.query_params['expires'])}"
+        query = call.request.query_params
+        return self.root / f"{oid}-{int(query['expires'])}-{query['signature'][:16]}"
 
     async def put_part(self, call: Call, ns: str, name: str, oid: str, number: str) -> Response:
         """One part, streamed to a temp file and renamed into the upload's folder; its ETag is its sha256.
         Signed like a basic upload URL (the client sends no token with it)."""
         size = signed_size(call, f"{ns}/{name}", oid)
-        part, count = self.hub.limits.lfs_part_size, -(-size // self.hub.limits.lfs_part_size)
-        if not number.isdigit() or not 1 <= int(number) <= count:
-            raise HttpError(400, f"part {number} is not one of parts 1 to {count}")
+        part, count = self.hub.limits.part_size(size), self.hub.limits.part_count(size)
+        if not (number.isascii() and number.isdigit() and len(number) <= 6 and 1 <= int(number) <= count):
+            raise HttpError(400, f"part {number[:20]} is not one of parts 1 to {count}")
+        number = str(int(number))  # the name the completion looks for ("01" is part 1)
         expected = min(part, size - (int(number) - 1) * part)
         folder = self._folder(call, oid)
         await run_in_threadpool(folder.mkdir, parents=True, exist_ok=True)
@@ -79,14 +84,16 @@ class MultipartApi:
         return Response(b"", headers={"ETag": digest.hexdigest()})
 
     async def complete(self, call: Call, ns: str, name: str, oid: str) -> Response:
-        size = signed_size(call, f"{ns}/{name}", oid)
+        repo_id = f"{ns}/{name}"
+        size = signed_size(call, repo_id, oid)
         body = await call.json()
-        return await run_in_threadpool(self._complete, call, oid, size, body)
+        return await run_in_threadpool(self._complete, call, repo_id, oid, size, body)
 
-    def _complete(self, call: Call, oid: str, size: int, body: dict[str, Any]) -> Response:
-        """Write the blob from its parts in order, checking each part's ETag and the whole object's sha256."""
+    def _complete(self, call: Call, repo_id: str, oid: str, size: int, body: dict[str, Any]) -> Response:
+        """Write the blob from its parts in order, checking each part's ETag and the whole object's sha256;
+        then the object is the repo's to commit."""
         folder = self._folder(call, oid)
-        count = -(-size // self.hub.limits.lfs_part_size)
+        count = self.hub.limits.part_count(size)
         parts = body.get("parts")
         if body.get("oid") != oid or not isinstance(parts, list) or len(parts) != count:
             raise HttpError(400, f"the completion must list the object's {count} parts")
@@ -98,4 +105,5 @@ class MultipartApi:
                 upload.write_file(folder / str(number), etag)
             upload.finish()
         shutil.rmtree(folder, ignore_errors=True)
+        self.storage.grant_lfs(repo_id, oid)
         return HubJson({})

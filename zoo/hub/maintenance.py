@@ -15,6 +15,10 @@ uploaded and not committed yet: use it only when no server runs.
 A repo renamed (``move_repo``) while gc lists the repos could be missed by one listing; the listing is
 repeated until one finds no repo folder (by inode, which a rename keeps) that was not read in full.
 
+The repos' LFS records (``repos/NS/NAME/lfs/SHA256``: which objects a repo may commit) protect no blob: an
+upload whose commit never came is collected all the same. gc then removes the records of blobs that are
+gone, each re-checked under the exclusive ``blobs.lock``, under which alone a record is made.
+
 Verification streams every blob through sha256 and compares it with its name and with the sizes the
 commits state, and checks that every blob a commit names, and every commit a ref or parent names, is there.
 It repairs nothing: what is corrupt or missing comes back from a backup (docs/hub-serve.md#backups).
@@ -91,6 +95,7 @@ class GcReport:
     uploads_removed: int  # dead uploads in tmp/ (of killed processes) removed
     uploads_bytes: int
     parts_removed: int  # multipart uploads abandoned long ago (their parts folders) removed
+    records_removed: int  # repos' LFS records of blobs no longer stored, removed
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -237,7 +242,8 @@ def collect_garbage(root: Path, grace_seconds: float = 3600, dry_run: bool = Fal
     if refs.unreadable:  # its blobs would look unreferenced
         raise ZooError(f"{refs.unreadable[0][1]} (under {storage.root / 'repos'}); gc removed nothing",
                        hint="run zoo hub verify, and restore that file from a backup")  # fmt: skip
-    blobs = kept_fresh = removed = removed_bytes = 0
+    blobs = kept_fresh = removed_bytes = 0
+    removed: set[str] = set()
     for sha256, path in storage.iter_blobs():
         blobs += 1
         if sha256 in refs.blobs:
@@ -246,11 +252,26 @@ def collect_garbage(root: Path, grace_seconds: float = 3600, dry_run: bool = Fal
         if size is None:
             kept_fresh += 1
         else:
-            removed, removed_bytes = removed + 1, removed_bytes + size
+            removed.add(sha256)
+            removed_bytes += size
     uploads = remove_dead_uploads(storage.tmp, dry_run=dry_run)
     parts = remove_stale_parts(storage.root, dry_run=dry_run)
-    return GcReport(dry_run, grace_seconds, refs.repos, refs.commits, blobs, blobs - kept_fresh - removed,
-                    kept_fresh, removed, removed_bytes, uploads.files, uploads.bytes, parts)  # fmt: skip
+    records = _remove_stale_records(storage, removed, dry_run)
+    return GcReport(dry_run, grace_seconds, refs.repos, refs.commits, blobs, blobs - kept_fresh - len(removed),
+                    kept_fresh, len(removed), removed_bytes, uploads.files, uploads.bytes, parts, records)  # fmt: skip
+
+
+def _remove_stale_records(storage: HubStorage, removed: set[str], dry_run: bool) -> int:
+    """Remove the repos' LFS records whose blob is no longer stored; with ``dry_run``, count those whose
+    blob is missing or would have been ``removed``."""
+    count = 0
+    for repo_id in _repo_ids(storage):
+        for sha256 in storage.lfs_records(repo_id):
+            if dry_run:
+                count += sha256 in removed or not storage.blob_path(sha256).exists()
+            elif not storage.blob_path(sha256).exists():
+                count += storage.drop_lfs_record(repo_id, sha256)
+    return count
 
 
 def _remove_if_stale(storage: HubStorage, path: Path, grace_seconds: float, dry_run: bool) -> int | None:

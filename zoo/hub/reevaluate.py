@@ -15,7 +15,10 @@ the server's own evaluation of the commit does. It is opt-in (it costs CPU) and 
   import it. The subprocess gets ``timeout`` seconds, then its process group is killed.
 * **Outcomes are rows of ROOT/evaluations.sqlite** (its own file, beside the index; WAL, one transaction
   per outcome): ``ok`` with the eval.json text, or ``failed``/``skipped`` with a one-line reason that the
-  leaderboard page shows. Nothing here raises into the server: a failure is a row, a bug a report line.
+  leaderboard page shows. Nothing here raises into the server: a failure is a row, a bug a log line.
+* **Each step is a line on the ``zoo.hub.reevaluate`` logger** (:mod:`zoo.hub.logs`): a commit queued,
+  started, and finished with its outcome and time (WARNING when it failed or was skipped); the command
+  it ran at DEBUG.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import logging
 import os
 import shutil
 import signal
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zoo.hub.evaluations import EvaluationStore, Outcome
+from zoo.hub.logs import ERRORS, REEVALUATE, printable
 
 if TYPE_CHECKING:
     from zoo.hub.server import HubServer
@@ -111,6 +116,7 @@ class Reevaluator:
                     self.store.forget(repo_id)
                     return
                 self._queue.append((repo_id, sha))
+                REEVALUATE.info("queued %s@%s (%d waiting)", repo_id, sha[:12], len(self._queue))
                 while len(self._queue) > self.max_queue:
                     old = self._queue.popleft()
                     self.dropped += 1
@@ -118,7 +124,9 @@ class Reevaluator:
                                  f"(at most {self.max_queue} waiting); push again to queue it", 0.0)  # fmt: skip
                 self._cond.notify_all()
         except Exception as exc:  # noqa: BLE001 - a listener must not fail the request that called it
-            self.hub.report(f"zoo hub --reevaluate: cannot queue {repo_id}: {type(exc).__name__}: {exc}")
+            ERRORS.error(
+                "--reevaluate: cannot queue %s: %s: %s", repo_id, type(exc).__name__, printable(str(exc))
+            )
 
     def pending(self) -> list[tuple[str, str]]:
         """The commits waiting, oldest first, and the one being evaluated (first, if any)."""
@@ -146,9 +154,11 @@ class Reevaluator:
                 item = self._busy = self._queue.popleft()
             try:
                 if self.store.get(*item) is None:
+                    REEVALUATE.info("started %s@%s", item[0], item[1][:12])
                     self._evaluate(*item)
             except Exception as exc:  # noqa: BLE001 - a bug here must not end the worker
-                self.hub.report(f"zoo hub --reevaluate: {item[0]}@{item[1][:7]}: {type(exc).__name__}: {exc}")
+                ERRORS.error("--reevaluate: %s@%s: %s: %s", item[0], item[1][:12], type(exc).__name__,
+                             printable(str(exc)))  # fmt: skip
                 with contextlib.suppress(Exception):  # the database itself may be what failed
                     self._record(item, "failed", f"internal error: {type(exc).__name__}", 0.0)
             finally:
@@ -160,6 +170,8 @@ class Reevaluator:
                 eval_json: str | None = None) -> None:  # fmt: skip
         when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.store.record(Outcome(item[0], item[1], status, reason, eval_json, when, round(seconds, 3)))
+        REEVALUATE.log(logging.INFO if status == "ok" else logging.WARNING, "finished %s@%s: %s in %.1f s%s",
+                       item[0], item[1][:12], status, seconds, f": {printable(reason)}" if reason else "")  # fmt: skip
 
     # ------------------------------------------------------------------------------------------ one commit
     def _evaluate(self, repo_id: str, sha: str) -> None:
@@ -168,10 +180,12 @@ class Reevaluator:
         started = time.monotonic()
         try:
             commit = self.hub.storage.load_commit(repo_id, sha)
-        except StorageError:
-            return  # deleted or moved before its turn: nothing to say about it
-        if not commit.files:
-            return  # a new repo's empty initial commit: nothing to evaluate, nothing to say
+        except StorageError:  # deleted or moved before its turn: nothing to record about it
+            REEVALUATE.info("finished %s@%s: the repo or commit is gone", repo_id, sha[:12])
+            return
+        if not commit.files:  # a new repo's empty initial commit: nothing to record about it
+            REEVALUATE.info("finished %s@%s: no files to evaluate", repo_id, sha[:12])
+            return
         plan = evaluation_args(self.hub, repo_id, commit)
         if isinstance(plan, str):
             self._record((repo_id, sha), "failed", plan, time.monotonic() - started)
@@ -187,12 +201,16 @@ class Reevaluator:
             status, reason, text = self._run([*plan, str(folder), "--out", str(out)], Path(work), out)
         if status != STOPPED:  # cut short by a stop: no outcome, so the next start queues it again
             self._record((repo_id, sha), status, reason, time.monotonic() - started, text)
+        else:
+            REEVALUATE.info("stopped %s@%s: the server is stopping; queued again at its next start", repo_id,
+                            sha[:12])  # fmt: skip
 
     def _run(self, args: list[str], cwd: Path, out: Path) -> tuple[str, str | None, str | None]:
         """``zoo eval`` in a subprocess: ('ok', None, eval.json text) or ('failed', reason, None)."""
         cmd = [sys.executable, "-I", "-m", "zoo", "eval", *args, "--quiet", "--device", self.device]
         if self.episodes is not None:  # the server's own setting wins over the repo's (click: the last one)
             cmd += ["--episodes", str(self.episodes)]
+        REEVALUATE.debug("running %s", printable(" ".join(cmd)))
         with self._cond:
             if self._stopping:
                 return STOPPED, None, None

@@ -3,7 +3,9 @@
 ``list_models`` (author, search, tags, sort, limit, ``full``, ``cardData``) and ``hf repos ls`` read the
 SQLite index (:mod:`zoo.hub.index`); branches, tags, commit history, ``get_paths_info``, and
 ``delete_repo``, ``move_repo`` and ``update_repo_settings`` work on the store and then refresh the
-repo's index row. Long lists are paged as the Hub pages them: a ``Link: <...>; rel="next"`` header, which
+repo's index row. ``lfs-files/duplicate`` is how the client copies an LFS file across repos
+(``CommitOperationCopy(src_repo_id=...)``): it makes the object the target repo's to commit, provided
+the caller may read the source repo and one of its commits names the object. Long lists are paged as the Hub pages them: a ``Link: <...>; rel="next"`` header, which
 the client's ``paginate`` follows.
 """
 
@@ -17,11 +19,11 @@ from urllib.parse import urlencode
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from zoo.hub.app import RESERVED_NAMESPACES, Call, HubJson, hub_route, tree_items
+from zoo.hub.app import _SHA256, RESERVED_NAMESPACES, Call, HubJson, hub_route, tree_items
 from zoo.hub.http_limits import HttpError
 from zoo.hub.index import RepoRow
 from zoo.hub.protocol import tree_paths
-from zoo.hub.storage import Commit, RepoNotFound, check_name
+from zoo.hub.storage import Commit, InvalidInput, RepoLfs, RepoNotFound, check_name
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -52,6 +54,7 @@ class RepoApi:
             (f"{api}/tag/{{tag}}", ["DELETE"], self.delete_tag),
             (f"{api}/commits/{{rev}}", ["GET"], self.list_commits),
             (f"{api}/paths-info/{{rev}}", ["POST"], self.paths_info),
+            (f"{api}/lfs-files/duplicate", ["POST"], self.duplicate_lfs),
             (f"{api}/auth-check", ["GET"], self.auth_check),
         ]
         return [hub_route(self.hub, path, methods, handler) for path, methods, handler in table]
@@ -121,7 +124,48 @@ class RepoApi:
         wanted = list(dict.fromkeys(path.strip("/") for path in form.get("paths", [])))
         found = [path for path in wanted if path in folders]
         expand = form.get("expand", ["false"])[-1].lower() in ("1", "true")
-        return HubJson(tree_items(self.storage, repo_id, commit, found, expand))
+        items = tree_items(self.storage, repo_id, commit, found, expand)
+        for item in items:  # the client copies an LFS file across repos only if it has an "xetHash"
+            if "lfs" in item:  # this server has no Xet: the sha256 is the handle it hands back
+                item["xetHash"] = item["lfs"]["oid"]
+        return HubJson(items)
+
+    async def duplicate_lfs(self, call: Call, ns: str, name: str) -> Response:
+        """``POST /api/models/SRC/lfs-files/duplicate`` (huggingface_hub sends it before a commit that copies
+        LFS files from SRC): ``{"target": {"type": "model", "name": DST}, "files": [{"sha256", ...}]}``.
+        Each object the caller may copy (SRC readable, DST writable, the object an LFS file of a commit of
+        SRC) becomes DST's to commit; nothing is copied, blobs are shared. The others are listed under
+        ``failed``, as the Hub answers, with the same reason whether or not the object is stored elsewhere."""
+        body = await call.json()
+        return await run_in_threadpool(self._duplicate_lfs, call, f"{ns}/{name}", body)
+
+    def _duplicate_lfs(self, call: Call, src: str, body: dict[str, Any]) -> Response:
+        call.readable(src)
+        target, files, most = body.get("target"), body.get("files"), self.hub.limits.lfs_batch_objects
+        if not (isinstance(target, dict) and isinstance(target.get("name"), str) and target["name"].count("/") == 1
+                and (target.get("type") or "model") == "model"):  # fmt: skip
+            raise HttpError(400, '\'target\' must be {"type": "model", "name": "NAMESPACE/NAME"}')
+        if not isinstance(files, list) or not all(isinstance(item, dict) for item in files):
+            raise HttpError(400, "'files' must be a list of {\"sha256\": ...}")
+        if len(files) > most:
+            raise HttpError(413, f"over {most} files in one duplicate request; send them in several")
+        dst = target["name"]
+        call.writable(dst)
+        failed: list[dict[str, str]] = []
+        source = RepoLfs(self.storage, src)
+        for sha256 in dict.fromkeys(item.get("sha256") for item in files):
+            if not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
+                failed.append(
+                    {"sha256": sha256[:64] if isinstance(sha256, str) else "", "error": "not a sha256"}
+                )
+            elif not source.named(sha256):
+                failed.append({"sha256": sha256, "error": f"not an LFS file of {src}"})
+            else:
+                try:
+                    self.storage.grant_lfs(dst, sha256)
+                except InvalidInput as exc:  # named, yet its blob is missing: zoo hub verify says so
+                    failed.append({"sha256": sha256, "error": str(exc)})
+        return HubJson({"failed": failed})
 
     def auth_check(self, call: Call, ns: str, name: str) -> Response:
         call.readable(f"{ns}/{name}")

@@ -26,8 +26,9 @@ without a token may read public repos only, writes need a token, and a token not
 A private repo answers everyone else exactly as a missing repo does (404, ``X-Error-Code: RepoNotFound``),
 so its existence does not leak.
 
-Tokens never reach the log: the access log (off unless ``access_log`` is given) has one line per request,
-``METHOD PATH STATUS``, without headers or query string (LFS upload URLs carry a signature there).
+Tokens never reach the log (:mod:`zoo.hub.logs`): one line per request, ``METHOD PATH STATUS TIME user=USER``,
+without headers or query string (LFS upload URLs carry a signature there), one per commit and one per
+re-evaluation event, on Python loggers under ``zoo.hub`` that ``zoo hub serve --log-level`` prints.
 
 The stack: uvicorn (h11) runs one event loop in a thread of its own (``start``) or in the caller's
 (``serve_forever``); :mod:`zoo.hub.app` is the Starlette app (routes, auth, headers) and runs storage work
@@ -44,11 +45,10 @@ import secrets
 import signal
 import socket
 import sqlite3
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from zoo.errors import ZooError
 from zoo.hub.http_limits import HttpError, Limits
@@ -96,7 +96,6 @@ class HubServer:
         port: int = 0,
         token_file: Path | None = None,
         *,
-        access_log: TextIO | None = None,
         limits: Limits | None = None,
         public_url: str | None = None,
         reevaluate: bool = False,
@@ -116,8 +115,6 @@ class HubServer:
         self.host, self.port = host, port
         self.url = ""
         self.public_url = check_public_url(public_url) if public_url else None  # behind a TLS proxy
-        self._access_log = access_log
-        self._log_lock = threading.Lock()
         self._secret = secrets.token_bytes(32)  # signs LFS upload URLs, which the client PUTs without auth
         self._socket: socket.socket | None = None
         self._server: uvicorn.Server | None = None
@@ -193,9 +190,9 @@ class HubServer:
 
     def _uvicorn(self) -> tuple[uvicorn.Server, socket.socket]:
         """A uvicorn server for the app, on the bound socket: h11 only, no websockets, no lifespan, and the
-        limits of :mod:`zoo.hub.http_limits`. uvicorn's own logs are off: the access log is ours, the app
-        reports its own errors, and what uvicorn would add is a traceback for each request that stop()
-        cancels after the grace period."""
+        limits of :mod:`zoo.hub.http_limits`. uvicorn's own logs are off: the access log is ours
+        (:mod:`zoo.hub.logs`), the app reports its own errors, and what uvicorn would add is a traceback for
+        each request that stop() cancels after the grace period."""
         import uvicorn
 
         from zoo.hub.asgi import create_app
@@ -241,16 +238,3 @@ class HubServer:
     def upload_signature(self, repo_id: str, oid: str, size: int, expires: int) -> str:
         message = f"{repo_id}\n{oid}\n{size}\n{expires}".encode()
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
-
-    def log(self, line: str) -> None:
-        if self._access_log is not None:
-            self._write(self._access_log, line)
-
-    def report(self, text: str) -> None:
-        """A server bug (a traceback): to the access log if there is one, else stderr, never swallowed."""
-        self._write(self._access_log or sys.stderr, text)
-
-    def _write(self, stream: TextIO, text: str) -> None:
-        with self._log_lock:
-            stream.write(text + "\n")
-            stream.flush()

@@ -9,6 +9,7 @@ Layout under ROOT (everything is a plain file, readable with ``cat`` and ``jq``)
     repos/NS/NAME/commits/ID.json      {"parent", "message", "author", "date", "files": {path: entry}}
     repos/NS/NAME/refs.json            {"heads": {"main": ID}, "pr": {"1": ID}, "tags": {"v1": ID}}
     repos/NS/NAME/.lock                flock'd while refs.json or repo.json change
+    repos/NS/NAME/lfs/SHA256           one empty file per LFS object uploaded or copied to the repo (below)
     trash/                             deleted repos, renamed here (one atomic step), then removed
     blobs.lock                         flock'd shared by writers that re-use a stored blob, exclusive by gc
     index.sqlite                       the list queries' index (:mod:`zoo.hub.index`), rebuilt from the above
@@ -33,6 +34,17 @@ blobs older than a grace period, and every write that re-uses a stored blob firs
 (:meth:`HubStorage.touch_blob`) under a shared ``blobs.lock``, which gc holds exclusively while it
 re-checks and unlinks one blob. So a blob is either seen fresh by gc, or found missing by the writer,
 which then stores it again or refuses the commit with a clear message; never referenced and gone.
+
+LFS objects are stored once, but visible per repo. Knowing an object's sha256 and size must not be enough
+to commit it (and then download it): a commit may name an LFS object only if one of the repo's commits
+names it already, or the repo has a record for it in ``lfs/``, written when its bytes were uploaded to that
+repo (:meth:`HubStorage.grant_lfs`, after the upload was verified) or copied from a repo the committer can
+read (the Hub's ``lfs-files/duplicate``); :class:`RepoLfs` decides. A record is one empty file, created in
+one step (``O_CREAT``) and fsync'd; it travels with its repo when the repo is moved or deleted. Records
+only bridge the time between an upload and its commit, so a root of an earlier release (no ``lfs/``
+folders) or a backup without them loses nothing that was committed. gc removes the records of blobs it
+removed, under the same exclusive ``blobs.lock``; a record is made under the shared one while its blob is
+there.
 
 This module knows nothing about HTTP: it raises :class:`StorageError` subclasses whose messages are safe
 to show to a client, and the server maps them to status codes.
@@ -514,11 +526,13 @@ class HubStorage:
         sha256, size = self.store_blob([data])
         return FileEntry(sha256, size, lfs=False, git_sha1=git_blob_sha1(data))
 
-    def lfs_file(self, sha256: str, size: int | None) -> FileEntry:
-        """An LFS file whose content was uploaded before the commit (refused if it was not)."""
+    def lfs_file(self, access: RepoLfs, sha256: str, size: int | None) -> FileEntry:
+        """An LFS file the repo of ``access`` may commit (see :class:`RepoLfs`); refused otherwise, with the
+        same message whether or not the object is stored for another repo."""
         path = self.blob_path(sha256)
-        if not self.touch_blob(sha256):
-            raise InvalidInput(f"LFS object {sha256} was not uploaded; upload it before committing")
+        if not access.may_commit(sha256) or not self.touch_blob(sha256):
+            raise InvalidInput(f"LFS object {sha256} was not uploaded to {access.repo_id}; upload it (or copy it "
+                               "from a repo you can read) before committing")  # fmt: skip
         actual = path.stat().st_size
         if size is not None and size != actual:
             raise InvalidInput(f"LFS object {sha256} has {actual} bytes, the commit says {size}")
@@ -526,6 +540,64 @@ class HubStorage:
 
     def read_blob(self, entry: FileEntry) -> bytes:
         return self.blob_path(entry.sha256).read_bytes()
+
+    # ------------------------------------------------------------------------------------------ LFS records
+    def lfs_granted(self, repo_id: str, sha256: str) -> bool:
+        """Whether ``repo_id`` has a record for the LFS object ``sha256``: uploaded or copied to it."""
+        self.blob_path(sha256)  # InvalidInput for anything but a sha256: it becomes a file name
+        return (self._repo_dir(repo_id) / "lfs" / sha256).is_file()
+
+    def lfs_ready(self, repo_id: str, sha256: str, size: int) -> bool:
+        """Whether a commit of ``repo_id`` may name the object now, with nothing uploaded: the repo has its
+        record and the blob is stored with that size (refreshed, since the commit will use it)."""
+        return self.lfs_granted(repo_id, sha256) and self.has_blob(sha256, size)
+
+    def grant_lfs(self, repo_id: str, sha256: str) -> None:
+        """Record that ``repo_id`` may commit the stored blob ``sha256``: its bytes were uploaded to the repo
+        and verified, or copied from a repo the caller may read. :class:`InvalidInput` if the blob is not
+        stored, :class:`RepoNotFound` if the repo went away (deleted or moved) meanwhile."""
+        folder = self._repo_dir(repo_id) / "lfs"
+        with self.blob_guard(exclusive=False):  # gc removes a record only under the exclusive one
+            try:
+                os.utime(self.blob_path(sha256))
+            except FileNotFoundError:
+                raise InvalidInput(f"LFS object {sha256} is not stored") from None
+            try:
+                folder.mkdir(exist_ok=True)  # a repo of an earlier release has none; never its parents
+                os.close(os.open(folder / sha256, os.O_WRONLY | os.O_CREAT, 0o644))
+            except FileNotFoundError:
+                raise RepoNotFound(f"repo {repo_id} not found") from None
+        _fsync_dir(folder)
+
+    def lfs_records(self, repo_id: str) -> list[str]:
+        """The sha256 of every LFS object the repo has a record for (none, for a repo written before
+        records existed or gone meanwhile: this only reads)."""
+        try:
+            with os.scandir(self._repo_dir(repo_id) / "lfs") as entries:
+                return [entry.name for entry in entries if _HEX64.fullmatch(entry.name)]
+        except FileNotFoundError:
+            return []
+
+    def drop_lfs_record(self, repo_id: str, sha256: str) -> bool:
+        """Remove the record of a blob that is no longer stored (``zoo hub gc``), re-checked under the
+        exclusive ``blobs.lock``; True if it was removed."""
+        record = self._repo_dir(repo_id) / "lfs" / sha256
+        with self.blob_guard(exclusive=True):
+            if self.blob_path(sha256).exists():
+                return False
+            try:
+                record.unlink()
+            except FileNotFoundError:
+                return False
+        return True
+
+    def lfs_objects(self, repo_id: str) -> set[str]:
+        """The sha256 of every LFS file that any commit of the repo names (old commits stay downloadable)."""
+        found: set[str] = set()
+        for path in (self._repo_dir(repo_id) / "commits").glob("*.json"):
+            commit = _commit_from_json(path.stem, _read_json(path))
+            found.update(entry.sha256 for entry in commit.files.values() if entry.lfs)
+        return found
 
     # ------------------------------------------------------------------------------------------ repos
     def _repo_dir(self, repo_id: str) -> Path:
@@ -545,6 +617,7 @@ class HubStorage:
         with private_workdir(final.parent, f".{final.name}.") as work:  # a killed server's is removed
             staging = work / "repo"
             staging.mkdir()
+            (staging / "lfs").mkdir()
             created = now_iso()
             _write_json_atomic(staging / "repo.json", asdict(RepoMeta(owner, private, created)))
             initial = self._write_commit(staging, None, "initial commit", owner, {})
@@ -781,6 +854,24 @@ class HubStorage:
                 yield
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class RepoLfs:
+    """Which LFS objects one repo may commit, asked object by object for one request: those its commits
+    name already (read once, at the first object that has no record) and those it has a record for."""
+
+    def __init__(self, storage: HubStorage, repo_id: str):
+        self.storage, self.repo_id = storage, repo_id
+        self._named: set[str] | None = None
+
+    def named(self, sha256: str) -> bool:
+        """Whether a commit of the repo names the object (old commits too: they stay downloadable)."""
+        if self._named is None:
+            self._named = self.storage.lfs_objects(self.repo_id)
+        return sha256 in self._named
+
+    def may_commit(self, sha256: str) -> bool:
+        return self.storage.lfs_granted(self.repo_id, sha256) or self.named(sha256)
 
 
 def _ref_of(refs: dict[str, dict[str, str]], revision: str) -> tuple[str, str] | None:

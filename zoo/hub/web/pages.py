@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from zoo.hub import scores
-from zoo.hub.app import Call, caller_of
+from zoo.hub.app import Call, caller_of, report_bug
 from zoo.hub.http_limits import HttpError, check_head, read_form
 from zoo.hub.protocol import ANONYMOUS, TokenInfo
 from zoo.hub.sessions import SESSION_COOKIE, SESSION_TTL
@@ -174,7 +173,7 @@ class WebPages:
             except StorageError as exc:
                 response = self.error(request, 400, str(exc))
             except Exception:
-                hub.report(traceback.format_exc().rstrip())
+                report_bug(request)
                 response = self.error(request, 500, "internal server error")
             response.headers.update(SECURITY_HEADERS)
             return response
