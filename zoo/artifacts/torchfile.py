@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from zoo.artifacts import limits, weights_only
+from zoo.artifacts import finite, limits, weights_only
 from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
 from zoo.artifacts.zipcheck import end_records_problem
 from zoo.errors import BrokenFile, RefusedError, ZooError
@@ -74,6 +74,7 @@ class TorchFileInfo:
     problem: str | None = None  # why the loader would fail
     confirm: str | None = None  # why only torch's loader can tell (every global allowed, use not modelled)
     notes: list[str] = field(default_factory=list)
+    nonfinite: list[finite.NonFinite] = field(default_factory=list)  # weights holding NaN or Inf
 
     @property
     def is_safe(self) -> bool:
@@ -248,9 +249,50 @@ def _verify_zip(info: TorchFileInfo, zf: zipfile.ZipFile, raw: memoryview | None
             return  # a file refused for its globals still has its CRCs checked: --trust-pickle loads it
     version = ".data/version" if ".data/version" in records else "version"
     checked = {"data.pkl", version, "byteorder", ".storage_alignment", ".data/serialization_id"}  # read above
+    views = _float_tensors(info.content) if info.decoded else {}
+    big = "byteorder" in records and _entry(zf, records["byteorder"], 4096, raw) == b"big"
     for name, record in records.items():
         if name not in checked:
-            _entry(zf, record, limits.MAX_ENTRY_BYTES, raw, keep=False)
+            wanted = views.get(name.removeprefix("data/")) if name.startswith("data/") else None
+            data = _entry(zf, record, limits.MAX_ENTRY_BYTES, raw, keep=bool(wanted))
+            if wanted:
+                info.nonfinite += _nonfinite(data, wanted, big)
+
+
+#: The dtypes whose values can be NaN or Inf, as numpy reads them (bfloat16 by its bits).
+_CHECKED = {"float16", "float32", "float64", "complex64", "complex128", "bfloat16"}
+
+
+def _float_tensors(content: object) -> dict[str, list[tuple[str, weights_only.TensorInfo]]]:
+    """Floating-point tensors with values, by storage key, with their names (optimizer states left out)."""
+    found: dict[str, list[tuple[str, weights_only.TensorInfo]]] = {}
+    for name, leaf in finite.leaves(content):
+        if isinstance(leaf, weights_only.TensorInfo) and leaf.dtype in _CHECKED and leaf.numel:
+            found.setdefault(leaf.storage_key, []).append((name, leaf))
+    return found
+
+
+def _nonfinite(
+    data: bytes, tensors: list[tuple[str, weights_only.TensorInfo]], big: bool
+) -> list[finite.NonFinite]:
+    """The tensors viewing one storage's bytes that hold NaN or Inf (each view's bounds were verified)."""
+    import numpy as np
+
+    order = ">" if big else "<"
+    found = []
+    for name, tensor in tensors:
+        dtype = (
+            np.dtype(f"{order}u2")
+            if tensor.dtype == "bfloat16"
+            else np.dtype(tensor.dtype).newbyteorder(order)
+        )
+        values = np.frombuffer(data, dtype, count=len(data) // dtype.itemsize)
+        view = np.lib.stride_tricks.as_strided(values[tensor.offset :], tensor.shape,
+                                               tuple(s * dtype.itemsize for s in tensor.stride))  # fmt: skip
+        bad = finite.count_bfloat16(view) if tensor.dtype == "bfloat16" else finite.count(view)
+        if bad:
+            found.append(finite.NonFinite(name, bad, tensor.numel))
+    return found
 
 
 #: Twin results by ``data.pkl`` content and storage sizes. The runs of one experiment save byte-identical
@@ -403,6 +445,16 @@ def confirm_with_torch(info: TorchFileInfo) -> str | None:
     """
     try:
         info.content = torch_load(info.path)
+    except ZooError as exc:
+        return exc.message
+    info.nonfinite = finite.in_arrays(info.content)
+    return None
+
+
+def confirm_bytes(data: bytes) -> str | None:
+    """:func:`confirm_with_torch` for a torch file held in memory (a member of SB3's zip): torch's verdict."""
+    try:
+        torch_load(io.BytesIO(data))
     except ZooError as exc:
         return exc.message
     return None
