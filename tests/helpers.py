@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
+import signal
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +33,23 @@ def zoo(*args: str, env: dict | None = None) -> CliResult:
 
     result = CliRunner().invoke(cli, [str(a) for a in args], env=env, catch_exceptions=False)
     return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float = 60.0) -> Iterator[None]:
+    """Fail the test if the block runs longer than ``seconds`` (SIGALRM in the main thread): a guard against
+    a hang, generous enough never to fire on a loaded machine. Speed is measured in benchmarks/, not here."""
+
+    def hung(_signum, _frame):
+        raise AssertionError(f"no result after {seconds:g} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def spaces(env_id: str):
