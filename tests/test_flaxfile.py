@@ -13,12 +13,13 @@ import random
 import struct
 import subprocess
 import sys
-import time
+import tracemalloc
 from pathlib import Path
 
 import msgpack
 import numpy as np
 import pytest
+from helpers import hang_guard
 
 from zoo.artifacts import flaxfile
 from zoo.artifacts.flaxfile import (
@@ -62,12 +63,8 @@ def params_bytes() -> bytes:
 def read(tmp_path: Path, data: bytes, name: str = "model.cleanrl_model"):
     path = tmp_path / name
     path.write_bytes(data)
-    start = time.perf_counter()
-    info = read_flax_file(path)
-    # a guard against a crafted file that stalls the reader (seconds become minutes), not a speed target:
-    # reading takes milliseconds, and 0.5 s flaked at 0.76 s on a loaded CI machine
-    assert time.perf_counter() - start < 5.0, f"reading took {time.perf_counter() - start:.2f} s"
-    return info
+    with hang_guard():  # a crafted file that stalls the reader fails here; speed is benchmarks/' business
+        return read_flax_file(path)
 
 
 def assert_refused(info, kind: str, *words: str) -> None:
@@ -267,11 +264,13 @@ def test_every_prefix_of_a_flax_file_is_truncated(flax_mods, cases):
     serialization = flax_mods[0]
     data = serialization.to_bytes(cases["c51"])
     cuts = {*range(1, 600), *range(600, len(data), len(data) // 700), *range(len(data) - 600, len(data))}
-    start = time.perf_counter()
-    for cut in sorted(cuts):
-        info = read_flax_bytes(data[:cut], Path("cut"))
-        assert info.kind == "truncated" and info.problem == "msgpack data is cut short", (cut, info.problem)
-    assert time.perf_counter() - start < 2.0
+    with hang_guard():
+        for cut in sorted(cuts):
+            info = read_flax_bytes(data[:cut], Path("cut"))
+            assert info.kind == "truncated" and info.problem == "msgpack data is cut short", (
+                cut,
+                info.problem,
+            )
 
 
 def test_flipped_bytes_never_crash(flax_mods, cases):
@@ -330,14 +329,15 @@ def test_torch_file_is_not_flax(tmp_path):
 
 def test_random_bytes_never_crash():
     rng = random.Random(1)
-    start = time.perf_counter()
-    for i in range(3000):
-        data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 300)))
-        if i % 2:  # half of them start as a flax file does, so msgpack gets to decode them
-            data = bytes([rng.choice([0x81, 0x82, 0x8F, 0xDE, 0xDF, 0x93, 0xDC, 0xDD, 0xC7, 0xD8])]) + data
-        info = read_flax_bytes(data, Path("random"))
-        assert info.decoded or (info.problem and "\n" not in info.problem and info.content is None), info
-    assert time.perf_counter() - start < 5.0
+    with hang_guard():
+        for i in range(3000):
+            data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 300)))
+            if i % 2:  # half of them start as a flax file does, so msgpack gets to decode them
+                data = (
+                    bytes([rng.choice([0x81, 0x82, 0x8F, 0xDE, 0xDF, 0x93, 0xDC, 0xDD, 0xC7, 0xD8])]) + data
+                )
+            info = read_flax_bytes(data, Path("random"))
+            assert info.decoded or (info.problem and "\n" not in info.problem and info.content is None), info
 
 
 def test_trailing_bytes(tmp_path):
@@ -505,9 +505,13 @@ def test_file_size_bound(tmp_path):
     with path.open("wb") as fh:
         fh.write(params_bytes())
         fh.truncate(MAX_FLAX_BYTES + 1)  # sparse: nothing is written, nothing is read
-    start = time.perf_counter()
-    info = read_flax_file(path)
-    assert time.perf_counter() - start < 0.5
+    tracemalloc.start()
+    try:
+        info = read_flax_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, f"the reader held {peak >> 20} MiB of a file it must refuse unread"
     assert info.size == MAX_FLAX_BYTES + 1
     assert_refused(info, "flax-msgpack", "over zoo's 2 GiB bound for a flax file")
 
