@@ -264,35 +264,60 @@ _CHECKED = {"float16", "float32", "float64", "complex64", "complex128", "bfloat1
 
 
 def _float_tensors(content: object) -> dict[str, list[tuple[str, weights_only.TensorInfo]]]:
-    """Floating-point tensors with values, by storage key, with their names (optimizer states left out)."""
+    """Floating-point tensors with values, by storage key, with their names (optimizer states left out);
+    remembered per decoded structure, which :data:`_TWIN_MEMO` shares between identical ``data.pkl`` files."""
+    remembered = _FLOAT_MEMO.get(id(content))
+    if remembered is not None and remembered[0] is content:
+        return remembered[1]
     found: dict[str, list[tuple[str, weights_only.TensorInfo]]] = {}
     for name, leaf in finite.leaves(content):
         if isinstance(leaf, weights_only.TensorInfo) and leaf.dtype in _CHECKED and leaf.numel:
             found.setdefault(leaf.storage_key, []).append((name, leaf))
+    if len(_FLOAT_MEMO) > 4096:
+        _FLOAT_MEMO.clear()
+    _FLOAT_MEMO[id(content)] = (content, found)
     return found
+
+
+#: :func:`_float_tensors` by ``id(content)``, the content kept alive beside its result (so an id is never reused).
+_FLOAT_MEMO: dict[int, tuple[object, dict]] = {}
 
 
 def _nonfinite(
     data: bytes, tensors: list[tuple[str, weights_only.TensorInfo]], big: bool
 ) -> list[finite.NonFinite]:
-    """The tensors viewing one storage's bytes that hold NaN or Inf (each view's bounds were verified)."""
+    """The tensors viewing one storage's bytes that hold NaN or Inf (each view's bounds were verified).
+
+    The whole storage is looked at once first: when it is finite (nearly always), so are its views."""
     import numpy as np
 
-    order = ">" if big else "<"
+    def values(name: str) -> np.ndarray:
+        dtype = _NUMPY_DTYPES.get((name, big))
+        if dtype is None:
+            order = ">" if big else "<"
+            dtype = np.dtype(f"{order}u2") if name == "bfloat16" else np.dtype(name).newbyteorder(order)
+            _NUMPY_DTYPES[(name, big)] = dtype
+        return np.frombuffer(data, dtype, count=len(data) // dtype.itemsize)
+
+    def bad(name: str, view: np.ndarray) -> int:
+        return finite.count_bfloat16(view) if name == "bfloat16" else finite.count(view)
+
+    kinds = {tensor.dtype for _, tensor in tensors}
+    if len(kinds) == 1 and not bad(next(iter(kinds)), values(next(iter(kinds)))):
+        return []
     found = []
     for name, tensor in tensors:
-        dtype = (
-            np.dtype(f"{order}u2")
-            if tensor.dtype == "bfloat16"
-            else np.dtype(tensor.dtype).newbyteorder(order)
-        )
-        values = np.frombuffer(data, dtype, count=len(data) // dtype.itemsize)
-        view = np.lib.stride_tricks.as_strided(values[tensor.offset :], tensor.shape,
-                                               tuple(s * dtype.itemsize for s in tensor.stride))  # fmt: skip
-        bad = finite.count_bfloat16(view) if tensor.dtype == "bfloat16" else finite.count(view)
-        if bad:
-            found.append(finite.NonFinite(name, bad, tensor.numel))
+        whole = values(tensor.dtype)
+        view = np.lib.stride_tricks.as_strided(whole[tensor.offset :], tensor.shape,
+                                               tuple(s * whole.itemsize for s in tensor.stride))  # fmt: skip
+        count = bad(tensor.dtype, view)
+        if count:
+            found.append(finite.NonFinite(name, count, tensor.numel))
     return found
+
+
+#: numpy dtypes by (torch dtype name, big-endian), made once.
+_NUMPY_DTYPES: dict[tuple[str, bool], object] = {}
 
 
 #: Twin results by ``data.pkl`` content and storage sizes. The runs of one experiment save byte-identical
