@@ -95,11 +95,12 @@ def _serialized(archive: SB3Archive, zoo_reads: bool) -> list[Finding]:
             continue
         scan = scan_pickles(raw, capture=frozenset({LOAD_FROM_BYTES}))
         verdict = classify(scan.globals, SERIALIZED)
-        if any(module.split(".")[0] == _BY_VALUE for module, _ in scan.globals):
+        calls = [name for name in verdict.dangerous if name.split(".")[0] != _BY_VALUE]
+        if calls:
+            what = f"is an unsafe pickle: SB3's load would call {', '.join(calls)}"
+        elif any(module.split(".")[0] == _BY_VALUE for module, _ in scan.globals):
             what = ("is a function pickled by value (Python bytecode: older SB3 saved its schedules so, and any "
                     "lambda is one): SB3's load rebuilds it, and training calls it")  # fmt: skip
-        elif verdict.dangerous:
-            what = f"is an unsafe pickle: SB3's load would call {', '.join(verdict.dangerous)}"
         elif verdict.unknown:
             what = f"names {', '.join(verdict.unknown)}, which SB3's load would import and zoo cannot check"
         elif not scan.complete:
