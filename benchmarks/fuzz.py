@@ -3,9 +3,10 @@
 The harness is the test suite's (``tests/fuzzing.py``): seeds written by the real libraries, seeded
 mutations (case N of a format is always the same mutant), ``zoo check`` as the verdict and the real
 loaders (``zipfile.testzip``, ``torch.load(weights_only=True)``, zoo's own loader plus one action) as
-the oracle for every "ok". It prints one row per format: cases, verdicts, wrong ok verdicts, internal
-errors, hangs (a case over 10 s), the slowest case, and the canaries that payloads left (none, or zoo
-ran one). Exit 1 on any wrong verdict, internal error, hang or canary.
+the oracle for every "ok". It prints one row per format: cases, verdicts, runs lost to a damaged model
+file, wrong ok verdicts, internal errors, cases that printed anything but JSON and a one-line error
+(a traceback, a warning), hangs (a case over 60 s), the slowest case, and the canaries that payloads
+left (none, or zoo ran one). Exit 1 on any of these.
 
     python benchmarks/fuzz.py [--mutants 2000] [--formats cleanrl,sb3] [--seed-dir DIR] [--failures N]
 """
@@ -37,7 +38,7 @@ def main() -> int:
     work = args.seed_dir or Path(tempfile.mkdtemp(prefix="zoo-fuzz-"))
     os.environ.setdefault("ZOO_CACHE_DIR", str(work / "cache"))
     warnings.simplefilter("ignore")
-    from fuzzing import FORMATS, build_seeds, fuzz
+    from fuzzing import FORMATS, build_seeds, describe, fuzz
 
     formats = args.formats.split(",") if args.formats else list(FORMATS)
     start = time.perf_counter()
@@ -57,8 +58,7 @@ def main() -> int:
     print(f"{len(summary.outcomes)} cases in {time.perf_counter() - start:.0f}s\n")
     print(summary.table())
     for outcome in summary.failures[: args.failures]:
-        what = outcome.wrong_ok and f"wrong ok ({outcome.wrong_ok})" or outcome.internal or "hang"
-        print(f"\n{outcome.format} case {outcome.case} ({outcome.mutation}): {what}")
+        print(f"\n{outcome.format} case {outcome.case} ({outcome.mutation}): {describe(outcome)}")
     return 1 if summary.failures or summary.canaries else 0
 
 

@@ -5,10 +5,13 @@ Seeds are real artifacts written by the real libraries (CleanRL's example runs, 
 Each case takes one seed, mutates its file (byte flips, truncation, entries re-zipped with valid CRCs
 but wrong content, zip bombs, hostile pickles from :mod:`payloads`, ...), and then asks:
 
-- ``zoo check`` (the library call behind it): what verdict, and did anything but a one-line error escape?
+- ``zoo check --json`` (the command itself, in-process): what verdict, did anything but a one-line error
+  escape, is stdout JSON, and did nothing else reach the terminal (a traceback, a warning, an exception
+  numpy could only print)? A run that vanishes because its model file is damaged is a failure too: a
+  corrupt model where a run's model is expected is that run's error row;
 - the real loaders, as the oracle for an ``ok``: ``zipfile.testzip()`` of every archive, torch's own
   ``torch.load(weights_only=True)``, and zoo's loader (the one ``zoo eval`` uses) followed by one action;
-- did it finish within the time bound, and did any payload's canary appear?
+- did it finish before the hang guard, and did any payload's canary appear?
 
 A case number fully determines its mutant (``random.Random(f"{format}:{number}")``), so a failure
 reported by the soak is reproduced by running that one case again.
@@ -18,13 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import io
 import json
 import random
 import shutil
 import signal
+import sys
 import time
 import traceback
+import warnings
 import zipfile
 from collections import Counter
 from collections.abc import Callable
@@ -34,7 +40,9 @@ from pathlib import Path
 from payloads import Payload, payloads
 
 FORMATS = ("cleanrl", "cleanrl-legacy", "sb3", "vecnormalize", "skrl", "rsl_rl", "cfgs")
-CASE_SECONDS = 10.0  # a case over this is a hang
+CASE_SECONDS = 60.0  # a case over this is a hang (a generous guard: the slowest case takes seconds)
+#: Warnings Python itself shows no user (its default filters), so not stray output.
+_HIDDEN_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
 
 @dataclass
@@ -455,22 +463,24 @@ def mutators(fmt: str, canary_dir: Path) -> list[tuple[str, Callable[[bytes, ran
 # ---------------------------------------------------------------------------------------------- oracle
 @dataclass
 class Outcome:
-    """What one case found; ``wrong_ok``, ``internal`` and ``hang`` are failures, ``false_error`` is not."""
+    """What one case found; ``wrong_ok``, ``internal``, ``stray``, a lost run and ``hang`` are failures,
+    ``false_error`` is not."""
 
     format: str
     case: int
     mutation: str
-    status: str = ""  # ok | warning | error | no-run (discovery found nothing: a clean error too)
+    status: str = ""  # ok | warning | error | no-run (discovery found no run: the run was lost)
     reason: str = ""
     loads: bool | None = None  # the real loaders' verdict (None: not asked)
     wrong_ok: str | None = None
     internal: str | None = None
+    stray: str | None = None  # what reached the terminal besides the JSON and a one-line error
     hang: bool = False
     seconds: float = 0.0  # zoo check's time on the mutant (not the mutation's, nor the oracle's)
 
     @property
     def failed(self) -> bool:
-        return bool(self.wrong_ok or self.internal or self.hang)
+        return bool(self.wrong_ok or self.internal or self.stray or self.hang or self.status == "no-run")
 
 
 class _Timeout(Exception):
@@ -542,10 +552,38 @@ def _real_loaders(seed: Seed, registry) -> str | None:
     return None
 
 
+def check_json(run: Path) -> tuple[list[dict] | None, str, list[str]]:
+    """``zoo check RUN --json --no-cache`` in-process: ``(parsed stdout or None, stderr, what else would have
+    reached the terminal)``: warnings a user would see, exceptions Python could only print (unraisable)."""
+    from click.testing import CliRunner
+
+    from zoo.cli import cli
+
+    printed: list[str] = []
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: printed.append(f"unraisable {u.exc_type.__name__}: {u.exc_value}")
+    try:
+        with warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter("always")
+            result = CliRunner().invoke(
+                cli, ["check", str(run), "--json", "--no-cache"], catch_exceptions=False
+            )
+            gc.collect()  # what numpy frees late prints now, not in the next case
+    finally:
+        sys.unraisablehook = hook
+    printed += [
+        f"{w.category.__name__}: {w.message}" for w in shown if not issubclass(w.category, _HIDDEN_WARNINGS)
+    ]
+    try:
+        parsed = json.loads(result.stdout)
+    except ValueError:
+        parsed = None
+        printed.append(f"stdout is not JSON: {result.stdout[:200]!r}")
+    return parsed, result.stderr, printed
+
+
 def run_case(seed: Seed, number: int, canary_dir: Path, registry=None) -> Outcome:
     """Mutate ``seed`` by case ``number``, check it, load it, restore it; never raises."""
-    from zoo.artifacts.runs import RunFilter
-    from zoo.checker import check_paths
     from zoo.errors import ZooError
     from zoo.registry import load_registry
 
@@ -560,18 +598,23 @@ def run_case(seed: Seed, number: int, canary_dir: Path, registry=None) -> Outcom
         seed.target.write_bytes(mutate(seed.original, rng))
         start = time.perf_counter()
         with time_bound(CASE_SECONDS):
-            try:
-                reports = check_paths([seed.run], registry, RunFilter(), use_cache=False)
-                report = next(
-                    r for r in reports if r.run.model_file in (seed.target, None) or r.run.path == seed.run
-                )
-                outcome.status, outcome.reason = report.status, report.reason
-                if report.status == "error" and (not report.hint or "\n" in report.reason):
-                    outcome.internal = f"not a one-line error with a hint: {report.reason!r}"
-                if "internal error" in report.reason:
-                    outcome.internal = report.reason
-            except ZooError as exc:
-                outcome.status, outcome.reason = "no-run", exc.message
+            reports, stderr, printed = check_json(seed.run)
+            lines = stderr.splitlines()
+            if "internal error" in stderr:
+                outcome.internal = stderr.strip()
+            stray = [line for line in lines if not line.startswith(("error: ", "hint: "))] + printed
+            if stray or len(lines) > 2:
+                outcome.stray = "; ".join(stray or lines)[:300]
+            if reports:
+                report = next(r for r in reports if r["run"]["model_file"] in (str(seed.target), None)
+                              or r["run"]["path"] == str(seed.run))  # fmt: skip
+                outcome.status, outcome.reason = report["status"], report["reason"]
+                if report["status"] == "error" and (not report["hint"] or "\n" in report["reason"]):
+                    outcome.internal = f"not a one-line error with a hint: {report['reason']!r}"
+                if "internal error" in report["reason"]:
+                    outcome.internal = report["reason"]
+            elif reports == []:
+                outcome.status, outcome.reason = "no-run", stderr.strip()
             outcome.seconds = time.perf_counter() - start
             try:
                 problem = _real_loaders(seed, registry)
@@ -590,6 +633,15 @@ def run_case(seed: Seed, number: int, canary_dir: Path, registry=None) -> Outcom
     return outcome
 
 
+def describe(outcome: Outcome) -> str:
+    """What went wrong in a failed case, in one line."""
+    if outcome.wrong_ok:
+        return f"wrong ok ({outcome.wrong_ok})"
+    if outcome.status == "no-run":
+        return f"the run was lost: {outcome.reason}"
+    return outcome.internal or (outcome.stray and f"stray output: {outcome.stray}") or "hang"
+
+
 # ---------------------------------------------------------------------------------------------- summary
 @dataclass
 class Summary:
@@ -605,8 +657,9 @@ class Summary:
             status = Counter(o.status for o in mine)
             rows.append({
                 "format": fmt, "cases": len(mine), "ok": status["ok"], "warning": status["warning"],
-                "clean errors": status["error"] + status["no-run"],
+                "clean errors": status["error"], "lost runs": status["no-run"],
                 "wrong ok": sum(bool(o.wrong_ok) for o in mine), "internal errors": sum(bool(o.internal) for o in mine),
+                "stray output": sum(bool(o.stray) for o in mine),
                 "hangs": sum(o.hang for o in mine), "false errors": sum(o.status == "error" and bool(o.loads) for o in mine),
                 "max s": round(max(o.seconds for o in mine), 2),
             })  # fmt: skip

@@ -40,7 +40,7 @@ def test_state_dict_is_described_without_loading(tmp_path):
     assert list(info.content) == list(real)
     for key, tensor in real.items():
         assert info.content[key] == TensorInfo(tuple(tensor.shape), "float32", info.content[key].storage_key,
-                                               tensor.numel())  # fmt: skip
+                                               tensor.numel(), False, tensor.storage_offset(), tensor.stride())  # fmt: skip
 
 
 def test_c51_dict_and_td3_tuple_layouts(tmp_path):
@@ -217,3 +217,47 @@ def test_trusting_a_file_for_its_globals_never_loads_corrupted_bytes(tmp_path):
         refuse_unsafe(info, trust_pickle=False)
     with pytest.raises(BrokenFile, match="CRC-32 mismatch"):
         refuse_unsafe(info, trust_pickle=True)
+
+
+# ---------------------------------------------------------------------------------------------- non-finite weights
+def _non_finite(path) -> list[tuple[str, int, int]]:
+    info = inspect_torch_file(path)
+    return [(f.name, f.count, f.numel) for f in info.nonfinite]
+
+
+def test_non_finite_weights_are_counted_per_tensor_from_the_static_read(tmp_path):
+    """Each view of a storage counts only its own values (offset and strides as torch.save wrote them), in
+    every floating dtype; integers and optimizer states are not weights."""
+    shared = torch.zeros(10)
+    shared[7] = float("nan")
+    bf16 = torch.ones(4, dtype=torch.bfloat16)
+    bf16[1] = float("-inf")
+    state = {
+        "q.0.weight": torch.full((3, 4), float("nan")),
+        "q.0.bias": torch.tensor([1.0, float("inf"), 2.0], dtype=torch.float64),
+        "head.weight": shared[5:9],  # holds the NaN
+        "head.bias": shared[:5],  # shares the storage, finite
+        "strided": torch.tensor([[float("nan"), 1.0], [2.0, 3.0]]).t(),
+        "half": torch.tensor([float("nan"), 0.0], dtype=torch.float16),
+        "bf16": bf16,
+        "steps": torch.arange(3),
+        "optimizer_state_dict": {"state": {0: {"exp_avg": torch.full((2,), float("nan"))}}},
+    }
+    torch.save(state, tmp_path / "m.pt")
+    assert inspect_torch_file(tmp_path / "m.pt").verified
+    assert _non_finite(tmp_path / "m.pt") == [("q.0.weight", 12, 12), ("q.0.bias", 1, 3), ("head.weight", 1, 4),
+                                             ("strided", 1, 4), ("half", 1, 2), ("bf16", 1, 4)]  # fmt: skip
+    torch.save({"w": torch.ones(2, 2)}, tmp_path / "finite.pt")
+    assert _non_finite(tmp_path / "finite.pt") == []
+
+
+def test_non_finite_weights_of_a_file_torch_confirms_are_counted_too(tmp_path):
+    torch.save(
+        {"w": torch.tensor([float("nan"), 1.0])}, tmp_path / "old.pt", _use_new_zipfile_serialization=False
+    )
+    info = inspect_torch_file(tmp_path / "old.pt")
+    assert info.kind == "torch-legacy" and info.confirm and info.nonfinite == []  # not read until confirmed
+    from zoo.artifacts.torchfile import confirm_with_torch
+
+    assert confirm_with_torch(info) is None
+    assert [(f.name, f.count) for f in info.nonfinite] == [("w", 1)]

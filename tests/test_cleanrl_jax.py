@@ -115,6 +115,21 @@ def test_dqn_jax_run_checks_ok_and_evaluates_like_the_flax_module(tmp_path):
     assert _zoo_returns(run, tmp_path / "eval.json") == _reference_returns(flax_policy, "CartPole-v1")
 
 
+def test_non_finite_flax_params_are_an_error_naming_them(tmp_path):
+    """The static reader's arrays are checked like a torch file's tensors (the c51 file's args are not)."""
+    run = tmp_path / "runs" / "CartPole-v1__dqn_jax__1__1700000000"
+    _, params = _save_dqn(run)
+    params = jax.tree_util.tree_map(np.asarray, params)
+    dense = params["params"]["Dense_2"]
+    dense["kernel"] = np.full_like(dense["kernel"], np.nan)
+    (run / "dqn_jax.cleanrl_model").write_bytes(flax.serialization.to_bytes(params))
+    report = zoo("check", run, "--json").json()[0]
+    size = dense["kernel"].size
+    assert report["status"] == "error" and report["reason"] == (
+        f"non-finite weights (NaN or Inf): params.Dense_2.kernel ({size} of {size})"
+    ), report
+
+
 def test_c51_jax_run_evaluates_like_the_flax_module(tmp_path):
     run = tmp_path / "runs" / "CartPole-v1__c51_jax__1__1700000000"
     q_values = _save_c51(run)

@@ -18,7 +18,7 @@ from pathlib import Path
 import msgpack
 import numpy as np
 import pytest
-from helpers import finishes, holding_little
+from helpers import hang_guard, holding_little
 
 from zoo.artifacts import flaxfile
 from zoo.artifacts.flaxfile import (
@@ -62,7 +62,8 @@ def params_bytes() -> bytes:
 def read(tmp_path: Path, data: bytes, name: str = "model.cleanrl_model"):
     path = tmp_path / name
     path.write_bytes(data)
-    return finishes(lambda: read_flax_file(path))  # a crafted file must not stall the reader
+    with hang_guard():  # a crafted file that stalls the reader fails here; speed is benchmarks/' business
+        return read_flax_file(path)
 
 
 def assert_refused(info, kind: str, *words: str) -> None:
@@ -262,9 +263,13 @@ def test_every_prefix_of_a_flax_file_is_truncated(flax_mods, cases):
     serialization = flax_mods[0]
     data = serialization.to_bytes(cases["c51"])
     cuts = {*range(1, 600), *range(600, len(data), len(data) // 700), *range(len(data) - 600, len(data))}
-    for cut in sorted(cuts):
-        info = finishes(lambda cut=cut: read_flax_bytes(data[:cut], Path("cut")))
-        assert info.kind == "truncated" and info.problem == "msgpack data is cut short", (cut, info.problem)
+    with hang_guard():
+        for cut in sorted(cuts):
+            info = read_flax_bytes(data[:cut], Path("cut"))
+            assert info.kind == "truncated" and info.problem == "msgpack data is cut short", (
+                cut,
+                info.problem,
+            )
 
 
 def test_flipped_bytes_never_crash(flax_mods, cases):
@@ -323,12 +328,15 @@ def test_torch_file_is_not_flax(tmp_path):
 
 def test_random_bytes_never_crash():
     rng = random.Random(1)
-    for i in range(3000):
-        data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 300)))
-        if i % 2:  # half of them start as a flax file does, so msgpack gets to decode them
-            data = bytes([rng.choice([0x81, 0x82, 0x8F, 0xDE, 0xDF, 0x93, 0xDC, 0xDD, 0xC7, 0xD8])]) + data
-        info = finishes(lambda data=data: read_flax_bytes(data, Path("random")))
-        assert info.decoded or (info.problem and "\n" not in info.problem and info.content is None), info
+    with hang_guard():
+        for i in range(3000):
+            data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 300)))
+            if i % 2:  # half of them start as a flax file does, so msgpack gets to decode them
+                data = (
+                    bytes([rng.choice([0x81, 0x82, 0x8F, 0xDE, 0xDF, 0x93, 0xDC, 0xDD, 0xC7, 0xD8])]) + data
+                )
+            info = read_flax_bytes(data, Path("random"))
+            assert info.decoded or (info.problem and "\n" not in info.problem and info.content is None), info
 
 
 def test_trailing_bytes(tmp_path):
@@ -496,7 +504,7 @@ def test_file_size_bound(tmp_path):
     with path.open("wb") as fh:
         fh.write(params_bytes())
         fh.truncate(MAX_FLAX_BYTES + 1)  # sparse: nothing is written, nothing is read
-    info = holding_little(lambda: read_flax_file(path))  # refused by its size, before a byte is read
+    info = holding_little(lambda: read_flax_file(path), bound_mib=16)  # refused unread, by its size
     assert info.size == MAX_FLAX_BYTES + 1
     assert_refused(info, "flax-msgpack", "over zoo's 2 GiB bound for a flax file")
 

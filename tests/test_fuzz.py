@@ -1,4 +1,4 @@
-"""Hostile input: mutants of real artifacts and hostile pickles get a true verdict, one line, quickly.
+"""Hostile input: mutants of real artifacts and hostile pickles get a true verdict, in one line, as JSON.
 
 Each format's seed is written by its real library (:func:`fuzzing.build_seeds`); each case mutates it
 deterministically (the case number is the seed of its RNG), so a failure names a case that reproduces.
@@ -7,7 +7,10 @@ The same harness soaks thousands of cases in ``benchmarks/fuzz.py``. Asserted he
 - no wrong ``ok``: whenever ``zoo check`` says ok, ``zipfile.testzip()``, ``torch.load(weights_only=True)``
   and zoo's own loader (plus one action) all succeed;
 - no internal error: every refusal is one line with a fix, from check and from the loader alike;
-- no case over a few seconds, and no payload ever runs (its canary file never appears).
+- ``zoo check --json`` always prints JSON, and nothing else reaches the terminal (no traceback, no warning,
+  nothing numpy could only print); a damaged model file is its run's error row, never a lost run;
+- no payload ever runs (its canary file never appears), and no case hangs (a generous guard, not a speed
+  target: speed is ``benchmarks/fuzz.py``'s business).
 """
 
 from __future__ import annotations
@@ -15,14 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fuzzing import FORMATS, build_seeds, fuzz
+from fuzzing import FORMATS, build_seeds, describe, fuzz
 from payloads import payloads
 
 from zoo.artifacts.pickles import classify, scan_pickles
 from zoo.artifacts.torchfile import ALLOWED
 
 CASES = 200  # per format: every mutator and payload kind, then seeded random picks
-MAX_SECONDS = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +38,9 @@ def test_mutants_of_real_artifacts_get_a_true_verdict_in_one_line(seeds, fmt, tm
     canaries = tmp_path / "canary"
     summary = fuzz(seeds, CASES, canaries, formats=[fmt])
     (row,) = summary.rows()
-    described = [
-        f"case {o.case} ({o.mutation}): {o.wrong_ok or o.internal or 'hang'}" for o in summary.failures
-    ]
+    described = [f"case {o.case} ({o.mutation}): {describe(o)}" for o in summary.failures]
     assert not described, "\n".join(described[:10])
     assert summary.canaries == [] and not any(canaries.iterdir())
-    assert row["max s"] < MAX_SECONDS, row
     assert row["ok"] > 0 and row["clean errors"] > 0, row  # both sides of the oracle were exercised
 
 

@@ -127,6 +127,12 @@ def test_repo_id_is_required_somehow(run_copy):
         (lambda run: (run / "config.yaml").write_text(f"token: {SENTINEL}\n"), "access token"),
         (lambda run: (run / "outside").symlink_to("/etc/hostname"), "outside the run dir"),
         (lambda run: (run / "big.bin").write_bytes(b"\0" * 2_100_000), "over the 2 MB limit"),
+        (
+            lambda run: (run / "hparams.yaml").write_text(
+                "lr: 0.001\nhook: !!python/object/apply:os.system [true]\n"
+            ),
+            "refusing to push: hparams.yaml: hook is tagged !!python/object/apply:os.system",
+        ),
     ],
 )
 def test_refusals_exit_3_and_stage_nothing(run_copy, plant, message):
@@ -226,3 +232,24 @@ def test_unreachable_hub_and_a_stage_dir_under_a_file_are_one_line_each(run_copy
     assert f"{tmp_path / 'a-file'} is a file, not a folder" in under_file.stderr
     on_file = zoo("push", run_copy, "--repo-id", "me/dqn", "--stage-dir", tmp_path / "a-file")
     assert on_file.exit_code == 2 and "--stage-dir" in on_file.stderr and "is a file" in on_file.stderr
+
+
+def test_strip_unsafe_stages_yaml_without_the_tagged_keys_that_an_unsafe_loader_runs(run_copy, tmp_path):
+    """Any YAML a push stages is held to the same rule, whatever the framework; the stripped copy keeps the
+    rest (tuples included) and loads under yaml.UnsafeLoader without running anything."""
+    import yaml
+
+    canary = tmp_path / "canary"
+    text = (
+        f"lr: 0.001\nsizes: !!python/tuple [64, 64]\nhook: !!python/object/apply:os.system [touch {canary}]\n"
+    )
+    (run_copy / "hparams.yaml").write_text(text)
+    result = _push(run_copy, "--hf-entity", "myorg", "--episodes", "1", "--strip-unsafe", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["stripped"] == {"hparams.yaml": ["hook"]}
+    staged = run_copy.parent.parent / "stage" / "hparams.yaml"
+    assert yaml.load(staged.read_text(), Loader=yaml.UnsafeLoader) == {"lr": 0.001, "sizes": (64, 64)}
+    assert (run_copy / "hparams.yaml").read_text() == text  # the run dir is never written to
+    assert not canary.exists()
+    yaml.load(text, Loader=yaml.UnsafeLoader)
+    assert canary.exists()  # what was stripped is real code

@@ -181,6 +181,37 @@ def test_push_names_the_repo_by_the_seed_the_runner_config_holds(trained, tmp_pa
     assert "--run-seed 7" in (tmp_path / "stage" / "README.md").read_text()
 
 
+def test_a_python_tag_in_params_is_an_error_and_push_strips_it(trained, tmp_path):
+    """Isaac Lab's dumps hold tuples (no finding); a key tagged to call os.system is code for whoever loads
+    the published params/agent.yaml with yaml.UnsafeLoader."""
+    run = tmp_path / "logs" / "rsl_rl" / "pendulum" / "2026-11-30_10-00-00"
+    shutil.copytree(trained["mlp"].run_dir, run)
+    canary = tmp_path / "canary"
+    with (run / "params" / "agent.yaml").open("a") as fh:
+        fh.write(
+            f"obs_groups_order: !!python/tuple [policy]\nhook: !!python/object/apply:os.system [touch {canary}]\n"
+        )
+    report = zoo("check", run, "--json").json()[0]
+    assert report["status"] == "error" and report["reason"].startswith(
+        "params/agent.yaml: hook is tagged !!python/object/apply:os.system"
+    ), report
+    assert "--strip-unsafe" in report["hint"] and report["details"]["iteration"] == int(
+        trained["mlp"].model.stem.split("_")[1]
+    )  # described all the same
+    stage = tmp_path / "stage"
+    refused = zoo("push", run, "--hf-entity", "lab", "--episodes", "1", "--stage-dir", stage)
+    assert refused.exit_code == 3 and "refusing to push: params/agent.yaml: hook is tagged" in refused.stderr
+    pushed = zoo("push", run, "--hf-entity", "lab", "--episodes", "1", "--stage-dir", stage, "--strip-unsafe")
+    assert pushed.exit_code == 0, pushed.stderr
+    staged = yaml.load((stage / "params" / "agent.yaml").read_text(), Loader=yaml.UnsafeLoader)
+    assert "hook" not in staged and staged["obs_groups_order"] == ("policy",)
+    before = yaml.load(
+        (trained["mlp"].run_dir / "params" / "agent.yaml").read_text(), Loader=yaml.UnsafeLoader
+    )
+    assert {k: v for k, v in staged.items() if k != "obs_groups_order"} == before
+    assert not canary.exists()
+
+
 @pytest.mark.parametrize("kind", ["mlp", "lstm", "gru"])
 def test_eval_matches_rsl_rl_inference_policy_episode_for_episode(trained, kind, tmp_path):
     run = trained[kind]

@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from helpers import Canary, assert_exports_act_like_checkpoint, make_run, zoo
+from helpers import Canary, assert_exports_act_like_checkpoint, holding_little, make_run, zoo
 
 from zoo.envs import EnvSpec, make_vector_env
 from zoo.evaluator import rollout
@@ -322,6 +322,28 @@ def test_check_reports_algorithm_policy_spaces_versions_and_stats(models):
     assert image["observation_space"] == "Box(0, 255, (3, 36, 36), uint8)"  # saved channel-first
 
 
+def test_what_sb3_saves_passes_the_checks_for_downloaders(models):
+    """Every real save (each algorithm, Dict, image and goal observations, HER, custom policy kwargs): every
+    ``:serialized:`` value is on the allowlist, and the state dicts are exactly the ones SB3's load wants."""
+    from zoo.frameworks.sb3.archive import read_archive
+    from zoo.frameworks.sb3.own_load import VARIABLES, findings, state_dicts
+
+    zips = sorted(models.rglob("*.zip"))
+    assert len(zips) == 12
+    for path in zips:
+        archive = read_archive(path)
+        saved = {n.removesuffix(".pth") for n in zipfile.ZipFile(path).namelist() if n.endswith(".pth")}
+        assert state_dicts(archive) == saved - {v.removesuffix(".pth") for v in VARIABLES}, path
+        if path.parent.name != "custom":
+            assert findings(archive) == [], path
+    (hardtanh,) = findings(read_archive(models / "custom" / "ppo-CartPole-v1.zip"))  # harmless, but unlisted
+    assert hardtanh.message == (
+        "ppo-CartPole-v1.zip: data['policy_kwargs'] names torch.nn.modules.activation.Hardtanh, which SB3's load "
+        "would import and zoo cannot check"
+    )
+    assert not hardtanh.strippable and "cannot be stripped" in hardtanh.hint
+
+
 def test_cleanrl_runs_and_other_zips_are_not_sb3_runs(models, tmp_path):
     make_run(tmp_path, "CartPole-v1", "dqn")
     with zipfile.ZipFile(tmp_path / "runs" / "data.zip", "w") as zf:
@@ -556,7 +578,11 @@ def test_sb3_1x_data_layout_still_loads(models, tmp_path):
 
     old = _rewrite(src, tmp_path / "old" / "ppo-CartPole-v1.zip", as_1x, version="1.6.2")
     report = _check(old)
-    assert report["status"] == "ok", report
+    # zoo reads it, but the closures are bytecode SB3's own load rebuilds: code for whoever downloads it
+    assert report["status"] == "error" and "--strip-unsafe" in report["hint"], report
+    for key in ("clip_range", "lr_schedule"):
+        said = [report["reason"], *report["notes"]]
+        assert any(f"data['{key}'] is a function pickled by value" in line for line in said), said
     assert report["details"]["sb3_saved"] == "1.6.2" and "net_arch" in report["details"]["compat"][0]
     _, ours = _zoo_episodes(old)
     assert ours == _sb3_episodes(src, "PPO", "CartPole-v1")
@@ -650,13 +676,144 @@ def test_malicious_data_is_refused_and_never_runs(models, tmp_path):
     assert not canary.exists() and not (bad.parent / "eval.json").exists()
 
 
-def test_values_zoo_does_not_need_are_never_decoded(models, tmp_path):
-    """A pickle in lr_schedule (code in SB3 1.x files) neither blocks loading nor runs."""
+def test_code_in_a_value_zoo_never_decodes_is_an_error_and_never_runs_in_zoo(models, tmp_path):
+    """zoo never decodes lr_schedule, so it evaluates the zip and the canary stays away; SB3's own load
+    decodes every value and runs it: ``zoo check`` names it as code, for whoever downloads the zip."""
+    from stable_baselines3 import PPO
+
     planted, canary = _planted(models, tmp_path, "lr_schedule")
-    assert _check(planted)["status"] == "ok"
+    report = _check(planted)
+    assert report["status"] == "error" and report["reason"] == (
+        "ppo-CartPole-v1.zip: data['lr_schedule'] is an unsafe pickle: SB3's load would call posix.system"
+    )
+    assert "--strip-unsafe" in report["hint"] and report["details"]["algorithm"] == "PPO"
     _, ours = _zoo_episodes(planted)
     assert ours == _sb3_episodes(models / "hub" / "ppo-CartPole-v1.zip", "PPO", "CartPole-v1")
     assert not canary.exists()
+    PPO.load(planted)  # the attack zoo check names is real: SB3's load runs it
+    assert canary.exists()
+
+
+def _without(src: Path, dst: Path, member: str, content: bytes | None = None) -> Path:
+    """A copy of an SB3 zip with ``member`` left out (or replaced by ``content``)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.infolist():
+            if item.filename != member:
+                zout.writestr(item, zin.read(item))
+            elif content is not None:
+                zout.writestr(item, content)
+    return dst
+
+
+@pytest.mark.parametrize(
+    ("relpath", "member", "content", "said"),
+    [
+        ("hub/ppo-CartPole-v1.zip", "policy.optimizer.pth", None,
+         "policy.optimizer.pth is missing: SB3's PPO.load fails without it"),
+        ("hub/sac-Pendulum-v1.zip", "critic.optimizer.pth", b"not a torch file",
+         "critic.optimizer.pth does not load with torch.load(weights_only=True), so SB3's load fails: not a torch"),
+        ("hub/ppo-CartPole-v1.zip", "pytorch_variables.pth", b"PK\x03\x04 cut short",
+         "pytorch_variables.pth does not load with torch.load(weights_only=True)"),
+        ("hub/sac-Pendulum-v1.zip", "pytorch_variables.pth", None, None),  # SB3 keeps a fresh ent_coef
+    ],
+)  # fmt: skip
+def test_members_sb3_cannot_load_are_warnings_and_sb3_agrees(
+    models, tmp_path, relpath, member, content, said
+):
+    import stable_baselines3
+
+    src = models / relpath
+    damaged = _without(src, tmp_path / "hub" / src.name, member, content)
+    report = _check(damaged)
+    algo = getattr(stable_baselines3, report["details"]["algorithm"])
+    if said is None:
+        assert report["status"] == "ok", report
+        algo.load(damaged)
+        return
+    assert report["status"] == "warning" and report["reason"].startswith(f"{src.name}: {said}"), report
+    assert "zoo evaluates it" in report["hint"]
+    with pytest.raises(Exception):  # noqa: B017 - SB3 fails in its own ways (KeyError, UnpicklingError)
+        algo.load(damaged)
+    _zoo_episodes(damaged, episodes=1)  # zoo reads the policy all the same
+
+
+def test_nan_weights_are_an_error_naming_the_tensor(models, tmp_path):
+    from stable_baselines3 import PPO
+
+    model = PPO.load(models / "hub" / "ppo-CartPole-v1.zip", device="cpu")
+    with torch.no_grad():
+        model.policy.action_net.weight.fill_(float("nan"))
+        model.policy.value_net.bias.fill_(float("inf"))
+    (tmp_path / "hub").mkdir()
+    model.save(tmp_path / "hub" / "ppo-CartPole-v1.zip")
+    report = _check(tmp_path / "hub" / "ppo-CartPole-v1.zip")
+    assert report["status"] == "error" and report["reason"] == (
+        "policy.pth: non-finite weights (NaN or Inf): action_net.weight (128 of 128), value_net.bias (1 of 1)"
+    ), report
+    assert report["details"]["non_finite"] == [
+        {"tensor": "policy.pth: action_net.weight", "non_finite": 128, "values": 128},
+        {"tensor": "policy.pth: value_net.bias", "non_finite": 1, "values": 1},
+    ]
+
+
+def test_a_corrupt_model_where_a_run_expects_one_is_that_runs_error_row(models, tmp_path):
+    """Cut short under a hub name, or without policy.pth in an rl_zoo3 run dir: an error row each, so that
+    ``--json`` prints JSON; a folder with no run at all prints an empty list, the error on stderr."""
+    hub = tmp_path / "tree" / "hub" / "ppo-CartPole-v1.zip"
+    hub.parent.mkdir(parents=True)
+    hub.write_bytes((models / "hub" / "ppo-CartPole-v1.zip").read_bytes()[:5000])
+    zoo_run = tmp_path / "tree" / "logs" / "ppo" / "Pendulum-v1_1"
+    shutil.copytree(models / "logs" / "ppo" / "Pendulum-v1_1", zoo_run)
+    _without(
+        models / "logs" / "ppo" / "Pendulum-v1_1" / "Pendulum-v1.zip",
+        zoo_run / "Pendulum-v1.zip",
+        "policy.pth",
+    )
+    result = zoo("check", tmp_path / "tree", "--json")
+    assert result.exit_code == 1 and result.stderr == ""
+    rows = {Path(r["run"]["model_file"]).name: r for r in result.json()}
+    assert set(rows) == {"ppo-CartPole-v1.zip", "Pendulum-v1.zip"}
+    assert rows["ppo-CartPole-v1.zip"]["status"] == "error"
+    assert "cut short or corrupt" in rows["ppo-CartPole-v1.zip"]["reason"]
+    assert (
+        rows["Pendulum-v1.zip"]["status"] == "error"
+        and "the zip has no policy.pth" in rows["Pendulum-v1.zip"]["reason"]
+    )
+    (tmp_path / "empty").mkdir()
+    empty = zoo("check", tmp_path / "empty", "--json")
+    assert empty.exit_code == 1 and empty.json() == [] and "no runs found" in empty.stderr
+
+
+def test_a_dtype_state_numpy_never_writes_is_refused_without_a_traceback(models, tmp_path):
+    """A bool dtype told it holds object references (its flags): numpy would fail freeing the array, in a
+    traceback it can only print beside the verdict; the restricted unpickler refuses the state instead."""
+    import pickletools
+    import sys
+
+    run = tmp_path / "logs" / "ppo" / "Pendulum-v1_1"
+    shutil.copytree(models / "logs" / "ppo" / "Pendulum-v1_1", run)
+    stats = run / "Pendulum-v1" / "vecnormalize.pkl"
+    data = bytearray(stats.read_bytes())
+    ops = list(pickletools.genops(bytes(data)))
+    at = next(i for i, (op, arg, _) in enumerate(ops) if arg == "b1")
+    flags = next(
+        pos for op, arg, pos in ops[at:] if op.name == "BININT1" and arg == 0
+    )  # (3, '|', ..., -1, -1, 0)
+    data[flags + 1] = 1
+    stats.write_bytes(bytes(data))
+    printed = []
+    hook, sys.unraisablehook = sys.unraisablehook, printed.append
+    try:
+        result = zoo("check", run, "--json", "--no-cache")
+        import gc
+
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert printed == [] and result.stderr == "" and "Traceback" not in result.stdout
+    (report,) = result.json()
+    assert report["status"] == "error" and "numpy dtype state" in report["reason"], report
 
 
 def test_malicious_vecnormalize_is_refused_and_never_runs(models, tmp_path):
@@ -729,21 +886,6 @@ def test_exports_score_like_the_checkpoint_episode_for_episode(models, relpath, 
         assert "ReduceLogSumExp" in meta["exporter"]["passed_over"]["dynamo"]
 
 
-def _check_holding_little(run: Path) -> dict:
-    """``zoo check RUN``'s report, asserting the check's peak of Python memory stayed under 64 MiB (the
-    inspection runs in this process; only the discovery walk forks)."""
-    import tracemalloc
-
-    tracemalloc.start()
-    try:
-        report = _check(run)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 64 << 20, f"the check held {peak >> 20} MiB"
-    return report
-
-
 def test_a_zip_bomb_and_a_sparse_8_gib_statistics_file_are_refused_before_they_are_read(models, tmp_path):
     """Bounds are checked before anything is inflated or read whole: one line, and the check's peak of
     Python memory stays far below the 512 MiB the bomb inflates to (the 8 GiB file could not be held at
@@ -762,7 +904,7 @@ def test_a_zip_bomb_and_a_sparse_8_gib_statistics_file_are_refused_before_they_a
         with zout.open("data", "w", force_zip64=True) as fh:  # 512 MiB of zeros, 0.5 MiB on disk
             for _ in range(512):
                 fh.write(b"\0" * (1 << 20))
-    report = _check_holding_little(run)
+    report = holding_little(lambda: _check(run))  # the inspection runs in this process
     assert report["status"] == "error" and "data inflates to 512 MiB" in report["reason"] and report["hint"]
 
     shutil.rmtree(run)
@@ -770,7 +912,7 @@ def test_a_zip_bomb_and_a_sparse_8_gib_statistics_file_are_refused_before_they_a
     stats = run / "Pendulum-v1" / "vecnormalize.pkl"
     with stats.open("r+b") as fh:
         fh.truncate(8 << 30)  # sparse: 8 GiB long, no disk used
-    report = _check_holding_little(run)
+    report = holding_little(lambda: _check(run))  # the inspection runs in this process
     assert report["status"] == "error" and "8 GiB, over zoo's 256 MiB bound" in report["reason"]
     result = zoo("eval", run, "--quiet", "-n", "1")
     assert result.exit_code == 1 and result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
@@ -795,3 +937,67 @@ def test_push_card_uses_the_hub_name_of_stable_baselines3(models, tmp_path):
     what = {f["name"]: f["what"] for f in listed["files"]}
     assert what["Pendulum-v1.zip"] == "the model weights"
     assert what["vec_normalize.pkl"] == "for Stable-Baselines3's own hub tools"
+
+
+def test_push_refuses_code_for_downloaders_and_strip_unsafe_publishes_what_sb3_and_rl_zoo3_load(
+    models, tmp_path
+):
+    """An rl_zoo3 run whose zip hides a pickle in lr_schedule and whose config.yml hides an os.system tag:
+    SB3's load and rl_zoo3's YAML loading run both (the canary proves it), so the push is refused in one
+    line; --strip-unsafe stages copies that SB3's own load and rl_zoo3's own loader take, running nothing."""
+    import yaml
+    from rl_zoo3.utils import get_saved_hyperparams
+    from stable_baselines3 import PPO
+
+    canary = tmp_path / "canary"
+    source = models / "logs" / "ppo" / "Pendulum-v1_1"
+    run = tmp_path / "logs" / "ppo" / "Pendulum-v1_1"
+    shutil.copytree(source, run)
+    payload = base64.b64encode(pickle.dumps(Canary(canary), protocol=4)).decode()
+    _rewrite(source / "Pendulum-v1.zip", run / "Pendulum-v1.zip",
+             lambda data: data["lr_schedule"].update({":serialized:": payload}))  # fmt: skip
+    config = OrderedDict(
+        [("n_timesteps", 256), ("normalize", True), ("policy", "MlpPolicy"), ("env_wrapper", "X")]
+    )
+    tagged = f"    - !!python/object/apply:os.system\n      - touch {canary}"
+    (run / "Pendulum-v1" / "config.yml").write_text(
+        yaml.dump(config).replace("    - X", tagged)
+    )  # rl_zoo3's dump
+    args = OrderedDict([("algo", "ppo"), ("env", "Pendulum-v1"), ("env_kwargs", None), ("seed", 0)])
+    (run / "Pendulum-v1" / "args.yml").write_text(yaml.dump(args))
+
+    stage = tmp_path / "stage"
+    refused = zoo("push", run, "--repo-id", "me/ppo-Pendulum-v1", "-n", "2", "--stage-dir", stage)
+    assert refused.exit_code == 3 and refused.stderr.count("error:") == 1 and not stage.exists()
+    assert "refusing to push: Pendulum-v1.zip: data['lr_schedule'] is an unsafe pickle: SB3's load would call " \
+           "posix.system (and 1 more)" in " ".join(refused.stderr.split())  # fmt: skip
+    assert "--strip-unsafe" in refused.stderr and "Traceback" not in refused.stderr
+
+    pushed = zoo("push", run, "--repo-id", "me/ppo-Pendulum-v1", "-n", "2", "--stage-dir", stage, "--strip-unsafe",
+                 "--json")  # fmt: skip
+    assert pushed.exit_code == 0, pushed.stderr
+    listed = pushed.json()
+    assert listed["stripped"] == {"Pendulum-v1.zip": ["data['lr_schedule']"], "ppo-Pendulum-v1.zip": ["data['lr_schedule']"],
+                                  "Pendulum-v1/config.yml": ["env_wrapper"], "config.yml": ["env_wrapper"]}  # fmt: skip
+    what = {f["name"]: f["what"] for f in listed["files"]}
+    assert what["ppo-Pendulum-v1.zip"].endswith("stripped of data['lr_schedule']")
+    assert not canary.exists()  # zoo evaluated the run for the card and staged it: nothing ran
+
+    staged = PPO.load(stage / "ppo-Pendulum-v1.zip", device="cpu")  # SB3's own load of the published zip
+    original = PPO.load(source / "Pendulum-v1.zip", device="cpu")
+    obs = np.random.default_rng(0).standard_normal((16, 3)).astype(np.float32)
+    assert np.array_equal(
+        staged.predict(obs, deterministic=True)[0], original.predict(obs, deterministic=True)[0]
+    )
+    hyperparams, _ = get_saved_hyperparams(str(stage), norm_reward=False, test_mode=True)  # rl_zoo3's loader
+    assert (
+        "env_wrapper" not in hyperparams and hyperparams["policy"] == "MlpPolicy" and hyperparams["normalize"]
+    )
+    assert yaml.load((stage / "args.yml").read_text(), Loader=yaml.UnsafeLoader)["env"] == "Pendulum-v1"
+    assert not canary.exists()
+
+    get_saved_hyperparams(str(run / "Pendulum-v1"), norm_reward=False, test_mode=True)  # the attacks are real
+    assert canary.exists()
+    canary.unlink()
+    PPO.load(run / "Pendulum-v1.zip")
+    assert canary.exists()

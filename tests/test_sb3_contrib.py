@@ -346,3 +346,53 @@ def test_a_contrib_class_off_the_allowlist_is_refused(contrib_models, tmp_path):
     assert report["status"] == "error" and "sb3_contrib.common.torch_layers.BatchRenorm1d" in report["reason"]
     result = zoo("eval", planted, "--quiet", "-n", "1")
     assert result.exit_code == 3 and result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
+
+
+def test_what_sb3_contrib_saves_passes_the_checks_for_downloaders(contrib_models):
+    """Every algorithm's real save: every ``:serialized:`` value is on the allowlist (ARS's pickled weights
+    tensor included, its storage verified as weights-only), and the state dicts are the algorithm's."""
+    import zipfile
+
+    from zoo.frameworks.sb3.archive import read_archive
+    from zoo.frameworks.sb3.own_load import VARIABLES, findings, state_dicts
+
+    for relpath in IDS:
+        archive = read_archive(contrib_models / relpath)
+        assert findings(archive) == [], relpath
+        saved = {
+            n.removesuffix(".pth") for n in zipfile.ZipFile(archive.path).namelist() if n.endswith(".pth")
+        }
+        assert state_dicts(archive) == saved - {v.removesuffix(".pth") for v in VARIABLES}, relpath
+    ars = read_archive(contrib_models / "hub/ars-Pendulum-v1.zip")
+    assert "torch.storage" in base64.b64decode(ars.data["weights"][":serialized:"]).decode("latin-1")
+
+
+def test_a_weights_tensor_whose_storage_runs_code_is_an_error_and_ars_load_runs_it(contrib_models, tmp_path):
+    """ARS pickles its weights tensor; the storage inside is unpickled by torch.load(weights_only=False)."""
+    import contextlib
+    import io
+
+    import cloudpickle
+    from helpers import Canary
+    from sb3_contrib import ARS
+
+    canary = tmp_path / "canary"
+    legacy = io.BytesIO()  # the format a storage pickles itself in, holding code instead of a storage
+    torch.save(Canary(canary), legacy, _use_new_zipfile_serialization=False)
+
+    class Storage:  # what a torch storage pickles to
+        def __reduce__(self):
+            return torch.storage._load_from_bytes, (legacy.getvalue(),)
+
+    payload = base64.b64encode(cloudpickle.dumps(Storage())).decode()
+    planted = _rewrite(contrib_models / "hub/ars-Pendulum-v1.zip", tmp_path / "hub" / "ars-Pendulum-v1.zip",
+                       lambda data: data["weights"].update({":serialized:": payload}))  # fmt: skip
+    report = _check(planted)
+    assert report["status"] == "error" and report["reason"] == (
+        "ars-Pendulum-v1.zip: data['weights'] holds a tensor that torch.load(weights_only=False) reads from a "
+        "file zoo cannot verify (posix.system)"
+    ), report
+    assert not canary.exists()
+    with contextlib.suppress(Exception):  # whatever ARS makes of the value, the code has run by then
+        ARS.load(planted)
+    assert canary.exists()

@@ -265,6 +265,21 @@ def test_planted_pickle_in_a_checkpoint_is_refused_and_never_runs(skrl_runs, tmp
     assert not canary.exists() and not (tmp_path / "eval.json").exists()
 
 
+def test_a_python_tag_in_params_yaml_is_an_error_naming_the_key(skrl_runs, tmp_path):
+    run = tmp_path / "logs" / "skrl" / "Pendulum-v1" / RUN
+    shutil.copytree(skrl_runs["run"], run)
+    with (run / "params" / "env.yaml").open("w") as fh:
+        fh.write(
+            "sim:\n  dt: !!python/tuple [0.01]\nevents: {reset: !!python/object/new:subprocess.Popen [[ls]]}\n"
+        )
+    report = _check(run)[RUN]
+    assert report["status"] == "error" and report["reason"] == (
+        "params/env.yaml: events.reset is tagged !!python/object/new:subprocess.Popen (line 3): a YAML loader "
+        "that builds Python tags, such as rl_zoo3's yaml.UnsafeLoader, builds a subprocess.Popen object "
+        "(running its class's code)"
+    ), report
+
+
 def test_discovery_leaves_other_frameworks_alone(skrl_runs, tmp_path):
     from zoo.frameworks import get_adapter
 

@@ -314,7 +314,8 @@ class PushResult:
     def to_json(self) -> dict:
         staged = [{"name": f.name, "size": f.size, "what": f.what} for f in self.staging.files]
         return {"repo_id": self.repo_id, "staged": str(self.staging.folder), "card": str(self.staging.card),
-                "files": staged, "made": self.made, "dry_run": self.upload is None, **(self.upload or {})}  # fmt: skip
+                "files": staged, "made": self.made, "stripped": self.staging.stripped,
+                "warnings": self.staging.warnings, "dry_run": self.upload is None, **(self.upload or {})}  # fmt: skip
 
 
 def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = None, dry_run: bool = True,
@@ -323,10 +324,14 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
          commit_message: str | None = None, episodes: int | None = None, seed: int = 0,
          capture_video: bool = False, allow_large: bool = False, max_file_mb: float = 100,
          stage_dir: PathLike | None = None, registry: Registry | PathLike | None = None,
-         notify: Callable[[str], None] | None = None) -> PushResult:  # fmt: skip
+         notify: Callable[[str], None] | None = None, strip_unsafe: bool = False) -> PushResult:  # fmt: skip
     """``zoo push``: stage the run dir with a generated model card; upload it in one commit unless
     ``dry_run`` (the default). The run dir is never written to: an eval.json (``episodes``, ``seed``) or a
-    replay (``capture_video``) that the run lacks is made in a temp folder and staged from there."""
+    replay (``capture_video``) that the run lacks is made in a temp folder and staged from there.
+
+    A file whose library's own loader would run code (an SB3 ``:serialized:`` pickle off the allowlist, a
+    YAML Python tag) refuses the push (:class:`~zoo.errors.RefusedError`) unless ``strip_unsafe`` stages
+    a copy without it; what the loaders would merely fail on is said through ``notify``."""
     from zoo.artifacts.cache import cache_dir
     from zoo.errors import UsageError
     from zoo.hub.consent import endpoint, require_network
@@ -344,7 +349,8 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
             )
         repo_id = target.entry.hub_repo(hf_entity=hf_entity, env_id=target.env_id, seed=target.run.seed or 0)
     folder = Path(stage_dir) if stage_dir else cache_dir() / "push" / repo_id
-    check_publishable(target, folder, max_mb=max_file_mb, allow_large=allow_large)  # refusals before an eval
+    # every refusal before anything is evaluated
+    check_publishable(target, folder, max_mb=max_file_mb, allow_large=allow_large, strip=strip_unsafe)
     with tempfile.TemporaryDirectory(prefix="zoo-push-") as work:  # what the push makes, until staged
         has_eval = (target.run.path / "eval.json").is_file()
         need_video = capture_video and latest_replay(target) is None
@@ -367,7 +373,10 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
         hub_work = Path(work) / "hub"
         hub_work.mkdir()
         staging = prepare(target, repo_id=repo_id, folder=folder, max_mb=max_file_mb, allow_large=allow_large,
-                          workdir=hub_work, made=made)  # fmt: skip
+                          workdir=hub_work, made=made, strip=strip_unsafe)  # fmt: skip
+    if notify:
+        for warning in staging.warnings:
+            notify(f"warning: {warning}")
     result = PushResult(repo_id, staging, sorted(made))
     if dry_run:
         return result

@@ -185,9 +185,14 @@ def check_cmd(ctx, paths, exp_name, env_id, run_seed, as_json, quiet, no_cache) 
     from zoo.checker import check_paths, unique_paths
 
     paths = unique_paths(list(paths))
-    with _progress("reading runs") as update:
-        reports = check_paths(paths, _registry(ctx), RunFilter(exp_name, env_id, run_seed),
-                              use_cache=not no_cache, on_progress=update, detached_save=_IN_MAIN)  # fmt: skip
+    try:
+        with _progress("reading runs") as update:
+            reports = check_paths(paths, _registry(ctx), RunFilter(exp_name, env_id, run_seed),
+                                  use_cache=not no_cache, on_progress=update, detached_save=_IN_MAIN)  # fmt: skip
+    except ZooError:
+        if as_json:  # no run found (or no path): still JSON on stdout, the error on stderr
+            click.echo("[]")
+        raise
     if as_json:  # one report per line: still one JSON array, written by json's C encoder
         click.echo("[\n" + ",\n".join(r.json_text() for r in reports) + "\n]")
     else:
@@ -680,10 +685,14 @@ def _render_checks(diagnosis) -> None:
 @click.option("--max-file-mb", type=float, default=100, show_default=True, help="Per-file size limit.")
 @click.option("--stage-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to stage [~/.cache/zoo/push/ORG/NAME].")  # fmt: skip
+@click.option("--strip-unsafe", is_flag=True,
+              help="Stage copies without what the libraries' own loaders would run as code (SB3 pickles "
+                   "off the allowlist, YAML Python tags) instead of refusing the push.")  # fmt: skip
 @opt.as_json
 @click.pass_context
 def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revision, create_pr, private,
-             commit_message, episodes, seed, capture_video, allow_large, max_file_mb, stage_dir, as_json) -> None:  # fmt: skip
+             commit_message, episodes, seed, capture_video, allow_large, max_file_mb, stage_dir, strip_unsafe,
+             as_json) -> None:  # fmt: skip
     """Stage RUN with a generated model card (dry run), or upload it in one commit with --yes.
 
     The run dir is not written to: an eval.json (--episodes, --seed) or a replay (--capture-video) the
@@ -695,7 +704,8 @@ def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revi
                       run_seed=run_seed, revision=revision, create_pr=create_pr, private=private,
                       commit_message=commit_message, episodes=episodes, seed=seed, capture_video=capture_video,
                       allow_large=allow_large, max_file_mb=max_file_mb, stage_dir=stage_dir,
-                      registry=_registry(ctx), notify=lambda line: err().print(escape(line)))  # fmt: skip
+                      registry=_registry(ctx), notify=lambda line: err().print(escape(line)),
+                      strip_unsafe=strip_unsafe)  # fmt: skip
     if as_json:
         print_json(result.to_json())
         return

@@ -114,13 +114,28 @@ class HardenedUnpickler(pickle._Unpickler):
     dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
 
 
+def _capturing(key: tuple[str, str], calls: list[tuple[tuple[str, str], tuple]]) -> type:
+    """An :class:`Inert` class that records the arguments it is called with (``REDUCE``, ``NEWOBJ``)."""
+
+    class Captured(Inert):
+        __slots__ = ()
+
+        def __new__(cls, *args, **kwargs):
+            calls.append((key, args))
+            return object.__new__(Inert)
+
+    return Captured
+
+
 class _Recorder(HardenedUnpickler):
-    def __init__(self, file: io.BytesIO, limit: int, found: list[tuple[str, str]]):
+    def __init__(self, file: io.BytesIO, limit: int, scan: PickleScan, capture: frozenset[tuple[str, str]]):
         super().__init__(file, limit)
-        self._found = found
+        self._scan, self._capture = scan, capture
 
     def find_class(self, module: str, name: str) -> type:
-        self._found.append((module, name))
+        self._scan.globals.append((module, name))
+        if (module, name) in self._capture:
+            return _capturing((module, name), self._scan.calls)
         return Inert
 
     def persistent_load(self, pid: object) -> type:
@@ -132,6 +147,8 @@ class PickleScan:
     """The globals of ``count`` consecutive pickles, in order; ``error`` when the scan could not finish."""
 
     globals: list[tuple[str, str]] = field(default_factory=list)
+    #: ``((module, name), args)`` of each call of a global the scan was asked to capture.
+    calls: list[tuple[tuple[str, str], tuple]] = field(default_factory=list)
     error: str | None = None
     end: int = 0  # offset just past the last pickle scanned
 
@@ -143,13 +160,19 @@ class PickleScan:
         return list(dict.fromkeys(f"{m}.{n}" for m, n in self.globals))
 
 
-def scan_pickles(data: bytes, count: int = 1) -> PickleScan:
-    """Run ``count`` pickles of ``data`` (from its start) through the recording machine. Nothing is imported."""
+def scan_pickles(
+    data: bytes, count: int = 1, capture: frozenset[tuple[str, str]] = frozenset()
+) -> PickleScan:
+    """Run ``count`` pickles of ``data`` (from its start) through the recording machine. Nothing is imported.
+
+    The arguments of every call of a global in ``capture`` are recorded too (as the machine built them:
+    plain values, or :class:`Inert` where they came from other globals), for a caller that must check
+    them (SB3's pickled tensors hand ``torch.storage._load_from_bytes`` a whole torch file)."""
     scan = PickleScan()
     stream = io.BytesIO(data)
     for _ in range(count):
         try:
-            _Recorder(stream, len(data), scan.globals).load()
+            _Recorder(stream, len(data), scan, capture).load()
         except RecursionError:
             scan.error = "nested too deeply"
         except Exception as exc:  # noqa: BLE001 - any failure means "could not follow it to the end"

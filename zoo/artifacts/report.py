@@ -111,4 +111,17 @@ def flag_torch_file(report: RunReport, info, label: str | None = None,
             return False
         report.notes.append(f"{prefix}verified by torch's weights-only loader ({info.confirm})")
     report.details["weights_only"] = True
+    flag_nonfinite(report, info.nonfinite, prefix)
     return True
+
+
+def flag_nonfinite(report: RunReport, found: list, prefix: str = "") -> None:
+    """An error naming the tensors that hold NaN or Inf (the loader takes them: the policy would act on
+    garbage), the first tensors' counts in ``details["non_finite"]``."""
+    from zoo.artifacts import finite
+
+    if not found:
+        return
+    listed = report.details.setdefault("non_finite", [])
+    listed += [{**f.to_json(), "tensor": f"{prefix}{f.name}"} for f in found[: finite.SHOWN - len(listed)]]
+    report.flag(ERROR, f"{prefix}{finite.describe(found)}", finite.HINT)

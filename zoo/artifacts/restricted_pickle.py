@@ -16,6 +16,7 @@ import builtins
 import importlib
 import io
 import pickle
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -72,10 +73,39 @@ _GUARDED: dict[tuple[str, str], Callable[..., Any]] = {
 }  # fmt: skip
 
 
+def _check_dtype_state(dtype: Any, state: Any) -> None:
+    """Refuse a numpy dtype state other than the one numpy writes for that dtype (its byte order aside).
+
+    ``BUILD`` hands a dtype's ``__setstate__`` flags, sizes and fields unchecked: a bool dtype told it holds
+    object references makes numpy fail later, while freeing an array, in a way it can only print (a
+    traceback beside ``zoo check``'s verdict)."""
+    expected = dtype.__reduce__()[2]
+    same = (
+        isinstance(state, tuple)
+        and len(state) == len(expected)
+        and state[1] in ("<", ">", "|", "=")
+        and all(type(a) is type(b) and a == b for i, (a, b) in enumerate(zip(state, expected, strict=True)) if i != 1)
+    )  # fmt: skip
+    if not same:
+        raise pickle.UnpicklingError(
+            f"numpy dtype state {state!r:.80} is not the one numpy writes for {dtype}"
+        )
+
+
 class _Restricted(HardenedUnpickler):
+    dispatch = dict(HardenedUnpickler.dispatch)
+
     def __init__(self, data: bytes, allowed: frozenset[tuple[str, str]]):
         super().__init__(io.BytesIO(data), len(data))
         self._allowed = allowed
+
+    def load_build(self) -> None:
+        numpy = sys.modules.get("numpy")  # without numpy imported, no dtype can be on the stack
+        if numpy is not None and len(self.stack) >= 2 and isinstance(self.stack[-2], numpy.dtype):
+            _check_dtype_state(self.stack[-2], self.stack[-1])
+        super().load_build()
+
+    dispatch[pickle.BUILD[0]] = load_build
 
     def find_class(self, module: str, name: str) -> Any:
         module = "builtins" if module == "__builtin__" else module  # protocol < 3 spells it the Python 2 way

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from zoo.artifacts import limits, weights_only
+from zoo.artifacts import finite, limits, weights_only
 from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
 from zoo.artifacts.zipcheck import end_records_problem
 from zoo.errors import BrokenFile, RefusedError, ZooError
@@ -74,6 +74,7 @@ class TorchFileInfo:
     problem: str | None = None  # why the loader would fail
     confirm: str | None = None  # why only torch's loader can tell (every global allowed, use not modelled)
     notes: list[str] = field(default_factory=list)
+    nonfinite: list[finite.NonFinite] = field(default_factory=list)  # weights holding NaN or Inf
 
     @property
     def is_safe(self) -> bool:
@@ -248,9 +249,75 @@ def _verify_zip(info: TorchFileInfo, zf: zipfile.ZipFile, raw: memoryview | None
             return  # a file refused for its globals still has its CRCs checked: --trust-pickle loads it
     version = ".data/version" if ".data/version" in records else "version"
     checked = {"data.pkl", version, "byteorder", ".storage_alignment", ".data/serialization_id"}  # read above
+    views = _float_tensors(info.content) if info.decoded else {}
+    big = "byteorder" in records and _entry(zf, records["byteorder"], 4096, raw) == b"big"
     for name, record in records.items():
         if name not in checked:
-            _entry(zf, record, limits.MAX_ENTRY_BYTES, raw, keep=False)
+            wanted = views.get(name.removeprefix("data/")) if name.startswith("data/") else None
+            data = _entry(zf, record, limits.MAX_ENTRY_BYTES, raw, keep=bool(wanted))
+            if wanted:
+                info.nonfinite += _nonfinite(data, wanted, big)
+
+
+#: The dtypes whose values can be NaN or Inf, as numpy reads them (bfloat16 by its bits).
+_CHECKED = {"float16", "float32", "float64", "complex64", "complex128", "bfloat16"}
+
+
+def _float_tensors(content: object) -> dict[str, list[tuple[str, weights_only.TensorInfo]]]:
+    """Floating-point tensors with values, by storage key, with their names (optimizer states left out);
+    remembered per decoded structure, which :data:`_TWIN_MEMO` shares between identical ``data.pkl`` files."""
+    remembered = _FLOAT_MEMO.get(id(content))
+    if remembered is not None and remembered[0] is content:
+        return remembered[1]
+    found: dict[str, list[tuple[str, weights_only.TensorInfo]]] = {}
+    for name, leaf in finite.leaves(content):
+        if isinstance(leaf, weights_only.TensorInfo) and leaf.dtype in _CHECKED and leaf.numel:
+            found.setdefault(leaf.storage_key, []).append((name, leaf))
+    if len(_FLOAT_MEMO) > 4096:
+        _FLOAT_MEMO.clear()
+    _FLOAT_MEMO[id(content)] = (content, found)
+    return found
+
+
+#: :func:`_float_tensors` by ``id(content)``, the content kept alive beside its result (so an id is never reused).
+_FLOAT_MEMO: dict[int, tuple[object, dict]] = {}
+
+
+def _nonfinite(
+    data: bytes, tensors: list[tuple[str, weights_only.TensorInfo]], big: bool
+) -> list[finite.NonFinite]:
+    """The tensors viewing one storage's bytes that hold NaN or Inf (each view's bounds were verified).
+
+    The whole storage is looked at once first: when it is finite (nearly always), so are its views."""
+    import numpy as np
+
+    def values(name: str) -> np.ndarray:
+        dtype = _NUMPY_DTYPES.get((name, big))
+        if dtype is None:
+            order = ">" if big else "<"
+            dtype = np.dtype(f"{order}u2") if name == "bfloat16" else np.dtype(name).newbyteorder(order)
+            _NUMPY_DTYPES[(name, big)] = dtype
+        return np.frombuffer(data, dtype, count=len(data) // dtype.itemsize)
+
+    def bad(name: str, view: np.ndarray) -> int:
+        return finite.count_bfloat16(view) if name == "bfloat16" else finite.count(view)
+
+    kinds = {tensor.dtype for _, tensor in tensors}
+    if len(kinds) == 1 and not bad(next(iter(kinds)), values(next(iter(kinds)))):
+        return []
+    found = []
+    for name, tensor in tensors:
+        whole = values(tensor.dtype)
+        view = np.lib.stride_tricks.as_strided(whole[tensor.offset :], tensor.shape,
+                                               tuple(s * whole.itemsize for s in tensor.stride))  # fmt: skip
+        count = bad(tensor.dtype, view)
+        if count:
+            found.append(finite.NonFinite(name, count, tensor.numel))
+    return found
+
+
+#: numpy dtypes by (torch dtype name, big-endian), made once.
+_NUMPY_DTYPES: dict[tuple[str, bool], object] = {}
 
 
 #: Twin results by ``data.pkl`` content and storage sizes. The runs of one experiment save byte-identical
@@ -403,6 +470,16 @@ def confirm_with_torch(info: TorchFileInfo) -> str | None:
     """
     try:
         info.content = torch_load(info.path)
+    except ZooError as exc:
+        return exc.message
+    info.nonfinite = finite.in_arrays(info.content)
+    return None
+
+
+def confirm_bytes(data: bytes) -> str | None:
+    """:func:`confirm_with_torch` for a torch file held in memory (a member of SB3's zip): torch's verdict."""
+    try:
+        torch_load(io.BytesIO(data))
     except ZooError as exc:
         return exc.message
     return None

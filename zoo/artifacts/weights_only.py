@@ -57,6 +57,8 @@ class TensorInfo:
     storage_key: str
     storage_numel: int
     requires_grad: bool = False
+    offset: int = 0  # in elements of ``dtype``, into the storage
+    stride: tuple[int, ...] = ()  # in elements; () for a tensor without elements
 
     @property
     def numel(self) -> int:
@@ -143,9 +145,8 @@ def _rebuild(storage: object, offset: object, size: object, stride: object, requ
         raise NotLoadable(f"requires_grad {requires_grad!r} is not a bool")
     if requires_grad and dtype not in _FLOATING:
         raise NotLoadable("only tensors of floating point and complex dtype can require gradients")
-    return TensorInfo(
-        shape, dtype, storage.key, storage.nbytes // ITEMSIZE[storage.dtype], bool(requires_grad)
-    )
+    return TensorInfo(shape, dtype, storage.key, storage.nbytes // ITEMSIZE[storage.dtype], bool(requires_grad),
+                      offset, tuple(strides))  # fmt: skip
 
 
 def _hooks(value: object) -> None:

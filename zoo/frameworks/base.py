@@ -20,7 +20,10 @@ The hooks, in the order a model meets them:
 - following training (``zoo watch``): :meth:`~Adapter.checkpoints` lists what a run has saved so far,
   :meth:`~Adapter.best_model_files` names the copy of the best one;
 - sharing: :attr:`~Adapter.hub` (the Hub's name for the library, tags, default org, card template),
-  :meth:`~Adapter.hub_files` (what a repo holds beside the model), :meth:`~Adapter.card_context`.
+  :meth:`~Adapter.hub_files` (what a repo holds beside the model), :meth:`~Adapter.card_context`;
+- what the library's own loader would run or fail on, for the people who download a run
+  (:mod:`zoo.artifacts.findings`): :meth:`~Adapter.config_files` (the YAML its tools load),
+  :meth:`~Adapter.file_findings` and :meth:`~Adapter.strip_findings` (a file ``zoo push`` stages).
 
 Defaults are given where one answer fits most libraries; the abstract methods are what every adapter
 must say for itself. ``tests/test_adapter_contract.py`` holds every adapter to this shape.
@@ -35,10 +38,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from zoo.artifacts.report import ERROR, WARNING, RunReport
-from zoo.errors import LayoutMismatch, RefusedError, UsageError, ZooError
+from zoo.errors import LayoutMismatch, RefusedError, UnsupportedError, UsageError, ZooError
 from zoo.frameworks.kinds import SpaceKinds, SpaceMismatch
 
 if TYPE_CHECKING:
+    from zoo.artifacts.findings import Finding
     from zoo.artifacts.runs import Run
     from zoo.envs import EnvSpec
     from zoo.policy import Policy
@@ -207,8 +211,15 @@ class Adapter(ABC):
         """
 
     def inspect_run(self, run: Run, registry: Registry) -> RunReport:
-        """``zoo check``'s verdict on one run, without executing any file."""
+        """``zoo check``'s verdict on one run, without executing any file: first what the library's own
+        tools would execute in its config files (the headline when there is any), then :meth:`describe`."""
+        from zoo.artifacts import findings
+
         report = RunReport(run)
+        folder = run.path if run.path.is_dir() else run.path.parent
+        for path in self.config_files(run):
+            shown = str(path.relative_to(folder)) if path.is_relative_to(folder) else path.name
+            findings.flag(report, findings.yaml_findings(path, shown))
         try:
             self.describe(report, registry)
         except ZooError as exc:
@@ -308,6 +319,23 @@ class Adapter(ABC):
     def card_context(self, entry: Entry, run: Run) -> dict[str, Any]:
         """Extra values for the model card template (the layout in words, the training command)."""
         return {}
+
+    # ------------------------------------------------------------------ what the library's own loader does
+    def config_files(self, run: Run) -> list[Path]:
+        """The run's YAML files that the library's own tools load (rl_zoo3's ``config.yml``, Isaac Lab's
+        ``params/agent.yaml``), existing ones only: ``zoo check`` reports the Python tags in them that an
+        unsafe YAML loader executes. They must be among :meth:`inputs`."""
+        return []
+
+    def file_findings(self, path: Path) -> list[Finding]:
+        """What the library's own loader would run (an error) or fail on (a warning) in ``path``, one of the
+        files ``zoo push`` stages; YAML is checked for every framework alike, so this is for the rest."""
+        return []
+
+    def strip_findings(self, path: Path, findings: list[Finding]) -> bytes:
+        """``path``'s content without the strippable ones of ``findings`` (:meth:`file_findings`'s), for
+        ``zoo push --strip-unsafe``; called only for a file with such findings."""
+        raise UnsupportedError(f"zoo cannot strip {path.name}")
 
     # ------------------------------------------------------------------ helpers
     def unused_fields(self, raw: dict, fields: tuple[str, ...], why: str) -> tuple[str, str] | None:

@@ -4,12 +4,15 @@ The default is a dry run: the exact folder that would be uploaded is built local
 renamed into place, so a failed staging leaves the previous one intact) and listed. Only ``--yes``
 uploads it, in a single commit, through ``huggingface_hub``. Like CleanRL's own push, every file of
 the run dir is staged, which is why secrets, symlinks leaving the run dir and oversized files are
-refused before anything is copied.
+refused before anything is copied. So is a file whose library's own loader would run code on the
+machine of whoever downloads it (:mod:`zoo.artifacts.findings`: an SB3 ``:serialized:`` pickle off
+the allowlist, a YAML Python tag that executes), unless ``--strip-unsafe`` publishes a copy without it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -53,6 +56,10 @@ class Staging:
     repo_id: str
     folder: Path
     files: list[StagedFile] = field(default_factory=list)
+    #: What the libraries' own loaders would fail on in the staged files (published all the same).
+    warnings: list[str] = field(default_factory=list)
+    #: ``{staged name: what --strip-unsafe removed from it}``.
+    stripped: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def card(self) -> Path:
@@ -119,6 +126,65 @@ def collect_run_files(run_dir: Path, *, max_mb: float, allow_large: bool) -> lis
     return found
 
 
+@functools.lru_cache(maxsize=4096)
+def _findings_of(adapter_name: str, path: Path, shown: str, stamp: str) -> tuple:
+    """:func:`file_findings`, remembered while the file is unchanged (the early refusal and the staging
+    read the same files)."""
+    from zoo.artifacts import findings
+    from zoo.frameworks import get_adapter
+
+    if findings.is_yaml(path):
+        return tuple(findings.yaml_findings(path, shown))
+    return tuple(get_adapter(adapter_name).file_findings(path))
+
+
+def file_findings(target, sources: list[tuple[str, Path]]) -> dict[str, list]:
+    """``{name in the repo: findings}`` of every source with any: what the library's own loader would run
+    (errors) or fail on (warnings) for whoever downloads the repo."""
+    from zoo.artifacts.cache import stamp
+    from zoo.artifacts.findings import is_yaml
+
+    found = {}
+    for name, path in sources:
+        shown = name if is_yaml(path) else ""  # other files' findings name the file itself
+        found[name] = list(_findings_of(target.adapter.name, path, shown, stamp([path])))
+    return {name: items for name, items in found.items() if items}
+
+
+def refuse_unsafe(found: dict[str, list], *, strip: bool) -> None:
+    """Refuse the push for a finding that runs code, unless ``strip`` and it can be stripped: one line naming
+    the first, exit 3."""
+    from zoo.artifacts.report import ERROR
+
+    blocking = [
+        f for items in found.values() for f in items if f.severity == ERROR and not (strip and f.strippable)
+    ]
+    if not blocking:
+        return
+    first = blocking[0]
+    more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
+    hint = (
+        "pass --strip-unsafe to publish a copy without it (docs/push.md)" if first.strippable else first.hint
+    )
+    raise RefusedError(f"refusing to push: {first.message}{more}", hint=hint)
+
+
+def strip_unsafe(target, sources: list[tuple[str, Path]], found: dict[str, list]) -> dict[str, bytes]:
+    """``{name in the repo: content}`` of each source whose code findings ``--strip-unsafe`` removes."""
+    from zoo.artifacts import findings
+    from zoo.artifacts.report import ERROR
+
+    paths = dict(sources)
+    rewritten = {}
+    for name, items in found.items():
+        strippable = [f for f in items if f.severity == ERROR and f.strippable]
+        if strippable:
+            path = paths[name]
+            rewritten[name] = (findings.strip_yaml(path) if findings.is_yaml(path)
+                               else target.adapter.strip_findings(path, strippable))  # fmt: skip
+    return rewritten
+
+
 def exported_policies(sources: list[tuple[str, Path]]) -> list[dict]:
     """Sidecars of the ``zoo export`` files in the run (each checked to match its file), for the card."""
     from zoo.exporter.runtime import EXPORT_SUFFIXES, read_sidecar
@@ -129,8 +195,9 @@ def exported_policies(sources: list[tuple[str, Path]]) -> list[dict]:
 
 
 def stage(repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_file: str, card_text: str,
-          labels: dict[str, str] | None = None) -> Staging:  # fmt: skip
-    """Copy ``sources`` and the card into a fresh folder, then rename it over ``folder``."""
+          labels: dict[str, str] | None = None, rewritten: dict[str, bytes] | None = None) -> Staging:  # fmt: skip
+    """Copy ``sources`` (``rewritten`` ones as their new content) and the card into a fresh folder, then
+    rename it over ``folder``."""
     with private_workdir(folder.parent, f".{folder.name}.") as work:
         tmp = work / "stage"
         tmp.mkdir()
@@ -138,7 +205,10 @@ def stage(repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_fil
         for name, source in sources:
             dest = tmp / name
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, dest)
+            if rewritten and name in rewritten:
+                dest.write_bytes(rewritten[name])
+            else:
+                shutil.copyfile(source, dest)
             what = (labels or {}).get(name) or describe(name, model_file)
             staging.files.append(StagedFile(name, source, dest.stat().st_size, what))
         (tmp / "README.md").write_text(card_text, encoding="utf-8")
@@ -387,25 +457,30 @@ def latest_replay(target) -> Path | None:
     return None
 
 
-def check_publishable(target, folder: Path, *, max_mb: float, allow_large: bool) -> list[tuple[str, Path]]:
+def check_publishable(target, folder: Path, *, max_mb: float, allow_large: bool,
+                      strip: bool = False) -> list[tuple[str, Path]]:  # fmt: skip
     """The run dir's files, after every refusal (a file, secrets, links leaving the run, oversized files,
-    an unwritable --stage-dir): called before anything is evaluated for the push, and again when staging."""
+    an unwritable --stage-dir, code a library's own loader would run unless ``strip``): called before
+    anything is evaluated for the push, and again when staging."""
     run = target.run
     if not run.path.is_dir():
         raise ZooError(f"{run.path} is a file; zoo push publishes a run dir", hint="give the run dir")
     check_writable(folder, "--stage-dir", folder=True)
-    return collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
+    sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
+    refuse_unsafe(file_findings(target, sources), strip=strip)
+    return sources
 
 
 def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: bool, workdir: Path,
-            made: dict[str, Path] | None = None) -> Staging:  # fmt: skip
+            made: dict[str, Path] | None = None, strip: bool = False) -> Staging:  # fmt: skip
     """Stage the run dir, the files ``made`` for this push (an eval.json, a replay the run lacks), the
     model under its hub names (files the adapter makes for them go to ``workdir``) and the rendered card.
-    The run dir itself is never written to."""
+    The run dir itself is never written to: ``strip`` stages copies without what would run code."""
+    from zoo.artifacts.report import ERROR
     from zoo.hub.card import render_card
 
     run = target.run
-    sources = check_publishable(target, folder, max_mb=max_mb, allow_large=allow_large)
+    sources = check_publishable(target, folder, max_mb=max_mb, allow_large=allow_large, strip=strip)
     made = dict(made or {})
     replay = made.pop("replay.mp4", None) or latest_replay(target)
     if replay is not None:
@@ -415,6 +490,14 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
     sources += [(name, path) for name, path in made.items() if name not in taken]
     hub_sources, labels = _hub_names(target, {name for name, _ in sources}, workdir)
     sources += hub_sources
+    found = file_findings(target, sources)
+    refuse_unsafe(found, strip=strip)
+    rewritten = strip_unsafe(target, sources, found) if strip else {}
+    stripped = {name: [f.where.split(": ", 1)[-1] for f in found[name] if f.strippable] for name in rewritten}
+    for name, parts in stripped.items():
+        labels[name] = (
+            f"{labels.get(name) or describe(name, target.model_file.name)}, stripped of {', '.join(parts)}"
+        )
     eval_file = dict(sources).get("eval.json")
     if eval_file is None:
         raise ZooError(f"{run.path} has no eval.json to put on the card", hint="run zoo eval on it first")
@@ -428,7 +511,12 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
         "files": card_files(sources, target.model_file.name, labels), "exports": exported_policies(sources),
     }  # fmt: skip
     card = render_card(target, context)
-    return stage(repo_id, folder, sources, target.model_file.name, str(card), labels)
+    staging = stage(repo_id, folder, sources, target.model_file.name, str(card), labels, rewritten)
+    staging.stripped = stripped
+    staging.warnings = list(
+        dict.fromkeys(f.message for items in found.values() for f in items if f.severity != ERROR)
+    )
+    return staging
 
 
 def card_images(target, eval_data: dict, workdir: Path) -> list[tuple[str, Path]]:

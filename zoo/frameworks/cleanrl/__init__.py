@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
+from zoo.artifacts.report import WARNING, RunReport, flag_nonfinite, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import BrokenFile, LayoutMismatch, ZooError
@@ -180,7 +180,10 @@ class CleanRLAdapter(Adapter):
         checkpoint = self.read(run, entry)
         info = checkpoint.info
         if checkpoint.flax is not None:
+            from zoo.artifacts.finite import in_arrays
+
             report.details.update(size=checkpoint.size, format=checkpoint.format)
+            flag_nonfinite(report, in_arrays(checkpoint.flax.content))
         elif info is not None:
             if info.kind not in ("missing", "unreadable"):
                 report.details.update(size=info.size, format=info.kind)

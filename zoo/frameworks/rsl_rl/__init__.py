@@ -116,6 +116,10 @@ class RslRlAdapter(Adapter):
         configs = [run_dir / AGENT_YAML, run_dir / ENV_YAML, run_dir / CFGS_PKL]
         return [run.model_file, *configs, run.events_file]
 
+    def config_files(self, run: Run) -> list[Path]:
+        """Isaac Lab's and mjlab's ``params/agent.yaml`` and ``params/env.yaml`` (``yaml.dump``s of the configs)."""
+        return [p for p in (_run_dir(run) / AGENT_YAML, _run_dir(run) / ENV_YAML) if p.is_file()]
+
     def checkpoints(self, run_dir: Path) -> list[SavedCheckpoint]:
         """The run's ``model_{iter}.pt`` files by iteration (the config beside them is the run's, not theirs)."""
         return _discover.saved_checkpoints(run_dir)

@@ -20,9 +20,10 @@ from zoo.artifacts.runs import Run
 from zoo.errors import UnsupportedError, ZooError
 from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint, does_not_fit
 from zoo.frameworks.sb3 import discover as _discover
-from zoo.frameworks.sb3.archive import ALGORITHMS, SB3Archive, read_archive
+from zoo.frameworks.sb3.archive import ALGORITHMS, SB3Archive, is_sb3_zip, read_archive
 
 if TYPE_CHECKING:
+    from zoo.artifacts.findings import Finding
     from zoo.envs import EnvSpec
     from zoo.registry import Entry, Registry
 
@@ -70,14 +71,57 @@ class SB3Adapter(Adapter):
         return _discover.discover(root)
 
     def inputs(self, run: Run) -> list[Path | None]:
-        """The zip, every place its statistics may be, and the ``args.yml`` files its env id may come from."""
+        """The zip, every place its statistics may be, and every place of rl_zoo3's YAML files."""
         from zoo.frameworks.sb3.normalize import stats_candidates
+        from zoo.frameworks.sb3.rlzoo_files import yaml_candidates
 
         model = run.model_file
         if model is None:
             return [run.events_file]
-        args = ([model.parent / run.env_id / "args.yml"] if run.env_id else []) + [model.parent / "args.yml"]
-        return [model, *stats_candidates(model, run.env_id), *args, run.events_file]
+        return [
+            model,
+            *stats_candidates(model, run.env_id),
+            *yaml_candidates(model, run.env_id),
+            run.events_file,
+        ]
+
+    def config_files(self, run: Run) -> list[Path]:
+        """rl_zoo3's ``config.yml``, ``args.yml`` and ``env_kwargs.yml`` (its ``enjoy`` and ``load_from_hub``
+        read them with ``yaml.UnsafeLoader``), wherever rl_zoo3 and its hub repos keep them."""
+        from zoo.frameworks.sb3.rlzoo_files import yaml_candidates
+
+        return (
+            [p for p in yaml_candidates(run.model_file, run.env_id) if p.is_file()] if run.model_file else []
+        )
+
+    def file_findings(self, path: Path) -> list[Finding]:
+        """An SB3 zip: what SB3's own load would run or fail on. VecNormalize statistics: any global off the
+        allowlist (``VecNormalize.load`` unpickles the file in full)."""
+        from zoo.artifacts.findings import Finding
+        from zoo.frameworks.sb3.normalize import STATS_NAMES, stats_findings
+        from zoo.frameworks.sb3.own_load import findings
+
+        if path.suffix == ".zip" and is_sb3_zip(path):
+            try:
+                archive = read_archive(path)
+            except ZooError as exc:
+                why = exc.message.removeprefix(f"{path}: ")
+                return [
+                    Finding(WARNING, path.name, f"SB3's load fails on it: {why}", "re-save or re-download it")
+                ]
+            return findings(archive)
+        if (
+            path.name in STATS_NAMES
+            or path.name.endswith("vecnormalize.pkl")
+            or "_vecnormalize_" in path.name
+        ):
+            return stats_findings(path)
+        return []
+
+    def strip_findings(self, path: Path, findings: list[Finding]) -> bytes:
+        from zoo.frameworks.sb3.own_load import strip
+
+        return strip(path, findings)
 
     def read(self, run: Run, entry: Entry | None) -> SB3Checkpoint:
         assert run.model_file is not None
@@ -99,8 +143,12 @@ class SB3Adapter(Adapter):
                 WARNING, run.name_problem or "no SB3 model here", "give an SB3 .zip (data + policy.pth)"
             )
             return
+        from zoo.artifacts.findings import flag
+        from zoo.frameworks.sb3.own_load import findings
+
         archive = self.read(run, None).archive
         assert archive is not None
+        flag(report, findings(archive, zoo_reads=True))
         report.details.update(size=run.model_file.stat().st_size, format="sb3-zip", algorithm=archive.algorithm,
                               policy_class=archive.policy_class_name, sb3_saved=archive.version,
                               sb3_installed=_installed_sb3(), num_timesteps=archive.num_timesteps,

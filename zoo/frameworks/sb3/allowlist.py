@@ -16,6 +16,18 @@ named as sb3-contrib pickles it: its ``MlpPolicy`` aliases pickle as the class t
 are SB3's own ``ActorCriticPolicy`` family, already above), ``CnnPolicy``/``MultiInputPolicy``
 as subclasses of their own. Layers these policies build inside (CrossQ's ``BatchRenorm1d``, the
 LSTMs) are constructed by the policy, never pickled, so they are not listed.
+
+:data:`SERIALIZED` is the wider list ``zoo check`` and ``zoo push`` hold *every* ``:serialized:`` value of
+a zip to, including those zoo never decodes: SB3's own ``load`` cloudpickle-loads them all on the
+machine of whoever downloads the zip. It was read off real saves of every SB3 and sb3-contrib
+algorithm (2.9: schedules are ``FloatSchedule``/``ConstantSchedule``/``LinearSchedule`` objects, rl_zoo3's
+``SimpleLinearSchedule``; buffer classes, ``TrainFreq``, action noise, episode-info deques, numpy
+arrays and scalars; SB3 1.x's gym spaces) and holds classes and data only. A function pickled by value
+(older SB3 saved its schedules as ``constant_fn`` closures, and a user's ``lambda`` schedule is one) is
+Python bytecode: it names cloudpickle's function builders and is never on it. ARS pickles its
+``weights`` tensor, whose storage ``torch.storage._load_from_bytes`` loads with
+``torch.load(weights_only=False)``: that global is listed, and the bytes it is handed are held to
+zoo's weights-only verification (:mod:`zoo.frameworks.sb3.own_load`).
 """
 
 from __future__ import annotations
@@ -86,3 +98,35 @@ _SB3_OTHER = [
 ALLOWED: frozenset[tuple[str, str]] = frozenset(
     _NUMPY + _SPACES + _TORCH + _SB3_POLICIES + _CONTRIB_POLICIES + _SB3_OTHER
 )
+
+#: A pickled tensor's storage: ``torch.load(bytes, weights_only=False)``, so its bytes are verified separately.
+LOAD_FROM_BYTES = ("torch.storage", "_load_from_bytes")
+
+_SAVED_ONLY = [
+    ("stable_baselines3.common.buffers", name)
+    for name in ("RolloutBuffer", "DictRolloutBuffer", "ReplayBuffer", "DictReplayBuffer")
+] + [
+    ("stable_baselines3.her.her_replay_buffer", "HerReplayBuffer"),
+    ("stable_baselines3.her.goal_selection_strategy", "GoalSelectionStrategy"),
+    ("stable_baselines3.common.type_aliases", "TrainFreq"), ("stable_baselines3.common.type_aliases", "TrainFrequencyUnit"),
+    ("stable_baselines3.common.noise", "NormalActionNoise"),
+    ("stable_baselines3.common.noise", "OrnsteinUhlenbeckActionNoise"),
+    ("stable_baselines3.common.noise", "VectorizedActionNoise"),
+    ("rl_zoo3.utils", "SimpleLinearSchedule"),
+    ("sb3_contrib.common.maskable.buffers", "MaskableRolloutBuffer"),
+    ("sb3_contrib.common.maskable.buffers", "MaskableDictRolloutBuffer"),
+    ("sb3_contrib.common.recurrent.buffers", "RecurrentRolloutBuffer"),
+    ("sb3_contrib.common.recurrent.buffers", "RecurrentDictRolloutBuffer"),
+    ("torch._utils", "_rebuild_tensor_v2"), LOAD_FROM_BYTES,
+    ("collections", "deque"), ("collections", "OrderedDict"),  # episode infos; Dict observations
+] + [
+    ("numpy", name) for name in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_")
+] + [
+    (f"gym.spaces.{module}", name)  # SB3 1.x pickled OpenAI Gym's spaces (data classes, as gymnasium's)
+    for module, name in (("box", "Box"), ("discrete", "Discrete"), ("multi_discrete", "MultiDiscrete"),
+                         ("multi_binary", "MultiBinary"), ("dict", "Dict"), ("tuple", "Tuple"))
+] + [("gym.utils.seeding", "RandomNumberGenerator")]  # fmt: skip
+
+#: What any ``:serialized:`` value of an SB3 zip may name (as ``"module.name"``): anything else is code
+#: SB3's load would run, or a global zoo cannot check without running it.
+SERIALIZED: frozenset[str] = frozenset(f"{module}.{name}" for module, name in (*ALLOWED, *_SAVED_ONLY))

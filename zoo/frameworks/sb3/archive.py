@@ -118,7 +118,8 @@ def read_archive(path: Path) -> SB3Archive:
             members = zf.namelist()
             missing = [name for name in REQUIRED if name not in members]
             if missing:
-                raise NotSB3(f"{path}: not a Stable-Baselines3 model (the zip has no {', '.join(missing)})")
+                raise NotSB3(f"{path}: not a Stable-Baselines3 model (the zip has no {', '.join(missing)})",
+                             hint="is this a model SB3's save wrote? re-save or re-download it")  # fmt: skip
             if len(members) != len(set(members)):
                 raise ZooError(f"{path}: the zip lists an entry twice", hint="re-save or re-download it")
             texts = {name: read_entry(zf, path, name, limits.MAX_TEXT_BYTES)

@@ -8,6 +8,9 @@ Layouts named by their writers:
 - huggingface_sb3 repos: ``{algo}-{env_id}.zip`` beside ``vec_normalize.pkl`` and ``config.yml``.
 - anything else: one run per SB3 zip; the env id comes from ``args.yml`` when one is beside it.
 
+A zip named as an SB3 model in the first two layouts is that run's model even when it cannot be read
+(truncated, or without ``data``): ``zoo check`` then reports why, instead of finding no run.
+
 Besides listings, discovery reads each zip's central directory (so that other zips, and
 CleanRL runs, are never claimed) and its small ``data`` JSON (the algorithm, hence the
 registry entry ``sb3_{algo}``, rl_zoo3's name: ``sb3_ppo_lstm`` for RecurrentPPO). Nothing is unpickled.
@@ -119,11 +122,23 @@ def run_for_file(model: Path) -> Run:
     return _describe(run, model)
 
 
+def _named_as_model(path: Path) -> bool:
+    """A zip whose name says it is an SB3 model: huggingface_sb3's ``{algo}-{env_id}.zip``, or in an rl_zoo3
+    run dir its ``{env_id}.zip``, ``best_model.zip`` or a checkpoint."""
+    run_dir = _ZOO_RUN_DIR.match(path.parent.name)
+    return bool(
+        _HUB_FILE.match(path.name)
+        or (run_dir and (path.name in (f"{run_dir['env_id']}.zip", f"{BEST_MODEL}.zip") or CHECKPOINT.match(path.name)))
+    )  # fmt: skip
+
+
 def _sb3_zips(entries: list[os.DirEntry]) -> list[Path]:
+    """SB3's zips among ``entries``, and the zips named as SB3 models that are not readable as one: a
+    corrupt model where a run's model is expected is that run's error, never a run that disappears."""
     zips = sorted(Path(e.path) for e in entries if e.name.endswith(".zip") and not is_folder(e))
     for path in zips:
         note_read(path)
-    return [path for path in zips if is_sb3_zip(path)]
+    return [path for path in zips if is_sb3_zip(path) or _named_as_model(path)]
 
 
 def discover(root: Path) -> Iterator[Run]:

@@ -43,6 +43,8 @@ def _stats(report: RunReport, archive: SB3Archive, env_id: str | None, config: R
 def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entry: Entry,
                   env_id: str | None) -> None:  # fmt: skip
     """Fill ``report`` for a zip whose registry entry is known; the first error raises."""
+    from zoo.artifacts.finite import in_arrays
+    from zoo.artifacts.report import flag_nonfinite
     from zoo.frameworks.kinds import SpaceKinds
     from zoo.frameworks.sb3.archive import policy_kwargs
     from zoo.frameworks.sb3.build import missing_contrib, rebuild
@@ -60,8 +62,10 @@ def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entr
         report.flag(WARNING, contrib.message, contrib.hint)
         return
     rebuilt = rebuild(archive)
+    weights = rebuilt.policy.state_dict()
     report.details.update(observation_space=str(rebuilt.observation_space), action_space=str(rebuilt.action_space),
-                          tensors=len(rebuilt.policy.state_dict()))  # fmt: skip
+                          tensors=len(weights))  # fmt: skip
+    flag_nonfinite(report, in_arrays(weights), "policy.pth: ")
     if archive.notes:
         report.details["compat"] = list(archive.notes)
     config = run_config_for(archive.path, env_id) if env_id else None

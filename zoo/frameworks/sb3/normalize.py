@@ -80,6 +80,34 @@ def _restricted(path: Path) -> Any:
     return checked_loads(read_stats_bytes(path), ALLOWED, path, unknown_hint=UNKNOWN_HINT)
 
 
+def stats_findings(path: Path) -> list:
+    """What ``VecNormalize.load`` (a full ``pickle.load``) would import from the file beyond zoo's allowlist:
+    one error naming it (a file zoo cannot read at all is no finding here: ``zoo check`` says why)."""
+    from zoo.artifacts.findings import Finding
+    from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
+    from zoo.artifacts.report import ERROR
+    from zoo.frameworks.sb3.allowlist import SERIALIZED
+
+    try:
+        scan = scan_pickles(read_stats_bytes(path))
+    except ZooError:
+        return []
+    verdict = classify(scan.globals, SERIALIZED)
+    if verdict.dangerous:
+        return [Finding(ERROR, path.name, f"is an unsafe pickle: VecNormalize.load would call {', '.join(verdict.dangerous)}",
+                        UNSAFE_HINT)]  # fmt: skip
+    if verdict.unknown:
+        return [Finding(ERROR, path.name, f"names {', '.join(verdict.unknown)}, which VecNormalize.load would import "
+                        "and zoo cannot check", UNKNOWN_HINT)]  # fmt: skip
+    if not scan.complete:
+        return [
+            Finding(
+                ERROR, path.name, f"is a pickle zoo cannot follow to its end ({scan.error})", UNKNOWN_HINT
+            )
+        ]
+    return []
+
+
 def load_stats(path: Path, *, trust_pickle: bool = False) -> ObsNormalizer | None:
     """The observation normalizer the file describes; None when it does not normalize observations."""
     import pickle

@@ -24,6 +24,7 @@ as bytes) and the YAML is read with :func:`zoo.safeyaml.read`'s config policy.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tempfile
 import zipfile
@@ -108,6 +109,23 @@ def config_folder(model_file: Path, env_id: str) -> Path | None:
             except ValueError:
                 continue
     return None
+
+
+#: rl_zoo3's YAML files: ``enjoy``, ``record_video`` and ``load_from_hub`` read them with ``yaml.UnsafeLoader``.
+YAML_FILES = ("config.yml", "args.yml", "env_kwargs.yml")
+
+
+def yaml_candidates(model_file: Path, env_id: str | None) -> list[Path]:
+    """Every place rl_zoo3's YAML files of ``model_file`` may be: ``{run}/{env_name}/`` (and the env id and
+    the model's stem as folder names), then beside the model, as a hub repo holds them."""
+    folder = model_file.parent
+    names = [model_file.stem]
+    if env_id:
+        names = [env_id, *names]
+        with contextlib.suppress(ValueError):  # an id with two colons: no env_name
+            names.insert(0, env_name(env_id))
+    folders = dict.fromkeys([*(folder / name for name in names), folder])
+    return [where / name for where in folders for name in YAML_FILES]
 
 
 def _metrics_sources(run_dir: Path) -> list[Path]:

@@ -124,6 +124,15 @@ class SkrlAdapter(Adapter):
         companions = list(companion_modules(model).values()) if model else []
         return [model, *run.other_model_files, *companions, *configs, run.events_file]
 
+    def config_files(self, run: Run) -> list[Path]:
+        """Isaac Lab's ``params/agent.yaml`` and ``params/env.yaml`` (``yaml.dump``s that users load back)."""
+        folder = experiment_dir(run)
+        return (
+            [p for p in (folder / "params" / n for n in ("agent.yaml", "env.yaml")) if p.is_file()]
+            if folder
+            else []
+        )
+
     def checkpoints(self, run_dir: Path) -> list[SavedCheckpoint]:
         """``checkpoints/agent_{step}.pt`` (per-module: ``policy_{step}.pt`` with its scaler files) by step.
         skrl's own ``best_*.pt``, its best by training reward saved over in place, is not one of them."""
