@@ -27,7 +27,7 @@ def test_dry_run_stages_files_and_a_card(run_copy):
     summary = result.json()
     assert summary["repo_id"] == "myorg/CartPole-v1-dqn-seed1"
     stage = run_copy.parent.parent / "stage"
-    names = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
+    names = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file() and p.name != ".zoo-staged")
     assert names == sorted(f["name"] for f in summary["files"])
     assert {"dqn.cleanrl_model", "eval.json", "README.md"} <= set(names)
     assert {"images/learning_curve.png", "images/eval_returns.png"} <= set(names)
@@ -232,6 +232,31 @@ def test_unreachable_hub_and_a_stage_dir_under_a_file_are_one_line_each(run_copy
     assert f"{tmp_path / 'a-file'} is a file, not a folder" in under_file.stderr
     on_file = zoo("push", run_copy, "--repo-id", "me/dqn", "--stage-dir", tmp_path / "a-file")
     assert on_file.exit_code == 2 and "--stage-dir" in on_file.stderr and "is a file" in on_file.stderr
+
+
+def test_a_stage_dir_of_the_users_own_files_or_a_link_is_never_replaced(run_copy, tmp_path):
+    """Staging replaces its folder whole: only an empty one, or one an earlier push staged (it holds the
+    .zoo-staged mark, which is never uploaded), may be replaced; the user's folder and a link stay as they were."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "thesis.tex").write_text("years of it")
+    refused = zoo("push", run_copy, "--repo-id", "me/dqn", "-n", "1", "--stage-dir", work)
+    assert refused.exit_code == 2 and refused.stderr.count("error:") == 1, refused.stderr
+    assert "holds files zoo push did not stage; refusing to replace them" in " ".join(refused.stderr.split())
+    assert [p.name for p in work.iterdir()] == ["thesis.tex"]
+
+    link = tmp_path / "stage-link"
+    link.symlink_to(work)
+    linked = zoo("push", run_copy, "--repo-id", "me/dqn", "-n", "1", "--stage-dir", link)
+    assert linked.exit_code == 2 and "is a link" in linked.stderr and link.is_symlink()
+
+    stage = tmp_path / "stage"
+    first = zoo("push", run_copy, "--repo-id", "me/dqn", "-n", "1", "--stage-dir", stage, "--json")
+    assert first.exit_code == 0, first.stderr
+    assert (stage / ".zoo-staged").is_file() and ".zoo-staged" not in {f["name"] for f in first.json()["files"]}
+    again = zoo("push", run_copy, "--repo-id", "me/dqn", "-n", "1", "--stage-dir", stage)
+    assert again.exit_code == 0 and (stage / "README.md").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".stage.")]  # the previous one is gone
 
 
 def test_strip_unsafe_stages_yaml_without_the_tagged_keys_that_an_unsafe_loader_runs(run_copy, tmp_path):

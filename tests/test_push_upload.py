@@ -108,6 +108,12 @@ def refs(hub: HubServer, repo_id: str = REPO) -> dict:
     return HubStorage(hub.storage.root).refs(repo_id)
 
 
+def _repo_files(hub: HubServer, repo_id: str) -> set[str]:
+    """The paths main's head commit holds, read from the hub's store."""
+    storage = HubStorage(hub.storage.root)
+    return set(storage.load_commit(repo_id, storage.refs(repo_id)["heads"]["main"]).files)
+
+
 # ---------------------------------------------------------------------------------------------- commits
 def test_first_upload_commits_and_a_second_identical_one_is_unchanged(hub, run_files, tmp_path):
     first = push(hub, run_files, tmp_path).result
@@ -298,6 +304,8 @@ def test_zoo_push_yes_twice_reports_unchanged_end_to_end(hub, tmp_path):
     one, two = json.loads(first.stdout), json.loads(second.stdout)
     assert one["status"] == "committed" and two["status"] == "unchanged" and two["commit"] == one["commit"]
     assert two["summary"].startswith("nothing changed: alice/dqn @ main already holds these files")
+    files = _repo_files(hub, "alice/dqn")
+    assert "README.md" in files and ".zoo-staged" not in files  # the staging's mark stays local
     assert "No files have been modified" not in second.stderr and ALICE not in first.stderr + second.stderr
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoo.atomic import check_writable, private_workdir
-from zoo.errors import NetworkError, RefusedError, ZooError
+from zoo.errors import NetworkError, RefusedError, UsageError, ZooError
 from zoo.hub.consent import endpoint
 
 SECRET_NAME = re.compile(
@@ -194,10 +194,27 @@ def exported_policies(sources: list[tuple[str, Path]]) -> list[dict]:
             if path.suffix in EXPORT_SUFFIXES and f"{name}.metadata.json" in names]  # fmt: skip
 
 
+#: A file in every folder zoo push stages (never uploaded): the next push may replace such a folder, and no
+#: other. ``--stage-dir ~/work`` must not delete a folder of the user's.
+STAGED_MARK = ".zoo-staged"
+
+
+def check_stage_dir(folder: Path) -> None:
+    """Refuse a --stage-dir that staging would replace but that zoo did not stage: a link, a file, or a folder
+    holding files without :data:`STAGED_MARK`; or one that cannot be written."""
+    if folder.is_symlink():
+        raise UsageError(f"--stage-dir {folder} is a link; staging replaces the folder, not what it points to",
+                         hint="give the folder it points to, or a new folder")  # fmt: skip
+    check_writable(folder, "--stage-dir", folder=True)
+    if folder.is_dir() and not (folder / STAGED_MARK).is_file() and any(folder.iterdir()):
+        raise UsageError(f"--stage-dir {folder} holds files zoo push did not stage; refusing to replace them",
+                         hint="give a new or empty folder, or one an earlier zoo push staged")  # fmt: skip
+
+
 def stage(repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_file: str, card_text: str,
           labels: dict[str, str] | None = None, rewritten: dict[str, bytes] | None = None) -> Staging:  # fmt: skip
     """Copy ``sources`` (``rewritten`` ones as their new content) and the card into a fresh folder, then
-    rename it over ``folder``."""
+    rename it over ``folder`` (an earlier staging there is moved aside first and removed after)."""
     with private_workdir(folder.parent, f".{folder.name}.") as work:
         tmp = work / "stage"
         tmp.mkdir()
@@ -215,8 +232,10 @@ def stage(repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_fil
         staging.files.append(
             StagedFile("README.md", folder / "README.md", len(card_text.encode()), "this model card")
         )
+        (tmp / STAGED_MARK).touch()
+        check_stage_dir(folder)  # again, right before replacing it
         if folder.exists():
-            shutil.rmtree(folder)
+            os.replace(folder, work / "previous")  # removed with the work folder
         os.replace(tmp, folder)
     return staging
 
@@ -290,7 +309,8 @@ def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: 
         head, branch_created = _revision_head(api, repo_id, target)
         with _watch_skipped_commit() as skipped:
             info = api.upload_folder(repo_id=repo_id, folder_path=staging.folder, commit_message=message,
-                                     revision=None if create_pr else target, create_pr=create_pr)  # fmt: skip
+                                     revision=None if create_pr else target, create_pr=create_pr,
+                                     ignore_patterns=[STAGED_MARK])  # fmt: skip
         landed = _branch_head(api, repo_id, target) if create_pr and not info.pr_url else None
     except ZooError:
         raise
@@ -465,7 +485,7 @@ def check_publishable(target, folder: Path, *, max_mb: float, allow_large: bool,
     run = target.run
     if not run.path.is_dir():
         raise ZooError(f"{run.path} is a file; zoo push publishes a run dir", hint="give the run dir")
-    check_writable(folder, "--stage-dir", folder=True)
+    check_stage_dir(folder)
     sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
     refuse_unsafe(file_findings(target, sources), strip=strip)
     return sources
