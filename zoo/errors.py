@@ -14,6 +14,7 @@ class                     exit  meaning
 :class:`FileChanged`      1     a file changed while zoo read it (a trainer saving over it)
 :class:`UnsupportedError` 1     zoo cannot do this yet, or a needed optional extra is missing
 :class:`NetworkError`     1     the hub could not be reached, or refused the request
+:class:`RolloutError`     1     a rollout gave no honest score: NaN actions, the env raised, a bound
 :class:`UsageError`       2     flags that contradict each other or name nothing
 :class:`RefusedError`     3     a guardrail said no: an untrusted pickle, no consent to the network
 ========================  ====  =================================================================
@@ -63,6 +64,12 @@ class NetworkError(ZooError):
     """The hub could not be reached, or answered with an error."""
 
     default_hint = "check the network, HF_ENDPOINT, or that the hub is running"
+
+
+class RolloutError(ZooError):
+    """A rollout that cannot give an honest score: the policy acted from NaN or infinite values, the env raised
+    or paid a non-finite reward, or the wall-time budget ran out (:mod:`zoo.rollout_guard`). Nothing is
+    recorded."""
 
 
 class UsageError(ZooError):
