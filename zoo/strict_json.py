@@ -29,6 +29,19 @@ def dumps(data: Any, *, what: str, **kwargs: Any) -> str:
                        hint="please report it: zoo should have refused that value before writing") from None  # fmt: skip
 
 
+def jsonable(data: Any) -> Any:
+    """``data`` with each NaN or infinite float spelled as a string (``"nan"``, ``"inf"``, ``"-inf"``, which
+    ``float()`` reads back): for values zoo echoes from a user's own file (a config's ``wall_time_minutes:
+    .inf``), which a report must show as written. Never for what zoo measures: a non-finite score is an error."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return str(data)
+    if isinstance(data, dict):
+        return {key: jsonable(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [jsonable(value) for value in data]
+    return data
+
+
 def nonfinite_at(data: Any, path: str = "") -> str | None:
     """Where the first NaN or infinity in ``data`` is (``metrics.return_mean``, ``episodes[3].return``), or None."""
     if isinstance(data, float):
