@@ -224,6 +224,16 @@ def test_an_env_without_a_time_limit_is_bounded_by_max_steps(tmp_path):
     assert data["settings"]["max_steps"] == 25 and "max_seconds" not in data["settings"]
 
 
+def test_a_policy_class_on_an_env_without_a_limit_is_bounded(tmp_path):
+    out = tmp_path / "eval.json"
+    with hang_guard():
+        result = zoo("eval", "--policy-class", "custom_policies:SpacesAct", "--env-id", "ZooEndless-v0", "-n", "2",
+                     "--num-envs", "2", "--max-steps", "9", "--out", out, "-q")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    episodes = _strict(out.read_text())["episodes"]
+    assert [(e["length"], e["truncated"]) for e in episodes] == [(9, True), (9, True)]
+
+
 def test_without_max_steps_an_env_without_a_limit_gets_the_default_cap(tmp_path, monkeypatch):
     import zoo.rollout_guard
 
@@ -390,6 +400,18 @@ def test_a_sweep_carries_the_bounds_and_resumes_whatever_the_budget(tmp_path):
         assert [r["status"] for r in _strict(budget.stdout)["runs"]] == ["skipped", "skipped"]
         longer = zoo("eval", runs, "--all", "--max-steps", "30", "-n", "2", "--num-envs", "2", "--json", "-q")
         assert [r["status"] for r in _strict(longer.stdout)["runs"]] == ["evaluated", "evaluated"]
+
+
+def test_enjoy_bounds_a_model_on_an_env_without_a_limit(tmp_path):
+    runs = _runs(tmp_path, 1)
+    out = tmp_path / "enjoyed.json"
+    with hang_guard():
+        result = zoo("enjoy", "--exp-name", "dqn", "--env-id", "ZooEndless-v0", "--runs-dir", runs, "--max-steps",
+                     "12", "--max-seconds", "600", "-n", "2", "--num-envs", "2", "--out", out, "-q")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    data = _strict(out.read_text())
+    assert [(e["length"], e["truncated"]) for e in data["episodes"]] == [(12, True), (12, True)]
+    assert data["settings"]["max_steps"] == 12 and data["settings"]["max_seconds"] == 600.0
 
 
 def test_leaderboard_eval_carries_the_bounds_and_refuses_them_without_eval(tmp_path):

@@ -145,7 +145,7 @@ def rollout(policy: Policy, envs, episodes: int, seed: int, deterministic: bool,
             raise env_error(exc, who, f"step(actions) at step {steps + 1}") from None
         steps += 1
         log.record(info)
-        if deadline.passed():
+        if deadline.passed() and not log.filled:
             raise deadline.error(log.finished, episodes, steps)
         if policy.is_recurrent:
             # NEXT_STEP autoreset: an env done at step t ignores the action of step t+1 and returns
