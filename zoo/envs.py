@@ -153,7 +153,8 @@ class EnvSpec:
     """What the evaluator needs to build one env: id, preset, video settings and the step bound.
 
     ``max_steps`` is the rollout's step bound (``--max-steps``); None: the env's own time limit, else
-    :data:`zoo.rollout_guard.DEFAULT_MAX_STEPS` (see :func:`step_bound`). The ``run_config`` preset also carries the ``gym.make`` keyword arguments and the wrappers (in
+    :data:`zoo.rollout_guard.DEFAULT_MAX_STEPS` (see :func:`step_bound`). The ``run_config`` preset also
+    carries the ``gym.make`` keyword arguments and the wrappers (in
     order, on top of ``RecordEpisodeStatistics``) that the run's config names, and the wrapper
     classes the user trusts beyond :data:`zoo.env_wrappers.ALLOWED`; all frozen (see
     :func:`zoo.env_wrappers.freeze`), so a spec is hashable and its spaces are probed once."""

@@ -254,7 +254,8 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
 
 
 def make_envs(spec: EnvSpec, num_envs: int, who: str | None = None):
-    """:func:`~zoo.envs.make_vector_env`, with an exception the env's constructor raises said as the env's."""
+    """:func:`~zoo.envs.make_vector_env`, with an exception the env's constructor raises said as the env's
+    (``who``: how the error names it; default its id and entry point)."""
     try:
         return make_vector_env(spec, num_envs)
     except Exception as exc:  # noqa: BLE001

@@ -14,10 +14,9 @@ comes back is already the new episode's first: recurrent state is zeroed for exa
 are done, as rsl_rl's runner does.
 
 The bounds and checks of :mod:`zoo.rollout_guard` hold here too, without host reads of their own: actions
-are summed on the device (a NaN or infinity makes the sum so) and the sum is read within the filled check's
-scalar;
-the wall-time budget is looked at on the same steps. An env whose own ``max_episode_length`` ends every
-episode before the step bound does adds nothing to a step.
+are summed on the device (a NaN or infinity makes the sum so) and the sum rides in the filled check's one
+scalar; the wall-time budget is looked at on the same steps. When the env's own ``max_episode_length`` ends
+every episode before the step bound would, the bound adds no work to a step.
 """
 
 from __future__ import annotations
