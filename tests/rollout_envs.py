@@ -2,7 +2,7 @@
 ``rollout_envs`` (conftest puts tests/ on sys.path), in CartPole's spaces so that a CartPole model acts in them.
 
 gymnasium envs registered on import, none with a time limit (``max_episode_steps`` unset): one that never
-ends, one whose rewards turn NaN, and ones that raise in ``step`` or ``reset``; and batched tensor envs
+ends, one whose rewards turn NaN, and ones that raise in ``step``, ``reset`` or their constructor; and batched tensor envs
 (``--env-factory rollout_envs:...``) for the same cases on the tensor path.
 """
 
@@ -58,10 +58,16 @@ class RaisesInReset(Endless):
         raise RuntimeError("boom in reset")
 
 
+class RaisesInInit(Endless):
+    def __init__(self):
+        raise KeyError("boom in __init__")
+
+
 gym.register("ZooEndless-v0", entry_point="rollout_envs:Endless")
 gym.register("ZooNaNReward-v0", entry_point="rollout_envs:NaNReward")
 gym.register("ZooRaisesInStep-v0", entry_point="rollout_envs:RaisesInStep")
 gym.register("ZooRaisesInReset-v0", entry_point="rollout_envs:RaisesInReset")
+gym.register("ZooRaisesInInit-v0", entry_point="rollout_envs:RaisesInInit")
 
 
 class TensorEndless:

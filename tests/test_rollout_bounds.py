@@ -352,6 +352,7 @@ def test_the_cli_bounds_a_tensor_env_without_a_limit(pendulum_runs, tmp_path):
 @pytest.mark.parametrize(("env_id", "said", "where"), [
     ("ZooRaisesInStep-v0", "raised: ValueError: boom in step", "zoo called step(actions) at step 3"),
     ("ZooRaisesInReset-v0", "raised: RuntimeError: boom in reset", "zoo called reset(seed=0)"),
+    ("ZooRaisesInInit-v0", "raised: KeyError: 'boom in __init__'", "zoo called its constructor (gym.make)"),
 ])  # fmt: skip
 def test_an_env_that_raises_is_named_in_one_line(tmp_path, env_id, said, where):
     out = tmp_path / "eval.json"

@@ -444,7 +444,17 @@ def make_vector_env(spec: EnvSpec, num_envs: int):
 
     if spec.video_dir is not None:
         _headless_rendering()
-    return gym.vector.SyncVectorEnv([env_factory(spec, i) for i in range(num_envs)])
+    return _made(spec, lambda: gym.vector.SyncVectorEnv([env_factory(spec, i) for i in range(num_envs)]))
+
+
+def _made(spec: EnvSpec, make: Callable):
+    """``make()``, with an exception the env's own constructor raises said as the env's, in one line naming it."""
+    try:
+        return make()
+    except Exception as exc:  # noqa: BLE001 - the env's code failed (a user's env, a simulator): its error
+        from zoo.rollout_guard import env_error, gym_env_label
+
+        raise env_error(exc, gym_env_label(spec.env_id), "its constructor (gym.make)") from None
 
 
 def reset_restores(spec) -> bool:
@@ -476,7 +486,8 @@ def probe_spaces(spec):
     not built to find out: None, the policy's checkpoint says them and the first observation is checked."""
     if isinstance(spec, TensorEnvSpec):
         return spec.spaces()
-    return _probe(dataclasses.replace(spec, video_dir=None, video_log=None, max_steps=None))
+    plain = dataclasses.replace(spec, video_dir=None, video_log=None, max_steps=None)
+    return _made(spec, lambda: _probe(plain))
 
 
 @lru_cache(maxsize=64)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zoo.envs import reset_restores
+from zoo.envs import make_vector_env, reset_restores
 
 if TYPE_CHECKING:
     from zoo.evaluator import EvalResult
@@ -75,7 +75,6 @@ class EvalSession:
     def _kept_env(self, spec, num_envs: int, device: str, seed: int):
         """The kept env for ``spec`` (built at its first use, rebuilt only if the spec changes), or None for
         a spec the evaluator must build fresh each time."""
-        from zoo.evaluator import make_envs
         from zoo.tensor_env import TensorEnvSpec, build
 
         tensor_task = isinstance(spec, TensorEnvSpec) and spec.factory is None and spec.video_dir is None
@@ -83,7 +82,9 @@ class EvalSession:
             return None
         if self._built_for != (spec, num_envs, device):
             self.close()
-            self._envs = build(spec, num_envs, device, seed) if tensor_task else make_envs(spec, num_envs)
+            self._envs = (
+                build(spec, num_envs, device, seed) if tensor_task else make_vector_env(spec, num_envs)
+            )
             self._built_for = (spec, num_envs, device)
         return self._envs
 

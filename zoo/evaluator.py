@@ -235,7 +235,7 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
                                                  on_episode, envs, max_seconds)  # fmt: skip
     else:
         kept, who = envs is not None, gym_env_label(spec.env_id)
-        envs = envs if kept else make_envs(spec, num_envs, who)
+        envs = envs if kept else make_vector_env(spec, num_envs)
         try:
             with single_cpu_thread(device):
                 start = time.perf_counter()
@@ -251,15 +251,6 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
         episodes=result_episodes, wall_clock_seconds=round(wall, 3), settings=settings or {}, source=source,
         model_sha256=model_sha256,
     )  # fmt: skip
-
-
-def make_envs(spec: EnvSpec, num_envs: int, who: str | None = None):
-    """:func:`~zoo.envs.make_vector_env`, with an exception the env's constructor raises said as the env's
-    (``who``: how the error names it; default its id and entry point)."""
-    try:
-        return make_vector_env(spec, num_envs)
-    except Exception as exc:  # noqa: BLE001
-        raise env_error(exc, who or gym_env_label(spec.env_id), "its constructor (gym.make)") from None
 
 
 def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_envs: int, seed: int,
