@@ -528,6 +528,7 @@ def _real_loaders(seed: Seed, registry) -> str | None:
     import torch
 
     import zoo
+    from zoo.errors import RolloutError
 
     warnings.filterwarnings("ignore", message="Detected pickle protocol")  # torch's, for mutated protocols
 
@@ -548,7 +549,9 @@ def _real_loaders(seed: Seed, registry) -> str | None:
     batch = (
         {k: np.asarray(v)[None] for k, v in obs.items()} if isinstance(obs, dict) else np.asarray(obs)[None]
     )
-    policy.act(batch, deterministic=True)
+    # a file that loads and then refuses to act from NaN values is the rollout's honest verdict, not a failed load
+    with contextlib.suppress(RolloutError):
+        policy.act(batch, deterministic=True)
     return None
 
 

@@ -128,7 +128,8 @@ def plan(target: PathLike | Target | None = None, *, episodes: int | None = None
          registry: Registry | PathLike | None = None, source: dict | None = None,
          video_dir: PathLike | None = None, trust_wrappers: Iterable[str] = (),
          env_factory: str | None = None, env_module: str | None = None,
-         policy_class: str | None = None, engine: str = "torch") -> EvalPlan:  # fmt: skip
+         policy_class: str | None = None, engine: str = "torch", max_steps: int | None = None,
+         max_seconds: float | None = None) -> EvalPlan:  # fmt: skip
     """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
 
     ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
@@ -140,7 +141,10 @@ def plan(target: PathLike | Target | None = None, *, episodes: int | None = None
     ``policy_class``: ``module:Class``, the user's own policy (user code: it runs when the policy is loaded);
     with it ``target`` may be None (eval.json then goes to ``./eval.json``), see docs/frameworks/custom.md.
     ``engine``: ``"torch"`` (exact, the default) or ``"onnxruntime"``, the policy exported in memory and proven
-    to act the same on the run's own observations before it is used (deterministic only; docs/eval.md)."""
+    to act the same on the run's own observations before it is used (deterministic only; docs/eval.md).
+    ``max_steps``: steps an episode may run before it is cut and recorded as truncated (None: the env's own time
+    limit, else 100,000); ``max_seconds``: the rollout's wall-time budget (None: an hour), after which the
+    evaluation fails with a :class:`~zoo.errors.RolloutError` (docs/eval.md, "Bounds")."""
     from zoo.targets import DEFAULT_OUT, plan_eval
 
     resolved = _target(target, exp_name, env_id, run_seed, registry, env_module, policy_class)
@@ -150,7 +154,7 @@ def plan(target: PathLike | Target | None = None, *, episodes: int | None = None
                      model_config=Path(model_config) if model_config else None, source=source,
                      video_dir=Path(video_dir) if video_dir else None,
                      trusted_wrappers=frozenset(trust_wrappers), env_factory=env_factory,
-                     policy_class=policy_class, engine=engine)  # fmt: skip
+                     policy_class=policy_class, engine=engine, max_steps=max_steps, max_seconds=max_seconds)  # fmt: skip
 
 
 def evaluate(target: PathLike | Target | EvalPlan | None = None, *,
@@ -177,14 +181,15 @@ def run_plan(planned: EvalPlan, policy: Policy | None = None,
     target = planned.target
     policy = policy if policy is not None else load_target_policy(target, planned.options)
     log = VideoLog()
-    spec = dataclasses.replace(env_spec(target, planned.video_dir, planned.options), video_log=log)
+    spec = dataclasses.replace(env_spec(target, planned.video_dir, planned.options), video_log=log,
+                               max_steps=planned.max_steps)  # fmt: skip
     with warnings.catch_warnings():  # the recorder's failures arrive in the log; do not print them twice
         warnings.filterwarnings("ignore", message="video capture")
         result = rollouts(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
                           deterministic=planned.deterministic, checkpoint=target.label,
                           exp_name=target.entry.name, framework=target.entry.framework, device=planned.device,
                           settings=planned.settings, source=planned.source, model_sha256=planned.model_sha256,
-                          on_episode=on_episode)  # fmt: skip
+                          on_episode=on_episode, max_seconds=planned.max_seconds)  # fmt: skip
     if planned.video_dir is not None:
         result.videos = [str(p) for p in log.written]
     result.warnings = list(log.failures)
@@ -197,7 +202,8 @@ def evaluate_all(paths: PathLike | Iterable[PathLike], *, exp_name: str | None =
                  run_seed: int | None = None, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
                  deterministic: bool | None = None, device: str = "auto", force: bool = False,
                  trust_pickle: bool = False, trust_wrappers: Iterable[str] = (), env_module: str | None = None,
-                 engine: str = "torch", executor: str = "local", address: str | None = None, num_cpus: int | None = None,
+                 engine: str = "torch", max_steps: int | None = None, max_seconds: float | None = None,
+                 executor: str = "local", address: str | None = None, num_cpus: int | None = None,
                  num_gpus: float = 0, registry: Registry | PathLike | None = None,
                  on_planned: Callable[[list[SweepItem]], None] | None = None,
                  on_run: Callable[[Outcome], None] | None = None,
@@ -206,7 +212,7 @@ def evaluate_all(paths: PathLike | Iterable[PathLike], *, exp_name: str | None =
     evaluated as :func:`evaluate` would evaluate it alone, each writing its own eval.json; ``result.outcomes``
     says per run: evaluated, skipped or failed (with its one-line reason). A run that fails does not stop the
     sweep, and a run whose eval.json was made from the same model bytes (sha256) with the same settings is
-    skipped unless ``force``.
+    skipped unless ``force``. ``max_steps`` and ``max_seconds`` bound each run's rollouts as :func:`plan` says.
 
     ``executor="local"`` runs them in this process, each env built once and kept for all its runs;
     ``"ray"`` as Ray actors on a local Ray (``num_cpus`` workers, ``num_gpus`` shared) or on the cluster at
@@ -218,7 +224,7 @@ def evaluate_all(paths: PathLike | Iterable[PathLike], *, exp_name: str | None =
     paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     settings = SweepSettings(episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
                              device=device, trust_pickle=trust_pickle, trust_wrappers=frozenset(trust_wrappers),
-                             env_module=env_module, engine=engine)  # fmt: skip
+                             env_module=env_module, engine=engine, max_steps=max_steps, max_seconds=max_seconds)  # fmt: skip
     return run_sweep([Path(p) for p in paths], _registry(registry), RunFilter(exp_name, env_id, run_seed), settings,
                      force=force, executor=executor, address=address, num_cpus=num_cpus, num_gpus=num_gpus,
                      on_planned=on_planned, on_run=on_run, on_episode=on_episode)  # fmt: skip
@@ -226,13 +232,15 @@ def evaluate_all(paths: PathLike | Iterable[PathLike], *, exp_name: str | None =
 
 def leaderboard(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = None, env_id: str | None = None,
                 evaluate_missing: bool = False, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
-                device: str = "auto", registry: Registry | PathLike | None = None,
+                device: str = "auto", max_steps: int | None = None, max_seconds: float | None = None,
+                registry: Registry | PathLike | None = None,
                 on_run: Callable[[Outcome], None] | None = None) -> Leaderboard:  # fmt: skip
     """``zoo leaderboard``: the runs under ``paths`` ranked per env id from their eval.json files, aggregated
     over seeds (``.rows``), with a line per run that could not be ranked (``.problems``); docs/leaderboard.md.
 
     ``evaluate_missing`` (``--eval``) first evaluates, with :func:`evaluate_all`, the runs that have no eval.json
-    (``episodes``, ``seed``, ``num_envs``, ``device``; ``on_run`` gets each outcome); an existing eval.json is
+    (``episodes``, ``seed``, ``num_envs``, ``device``, ``max_steps``, ``max_seconds``; ``on_run`` gets each
+    outcome); an existing eval.json is
     never redone. No run found raises a ZooError; nothing rankable is ``result.exit_code == 1``."""
     from zoo.artifacts.runs import RunFilter
     from zoo.ranking import build_leaderboard, runs_without_eval
@@ -243,7 +251,8 @@ def leaderboard(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = 
     missing = runs_without_eval(paths, reg, run_filter) if evaluate_missing else []
     if missing:
         sweep = evaluate_all(missing, exp_name=exp_name, env_id=env_id, episodes=episodes, seed=seed,
-                             num_envs=num_envs, device=device, force=False, registry=reg, on_run=on_run)  # fmt: skip
+                             num_envs=num_envs, device=device, max_steps=max_steps, max_seconds=max_seconds,
+                             force=False, registry=reg, on_run=on_run)  # fmt: skip
         failed = {os.path.abspath(o.run_dir): o.message or "failed" for o in sweep.outcomes if o.status == "failed"}
     return build_leaderboard(paths, reg, run_filter, failed=failed)
 
@@ -432,12 +441,13 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
 def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
           until: int | None = None, idle: float | None = None, poll: float = 5.0, device: str = "cpu",
           nice: int = 10, max_cpu: int | None = 1, sched_idle: bool = False, retries: int = 3,
-          exp_name: str | None = None,
+          max_steps: int | None = None, max_seconds: float | None = None, exp_name: str | None = None,
           env_id: str | None = None, registry: Registry | PathLike | None = None,
           on_eval: Callable[[dict], None] | None = None,
           notify: Callable[[str], None] | None = None) -> WatchResult:  # fmt: skip
     """``zoo watch``: follow the training run saving checkpoints into ``run_dir``; evaluate every ``every``-th
-    new one (deterministic, ``seed``, ``episodes``), append each result to ``run_dir/evals.jsonl`` and keep
+    new one (deterministic, ``seed``, ``episodes``, bounded by ``max_steps`` and ``max_seconds`` as :func:`plan`
+    says), append each result to ``run_dir/evals.jsonl`` and keep
     the best one as ``best_model.*`` with ``best_model_meta.json`` (docs/watch.md).
 
     Returns once a checkpoint at step ``until`` or later was evaluated, or no checkpoint appeared for
@@ -451,8 +461,8 @@ def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num
 
     return watch_run(Path(run_dir), _registry(registry), every=every, episodes=episodes, num_envs=num_envs,
                      seed=seed, until=until, idle=idle, poll=poll, device=device, nice=nice, max_cpu=max_cpu,
-                     sched_idle=sched_idle,
-                     retries=retries, exp_name=exp_name, env_id=env_id, notify=notify or _ignore,
+                     sched_idle=sched_idle, retries=retries, max_steps=max_steps, max_seconds=max_seconds,
+                     exp_name=exp_name, env_id=env_id, notify=notify or _ignore,
                      on_eval=on_eval or _ignore)  # fmt: skip
 
 

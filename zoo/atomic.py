@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -149,7 +148,10 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> Path:
-    return write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+    """``data`` as strict JSON (:func:`zoo.strict_json.dumps`: a NaN is an error, never a token)."""
+    from zoo.strict_json import dumps
+
+    return write_text_atomic(path, dumps(data, what=str(path), indent=2) + "\n")
 
 
 def copy_file_atomic(src: str | os.PathLike, dst: str | os.PathLike, sha256: str | None = None) -> Path:

@@ -250,15 +250,17 @@ def _best_eval(watch: dict) -> str:
 @opt.seed
 @opt.num_envs
 @opt.device
+@opt.bounds
 @click.pass_context
 def leaderboard_cmd(ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, evaluate_missing, episodes, seed,
-                    num_envs, device) -> None:  # fmt: skip
+                    num_envs, device, max_steps, max_seconds) -> None:  # fmt: skip
     """Rank the runs under PATHS per env id from their eval.json files, aggregated over seeds.
 
     Per experiment and env: the mean of the per-seed means with a 95% bootstrap interval, the IQM, the
     range of the seeds, and a success rate with a Wilson interval where episodes publish one. Runs that
     cannot be ranked are listed on stderr. Exit 0 when a leaderboard was printed, 1 when nothing could be
-    ranked. --episodes, --seed, --num-envs and --device are --eval's settings. See docs/leaderboard.md.
+    ranked. --episodes, --seed, --num-envs, --device, --max-steps and --max-seconds are --eval's settings.
+    See docs/leaderboard.md.
     """
     from click.core import ParameterSource
 
@@ -266,7 +268,8 @@ def leaderboard_cmd(ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, 
 
     if sum((as_json, as_csv, as_markdown)) > 1:
         raise click.UsageError("--json, --csv and --markdown are exclusive: pick one output format")
-    eval_only = [f"--{n.replace('_', '-')}" for n in ("episodes", "seed", "num_envs", "device")
+    eval_only = [f"--{n.replace('_', '-')}" for n in ("episodes", "seed", "num_envs", "device", "max_steps",
+                                                      "max_seconds")
                  if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE]  # fmt: skip
     if eval_only and not evaluate_missing:
         raise click.UsageError(f"{', '.join(eval_only)}: evaluation settings, only with --eval")
@@ -279,8 +282,8 @@ def leaderboard_cmd(ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, 
             err().print(f"[dim]{outcome.status}: {escape(outcome.run_dir)}[/]", markup=True)
 
     board = api.leaderboard(list(paths), exp_name=exp_name, env_id=env_id, evaluate_missing=evaluate_missing,
-                            episodes=episodes, seed=seed, num_envs=num_envs, device=device, registry=_registry(ctx),
-                            on_run=on_run)  # fmt: skip
+                            episodes=episodes, seed=seed, num_envs=num_envs, device=device, max_steps=max_steps,
+                            max_seconds=max_seconds, registry=_registry(ctx), on_run=on_run)  # fmt: skip
     if as_json:
         print_json(board.to_json())
     elif as_csv:
@@ -356,8 +359,9 @@ def _render_leaderboard(board) -> None:
 @opt.quiet
 @click.pass_context
 def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, device, deterministic,
-             capture_video, trust_pickle, trust_wrappers, env_factory, env_module, policy_class, out_path,
-             model_config, engine, sweep, force, executor, address, num_cpus, num_gpus, as_json, quiet) -> None:  # fmt: skip
+             capture_video, max_steps, max_seconds, trust_pickle, trust_wrappers, env_factory, env_module,
+             policy_class, out_path, model_config, engine, sweep, force, executor, address, num_cpus, num_gpus,
+             as_json, quiet) -> None:  # fmt: skip
     """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
@@ -386,7 +390,8 @@ def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, 
 
         run_sweep(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
                   num_envs=num_envs, device=device, deterministic=deterministic, trust_pickle=trust_pickle,
-                  trust_wrappers=trust_wrappers, env_module=env_module, engine=engine, force=force, executor=executor,
+                  trust_wrappers=trust_wrappers, env_module=env_module, engine=engine, max_steps=max_steps,
+                  max_seconds=max_seconds, force=force, executor=executor,
                   address=address, num_cpus=num_cpus, num_gpus=num_gpus, registry=_registry(ctx),
                   as_json=as_json, quiet=quiet)  # fmt: skip
         return
@@ -394,13 +399,15 @@ def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, 
                     num_envs=num_envs, device=device, deterministic=deterministic, capture_video=capture_video,
                     trust_pickle=trust_pickle, model_config=model_config, out=out_path or "default",
                     trust_wrappers=trust_wrappers, env_factory=env_factory, env_module=env_module,
-                    policy_class=policy_class, engine=engine, registry=_registry(ctx))  # fmt: skip
+                    policy_class=policy_class, engine=engine, max_steps=max_steps, max_seconds=max_seconds,
+                    registry=_registry(ctx))  # fmt: skip
     _evaluate(plan, quiet, as_json)
 
 
 def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> None:
     """Say what will run, roll out with a progress bar, report videos and warnings, summarise."""
     from zoo import api
+    from zoo.rollout_guard import DEFAULT_MAX_STEPS
     from zoo.targets import load_target_policy
 
     target = plan.target
@@ -426,9 +433,12 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
     if not quiet:
         m = result.metrics
         success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
+        cut = sum(e.truncated for e in result.episodes)
+        bound = plan.max_steps or DEFAULT_MAX_STEPS  # an episode is cut by the flag's bound, else by the cap
+        cut = f", {cut} cut at {bound} steps (truncated)" if cut else ""
         where = f" -> {plan.out_path}" if plan.out_path else ""
         err().print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {_count(plan.episodes, 'episode')} "
-                    f"(length {m['length_mean']:.1f}{success}) in {result.wall_clock_seconds:.1f}s{where}")  # fmt: skip
+                    f"(length {m['length_mean']:.1f}{success}{cut}) in {result.wall_clock_seconds:.1f}s{where}")  # fmt: skip
         if result.videos:
             err().print(f"videos: {len(result.videos)} in {Path(result.videos[0]).parent}")
 
@@ -517,8 +527,8 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @opt.quiet
 @click.pass_context
 def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revision, runs_dir, seed, episodes,
-              num_envs, device, deterministic, capture_video, trust_wrappers, env_factory, env_module, out_path,
-              allow_download, as_json, quiet) -> None:  # fmt: skip
+              num_envs, device, deterministic, capture_video, max_steps, max_seconds, trust_wrappers, env_factory,
+              env_module, out_path, allow_download, as_json, quiet) -> None:  # fmt: skip
     """Evaluate a published model: local run first, then the HF cache, then (with consent) the hub.
 
     Flags follow CleanRL's enjoy, with zoo's meaning of --seed: the evaluation seed (--run-seed picks
@@ -530,8 +540,9 @@ def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revisio
                              hf_repository=hf_repository, revision=revision, runs_dir=runs_dir,
                              allow_download=allow_download, registry=_registry(ctx), episodes=episodes,
                              num_envs=num_envs, device=device, deterministic=deterministic,
-                             capture_video=capture_video, trust_wrappers=trust_wrappers,
-                             env_factory=env_factory, env_module=env_module, out=out_path or "default",
+                             capture_video=capture_video, max_steps=max_steps, max_seconds=max_seconds,
+                             trust_wrappers=trust_wrappers, env_factory=env_factory, env_module=env_module,
+                             out=out_path or "default",
                              notify=None if quiet else lambda line: err().print(escape(line)))  # fmt: skip
     if not quiet:
         err().print(f"model: {source.describe()}")
@@ -757,30 +768,29 @@ def _size(n: int) -> str:
               "trainer is not slowed, evaluations may lag.")  # fmt: skip
 @click.option("--max-cpu", type=click.IntRange(min=0), default=1, show_default=True, metavar="N",
               help="Run on at most N cores, with N torch threads (0: no bound).")  # fmt: skip
+@opt.bounds
 @opt.exp_name
 @opt.env_id
 @click.option("--json", "as_json", is_flag=True, help="Print each evals.jsonl line on stdout when written.")
 @opt.quiet
 @click.pass_context
 def watch_cmd(ctx, run_dir, every, episodes, num_envs, seed, until, idle, poll, device, nice, sched_idle, max_cpu,
-              exp_name,
-              env_id, as_json, quiet) -> None:  # fmt: skip
+              max_steps, max_seconds, exp_name, env_id, as_json, quiet) -> None:  # fmt: skip
     """Follow the training run saving checkpoints into RUN_DIR: evaluate every K-th new one, keep the best.
 
     Each evaluation (deterministic, seeded) is appended to RUN_DIR/evals.jsonl; a checkpoint that beats the
     best return so far is copied to RUN_DIR/best_model.* with best_model_meta.json. Restarted, it goes on
     where it stopped. Ctrl-C stops it with every file consistent (exit 130). See docs/watch.md.
     """
-    import json
-
     from zoo import api
+    from zoo.strict_json import dumps
 
     evaluations = []
 
     def on_eval(line: dict) -> None:
         evaluations.append(line)
         if as_json:
-            click.echo(json.dumps(line))
+            click.echo(dumps(line, what="the --json output"))
         if not quiet or line["status"] != "ok":
             err().print(_watch_line(line), markup=True)
 
@@ -793,7 +803,7 @@ def watch_cmd(ctx, run_dir, every, episodes, num_envs, seed, until, idle, poll, 
     try:
         result = api.watch(run_dir, every=every, episodes=episodes, num_envs=num_envs, seed=seed, until=until,
                            idle=idle, poll=poll, device=device, nice=nice, sched_idle=sched_idle,
-                           max_cpu=max_cpu or None,
+                           max_cpu=max_cpu or None, max_steps=max_steps, max_seconds=max_seconds,
                            exp_name=exp_name, env_id=env_id, registry=_registry(ctx), on_eval=on_eval,
                            notify=notify)  # fmt: skip
     except KeyboardInterrupt:
@@ -820,8 +830,9 @@ def _watch_line(line: dict) -> str:
     success = "" if m["success_rate"] is None else f", success {m['success_rate']:.0%}"
     best = "  [bold green]new best[/]" if line["new_best"] else ""
     note = f"  [yellow]{escape(line['note'])}[/]" if line.get("note") else ""
+    cut = f" ({line['truncated']} truncated)" if line.get("truncated") else ""
     return (f"{step}  return {m['return_mean']:.2f} +/- {m['return_std']:.2f}{success}  "
-            f"[dim]{line['episodes']} episodes in {line['wall_clock_seconds']:.1f}s  {where}[/]{best}{note}")  # fmt: skip
+            f"[dim]{line['episodes']} episodes{cut} in {line['wall_clock_seconds']:.1f}s  {where}[/]{best}{note}")  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- hub serve

@@ -49,9 +49,10 @@ def table_of(*columns: str, **settings):
 
 
 def print_json(data) -> None:
-    import json
+    """``--json`` output: strict JSON (:func:`zoo.strict_json.dumps`)."""
+    from zoo.strict_json import dumps
 
-    click.echo(json.dumps(data, indent=2))
+    click.echo(dumps(data, what="the --json output", indent=2))
 
 
 def row_names(run_paths: list, paths: list[Path]) -> list[str]:

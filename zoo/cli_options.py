@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from zoo.rollout_guard import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS, MAX_SECONDS_LIMIT
+
 Decorator = Callable[[Callable], Callable]
 
 
@@ -129,5 +131,15 @@ def out(help_text: str) -> Decorator:
                         help=help_text)  # fmt: skip
 
 
+#: What bounds a rollout (zoo.rollout_guard): eval, enjoy, watch, sweeps and leaderboard --eval take both.
+bounds = _stack(
+    click.option("--max-steps", type=click.IntRange(min=1), default=None, metavar="N",
+                 help="Steps an episode may run; one cut there is recorded as truncated [the env's own time "
+                 f"limit, else {DEFAULT_MAX_STEPS:,}]."),
+    click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True, max=MAX_SECONDS_LIMIT), default=None,
+                 metavar="SECONDS", help="Wall-time budget of an evaluation's rollouts; one not finished by then "
+                 f"fails and writes nothing [{DEFAULT_MAX_SECONDS:g}]."),
+)  # fmt: skip
+
 #: How one evaluation runs: zoo eval and zoo enjoy take exactly these.
-eval_options = _stack(seed, episodes, num_envs, device, mode, capture_video)
+eval_options = _stack(seed, episodes, num_envs, device, mode, capture_video, bounds)

@@ -150,9 +150,11 @@ class VideoLog:
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """What the evaluator needs to build one env: id, preset and video settings.
+    """What the evaluator needs to build one env: id, preset, video settings and the step bound.
 
-    The ``run_config`` preset also carries the ``gym.make`` keyword arguments and the wrappers (in
+    ``max_steps`` is the rollout's step bound (``--max-steps``); None: the env's own time limit, else
+    :data:`zoo.rollout_guard.DEFAULT_MAX_STEPS` (see :func:`step_bound`). The ``run_config`` preset also
+    carries the ``gym.make`` keyword arguments and the wrappers (in
     order, on top of ``RecordEpisodeStatistics``) that the run's config names, and the wrapper
     classes the user trusts beyond :data:`zoo.env_wrappers.ALLOWED`; all frozen (see
     :func:`zoo.env_wrappers.freeze`), so a spec is hashable and its spaces are probed once."""
@@ -165,9 +167,10 @@ class EnvSpec:
     env_kwargs: tuple = ()
     wrappers: tuple = ()  # of zoo.env_wrappers.WrapperRef
     trusted_wrappers: frozenset[str] = frozenset()
+    max_steps: int | None = None
 
     def to_json(self) -> dict:
-        """The env as an exported policy's sidecar records it (no video settings, no trust)."""
+        """The env as an exported policy's sidecar records it (no video settings, no trust, no bound)."""
         from zoo.env_wrappers import jsonable, thaw_kwargs
 
         data: dict = {"id": self.env_id, "preset": self.preset}
@@ -429,9 +432,41 @@ def env_factory(spec: EnvSpec, index: int) -> Callable:
     """A thunk for the vector env; only env 0 records video."""
 
     def thunk():
-        return _wrap(_make_base(spec, record=spec.video_dir is not None and index == 0), spec)
+        base = _make_base(spec, record=spec.video_dir is not None and index == 0)
+        return _wrap(step_bound(base, spec.max_steps), spec)
 
     return thunk
+
+
+def own_step_limit(env) -> int | None:
+    """The env's own bound on an episode's steps: gymnasium's TimeLimit (``spec.max_episode_steps``), ALE's
+    ``max_num_frames_per_episode`` (frames, at least as many as its steps), or an env's ``max_episode_steps``
+    attribute (zoo's EnvPool Atari); None when it has none."""
+    spec = env.spec
+    for value in (getattr(spec, "max_episode_steps", None),
+                  (getattr(spec, "kwargs", None) or {}).get("max_num_frames_per_episode"),
+                  getattr(env.unwrapped, "max_episode_steps", None)):  # fmt: skip
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def step_bound(env, max_steps: int | None):
+    """``env`` under zoo's step bound (:class:`zoo.step_bound.StepBound`), below RecordEpisodeStatistics so that a
+    cut episode is recorded; ``max_steps`` None: the env's own limit, else the default cap. No wrapper when the
+    env's own limit comes first: then nothing is added to the step, and nothing can change."""
+    from zoo.rollout_guard import DEFAULT_MAX_STEPS
+
+    own = own_step_limit(env)
+    if max_steps is None:
+        if own is not None:
+            return env
+        max_steps = DEFAULT_MAX_STEPS
+    if own is not None and own <= max_steps:
+        return env
+    from zoo.step_bound import StepBound
+
+    return StepBound(env, max_steps)
 
 
 def make_vector_env(spec: EnvSpec, num_envs: int):
@@ -440,7 +475,17 @@ def make_vector_env(spec: EnvSpec, num_envs: int):
 
     if spec.video_dir is not None:
         _headless_rendering()
-    return gym.vector.SyncVectorEnv([env_factory(spec, i) for i in range(num_envs)])
+    return _made(spec, lambda: gym.vector.SyncVectorEnv([env_factory(spec, i) for i in range(num_envs)]))
+
+
+def _made(spec: EnvSpec, make: Callable):
+    """``make()``, with an exception the env's own constructor raises said as the env's, in one line naming it."""
+    try:
+        return make()
+    except Exception as exc:  # noqa: BLE001 - the env's code failed (a user's env, a simulator): its error
+        from zoo.rollout_guard import env_error, gym_env_label
+
+        raise env_error(exc, gym_env_label(spec.env_id), "its constructor (gym.make)") from None
 
 
 def reset_restores(spec) -> bool:
@@ -472,7 +517,8 @@ def probe_spaces(spec):
     not built to find out: None, the policy's checkpoint says them and the first observation is checked."""
     if isinstance(spec, TensorEnvSpec):
         return spec.spaces()
-    return _probe(dataclasses.replace(spec, video_dir=None, video_log=None))
+    plain = dataclasses.replace(spec, video_dir=None, video_log=None, max_steps=None)
+    return _made(spec, lambda: _probe(plain))
 
 
 @lru_cache(maxsize=64)

@@ -14,12 +14,14 @@ import numpy as np
 
 @dataclass
 class Episode:
-    """One finished episode; ``env_index`` says which sub-env produced it."""
+    """One finished episode; ``env_index`` says which sub-env produced it. ``truncated``: the step bound
+    (``--max-steps``, :mod:`zoo.rollout_guard`) cut it, the env did not end it."""
 
     env_index: int
     return_: float
     length: int
     success: bool | None
+    truncated: bool = False
 
     def to_json(self) -> dict:
         return {
@@ -27,6 +29,7 @@ class Episode:
             "length": self.length,
             "success": self.success,
             "env_index": self.env_index,
+            "truncated": self.truncated,
         }
 
 

@@ -15,6 +15,7 @@ class                     exit  meaning
 :class:`UnsupportedError` 1     zoo cannot do this yet, or a needed optional extra is missing
 :class:`NetworkError`     1     the hub could not be reached, or refused the request
 :class:`WriteError`       1     an output could not be written: a full disk, a read-only mount, no access
+:class:`RolloutError`     1     a rollout gave no honest score: NaN actions, the env raised, a bound
 :class:`UsageError`       2     flags that contradict each other or name nothing
 :class:`RefusedError`     3     a guardrail said no: an untrusted pickle, no consent to the network
 ========================  ====  =================================================================
@@ -88,6 +89,12 @@ class WriteError(ZooError):
         if exc.errno == errno.EROFS:
             return cls(f"{what}: the file system is mounted read-only")
         return cls(f"{what}: {exc.strerror or exc}")
+
+
+class RolloutError(ZooError):
+    """A rollout that cannot give an honest score: the policy acted from NaN or infinite values, the env raised
+    or paid a non-finite reward, or the wall-time budget ran out (:mod:`zoo.rollout_guard`). Nothing is
+    recorded."""
 
 
 class UsageError(ZooError):

@@ -31,9 +31,11 @@ class EvalSession:
     """Deterministic, seeded evaluations of model files with the same settings, on a kept env."""
 
     def __init__(self, registry: Registry, *, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
-                 device: str = "cpu", exp_name: str | None = None, env_id: str | None = None):  # fmt: skip
+                 device: str = "cpu", exp_name: str | None = None, env_id: str | None = None,
+                 max_steps: int | None = None, max_seconds: float | None = None):  # fmt: skip
         self.registry, self.episodes, self.num_envs, self.seed = registry, episodes, num_envs, seed
         self.device, self.exp_name, self.env_id = device, exp_name, env_id
+        self.max_steps, self.max_seconds = max_steps, max_seconds
         self._envs = None
         self._built_for: tuple | None = None  # (spec, num_envs, device) of the kept env
 
@@ -44,24 +46,28 @@ class EvalSession:
 
         target = resolve_target(model_file, self.registry, exp_name=self.exp_name, env_id=self.env_id)
         planned = plan_eval(target, episodes=self.episodes, num_envs=self.num_envs, seed=self.seed,
-                            deterministic=True, device=self.device, out=None)  # fmt: skip
+                            deterministic=True, device=self.device, out=None, max_steps=self.max_steps,
+                            max_seconds=self.max_seconds)  # fmt: skip
         return target, self.run(planned)
 
     def run(self, planned: EvalPlan, on_episode: Callable[[int], None] | None = None) -> EvalResult:
         """Load and roll out a planned evaluation on the kept env (nothing is written; no video is recorded):
         the episodes ``zoo eval`` with the plan's settings gives. Raises what ``zoo eval`` raises."""
+        import dataclasses
+
         from zoo.evaluator import evaluate
         from zoo.targets import env_spec, load_target_policy
 
         target = planned.target
         policy = load_target_policy(target, planned.options)
-        spec = env_spec(target, None, planned.options)
+        spec = dataclasses.replace(env_spec(target, None, planned.options), max_steps=planned.max_steps)
         try:
             return evaluate(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
                             deterministic=planned.deterministic, checkpoint=target.label, exp_name=target.entry.name,
                             framework=target.entry.framework, device=planned.device, settings=planned.settings,
                             source=planned.source, model_sha256=planned.model_sha256, on_episode=on_episode,
-                            envs=self._kept_env(spec, planned.num_envs, planned.device, planned.seed))  # fmt: skip
+                            envs=self._kept_env(spec, planned.num_envs, planned.device, planned.seed),
+                            max_seconds=planned.max_seconds)  # fmt: skip
         except BaseException:
             self.close()  # an env a failed rollout left behind is not trusted again: the next one is new
             raise

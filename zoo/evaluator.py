@@ -6,7 +6,9 @@ with a :class:`zoo.policy.Policy`. Episodes are counted with per-env quotas
 envs): counting the first ``N`` episodes to finish would over-sample short
 episodes and bias the mean down. Returns come from ``RecordEpisodeStatistics``
 directly on the raw env, so reward clipping or episodic-life tricks in the
-training stack never leak into the reported score.
+training stack never leak into the reported score. Every rollout is bounded and checked by the rules of
+:mod:`zoo.rollout_guard`: a step bound per episode, a wall-time budget, finite actions and returns, and an
+env that raises named as the cause.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ import zoo
 from zoo.envs import EnvSpec, make_vector_env, reset_restores
 from zoo.episodes import Episode, episode_quotas
 from zoo.policy import Policy
+from zoo.rollout_guard import CUT_INFO, Deadline, check_returns, env_error, gym_env_label, require_finite
 from zoo.tensor_env import TensorEnvSpec
+
+_CUT_MASK = f"_{CUT_INFO}"  # the vector env's mask of the sub-envs whose info has the key
 
 
 @dataclass
@@ -94,13 +99,13 @@ class _Quotas:
         if "_episode" not in info:
             return
         has_success = info.get("_is_success")
+        cut = info.get(_CUT_MASK)
         for j in np.flatnonzero(info["_episode"]):
             i = offset + j
             if self.counts[i] < self.quotas[i]:
                 success = bool(info["is_success"][j]) if has_success is not None and has_success[j] else None
-                self.per_env[i].append(
-                    Episode(int(i), float(info["episode"]["r"][j]), int(info["episode"]["l"][j]), success)
-                )
+                self.per_env[i].append(Episode(int(i), float(info["episode"]["r"][j]), int(info["episode"]["l"][j]),
+                                               success, truncated=cut is not None and bool(cut[j])))  # fmt: skip
                 self.finished += 1
                 if self.on_episode is not None:
                     self.on_episode(self.finished)
@@ -111,21 +116,37 @@ class _Quotas:
 
 
 def rollout(policy: Policy, envs, episodes: int, seed: int, deterministic: bool,
-            on_episode: Callable[[int], None] | None = None) -> list[Episode]:  # fmt: skip
-    """Step ``envs`` with ``policy`` until every sub-env has filled its quota."""
+            on_episode: Callable[[int], None] | None = None, *, max_seconds: float | None = None,
+            who: str = "the env") -> list[Episode]:  # fmt: skip
+    """Step ``envs`` with ``policy`` until every sub-env has filled its quota, within ``max_seconds`` (None: the
+    default budget). Float actions are checked finite before the env gets them; ``who`` names the env in the
+    error when it raises."""
     num_envs = envs.num_envs
     log = _Quotas(episodes, num_envs, on_episode)
-    obs, _ = envs.reset(seed=seed)
+    try:
+        obs, _ = envs.reset(seed=seed)
+    except Exception as exc:  # noqa: BLE001 - whatever the env raises is the env's, said in one line
+        raise env_error(exc, who, f"reset(seed={seed})") from None
+    deadline = Deadline(max_seconds)
     state = None
     prev_done = np.zeros(num_envs, dtype=bool)
     masked = getattr(policy, "uses_action_masks", False)
+    steps = 0
     while not log.filled:
         if masked:
             actions, state = policy.act(obs, state, deterministic, action_masks=action_masks(envs))
         else:
             actions, state = policy.act(obs, state, deterministic)
-        obs, _rew, terminated, truncated, info = envs.step(actions)
+        if type(actions) is np.ndarray and actions.dtype.kind == "f":
+            require_finite(actions, "actions")
+        try:
+            obs, _rew, terminated, truncated, info = envs.step(actions)
+        except Exception as exc:  # noqa: BLE001
+            raise env_error(exc, who, f"step(actions) at step {steps + 1}") from None
+        steps += 1
         log.record(info)
+        if deadline.passed() and not log.filled:
+            raise deadline.error(log.finished, episodes, steps)
         if policy.is_recurrent:
             # NEXT_STEP autoreset: an env done at step t ignores the action of step t+1 and returns
             # its reset observation then, so recurrent state is cleared after both steps.
@@ -133,7 +154,9 @@ def rollout(policy: Policy, envs, episodes: int, seed: int, deterministic: bool,
             if (done | prev_done).any():
                 policy.reset(done | prev_done)
             prev_done = done
-    return log.in_env_order()
+    found = log.in_env_order()
+    check_returns(found)
+    return found
 
 
 def action_masks(envs) -> np.ndarray:
@@ -187,9 +210,12 @@ def resolve_device(device: str) -> str:
 def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, num_envs: int, seed: int,
              deterministic: bool, checkpoint: str, exp_name: str | None, framework: str | None, device: str,
              settings: dict | None = None, source: dict | None = None, model_sha256: str | None = None,
-             on_episode: Callable[[int], None] | None = None, envs=None) -> EvalResult:  # fmt: skip
+             on_episode: Callable[[int], None] | None = None, envs=None,
+             max_seconds: float | None = None) -> EvalResult:  # fmt: skip
     """Run the rollouts and time them; an env built here is always closed, also on failure. A gymnasium ``spec``
-    is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device.
+    is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device. Each episode
+    runs at most ``spec.max_steps`` steps (None: the env's own limit, else the default cap) and the rollout at
+    most ``max_seconds`` (None: the default budget); see :mod:`zoo.rollout_guard`.
 
     ``envs``: an env of ``spec`` that the caller built and keeps for many evaluations (``zoo watch``, which
     must not rebuild the simulator per checkpoint): a vector env (:func:`~zoo.envs.make_vector_env`) of a
@@ -206,14 +232,15 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
         raise ValueError(f"a kept env must be a {num_envs}-env env of {spec.env_id} that a seed restores")
     if isinstance(spec, TensorEnvSpec):
         wall, result_episodes = _tensor_rollouts(policy, spec, episodes, num_envs, seed, deterministic, device,
-                                                 on_episode, envs)  # fmt: skip
+                                                 on_episode, envs, max_seconds)  # fmt: skip
     else:
-        kept = envs is not None
+        kept, who = envs is not None, gym_env_label(spec.env_id)
         envs = envs if kept else make_vector_env(spec, num_envs)
         try:
             with single_cpu_thread(device):
                 start = time.perf_counter()
-                result_episodes = rollout(policy, envs, episodes, seed, deterministic, on_episode)
+                result_episodes = rollout(policy, envs, episodes, seed, deterministic, on_episode,
+                                          max_seconds=max_seconds, who=who)  # fmt: skip
                 wall = time.perf_counter() - start
         finally:
             if not kept:
@@ -227,8 +254,8 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
 
 
 def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_envs: int, seed: int,
-                     deterministic: bool, device: str,
-                     on_episode: Callable[[int], None] | None, kept=None) -> tuple[float, list[Episode]]:  # fmt: skip
+                     deterministic: bool, device: str, on_episode: Callable[[int], None] | None, kept=None,
+                     max_seconds: float | None = None) -> tuple[float, list[Episode]]:  # fmt: skip
     """Build the tensor env (the user's factory runs here), roll it out on ``device``, close it: the
     rollout's seconds and episodes. The clock runs from the built env to the last episode (a
     simulator's kernel compilation and a replay's encoding at close are not rollout time). A ``kept``
@@ -242,12 +269,14 @@ def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_env
     if kept is not None:
         kept.reseed(seed)
         start = time.perf_counter()
-        episodes_ = tensor_rollout(policy, kept, episodes, deterministic, spec.where, on_episode)
+        episodes_ = tensor_rollout(policy, kept, episodes, deterministic, spec.where, on_episode,
+                                   max_steps=spec.max_steps, max_seconds=max_seconds)  # fmt: skip
         return time.perf_counter() - start, episodes_
     env = build(spec, num_envs, device, seed)
     try:
         start = time.perf_counter()
-        episodes_ = tensor_rollout(policy, env, episodes, deterministic, spec.where, on_episode)
+        episodes_ = tensor_rollout(policy, env, episodes, deterministic, spec.where, on_episode,
+                                   max_steps=spec.max_steps, max_seconds=max_seconds)  # fmt: skip
         wall = time.perf_counter() - start
     finally:
         close = getattr(env, "close", None)

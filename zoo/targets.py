@@ -142,13 +142,18 @@ class EvalPlan:
     options: LoadOptions
     source: dict | None = None  # where the model came from (zoo enjoy), recorded in eval.json
     model_sha256: str | None = None  # of the model file, hashed when planned (before anything reads it to load)
+    #: The rollout's bounds (:mod:`zoo.rollout_guard`): steps per episode (None: the env's own time limit, else the
+    #: default cap) and seconds of rollout (None: the default budget).
+    max_steps: int | None = None
+    max_seconds: float | None = None
 
     @property
     def settings(self) -> dict:
-        """The stochastic mode's parameters (epsilon / exploration noise) and the user's code (env factory,
-        policy class), recorded in eval.json."""
-        user_code = {"env_factory": self.options.env_factory, "policy_class": self.options.policy_class}
-        settings = {key: value for key, value in user_code.items() if value is not None}
+        """The stochastic mode's parameters (epsilon / exploration noise), the user's code (env factory, policy
+        class) and the bounds the user set (``max_steps``, ``max_seconds``), recorded in eval.json."""
+        named = {"env_factory": self.options.env_factory, "policy_class": self.options.policy_class,
+                 "max_steps": self.max_steps, "max_seconds": self.max_seconds}  # fmt: skip
+        settings = {key: value for key, value in named.items() if value is not None}
         if self.options.engine != "torch":
             settings["engine"] = self.options.engine
         if self.deterministic:
@@ -172,14 +177,17 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
               capture_video: bool = False, trust_pickle: bool = False, model_config: Path | None = None,
               source: dict | None = None, video_dir: Path | None = None,
               trusted_wrappers: frozenset[str] = frozenset(), env_factory: str | None = None,
-              policy_class: str | None = None, engine: str = "torch") -> EvalPlan:  # fmt: skip
+              policy_class: str | None = None, engine: str = "torch", max_steps: int | None = None,
+              max_seconds: float | None = None) -> EvalPlan:  # fmt: skip
     """Fill what the caller leaves open from the registry entry; outputs default to the run's folders
     (``video_dir`` overrides where ``capture_video`` records, else the adapter's layout decides)."""
     from zoo.artifacts.digest import sha256_file
     from zoo.atomic import check_writable
     from zoo.evaluator import resolve_device
+    from zoo.rollout_guard import check_bounds
     from zoo.tensor_env import parse_factory
 
+    check_bounds(max_steps, max_seconds)
     entry, run = target.entry, target.run
     mode_source = "flag"
     if deterministic is None and target.exported is None:
@@ -223,6 +231,7 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
         mode_source=mode_source, device=options.device, out_path=out_path, video_dir=video_dir,
         options=options, source=source or _export_source(target.exported),
         model_sha256=sha256_file(target.model_file) if target.model_file and target.model_file.is_file() else None,
+        max_steps=max_steps, max_seconds=None if max_seconds is None else float(max_seconds),
     )  # fmt: skip
 
 

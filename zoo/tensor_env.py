@@ -103,6 +103,9 @@ class TensorEnvSpec:
     video_dir: str | None = None
     #: Where the env's replays and video failures are reported (:class:`zoo.envs.VideoLog`).
     video_log: Any = field(default=None, compare=False, repr=False)
+    #: The rollout's step bound (``--max-steps``; None: the env's ``max_episode_length``, else the default cap).
+    #: The rollout applies it, not the env, so an env kept for many evaluations serves any bound.
+    max_steps: int | None = field(default=None, compare=False)
 
     @property
     def where(self) -> str:
@@ -202,16 +205,24 @@ def parse_factory(ref: str) -> str:
 
 
 def build(spec: TensorEnvSpec, num_envs: int, device: str, seed: int):
-    """The env of ``spec``, checked against the contract; the user's factory runs only here."""
-    if spec.factory:
-        factory = _load_factory(spec.factory)
-        kwargs = {"num_envs": num_envs, "device": device, "seed": seed}
-        if "video_dir" in inspect.signature(factory).parameters:
-            kwargs["video_dir"] = spec.video_dir
-        env = factory(**kwargs)
-    else:
-        cls = spec.task_class()
-        env = cls(num_envs=num_envs, device=device, seed=seed, cfgs=spec.config(), video_dir=spec.video_dir)
+    """The env of ``spec``, checked against the contract; the user's factory runs only here (what it raises is
+    said as the env's, in one line)."""
+    from zoo.rollout_guard import env_error
+
+    try:
+        if spec.factory:
+            factory = _load_factory(spec.factory)
+            kwargs = {"num_envs": num_envs, "device": device, "seed": seed}
+            if "video_dir" in inspect.signature(factory).parameters:
+                kwargs["video_dir"] = spec.video_dir
+            env = factory(**kwargs)
+        else:
+            cls = spec.task_class()
+            env = cls(num_envs=num_envs, device=device, seed=seed, cfgs=spec.config(),
+                      video_dir=spec.video_dir)  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - the user's factory (or the simulator) failed: its error, not zoo's
+        raise env_error(exc, f"the env ({spec.where})", f"{spec.factory or spec.env_id}(num_envs={num_envs}, "
+                        f"device={device!r}, seed={seed})") from None  # fmt: skip
     check_env(env, num_envs, device, spec.where)
     return env
 

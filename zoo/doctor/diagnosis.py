@@ -37,7 +37,10 @@ class Diagnosis:
                 EXIT_REFUSED: "the config exceeds or evades the guardrail"}[self.exit_code]  # fmt: skip
 
     def to_json(self) -> dict:
-        return {
+        """The diagnosis as strict JSON values: a config's own NaN or infinity is echoed as a string."""
+        from zoo.strict_json import jsonable
+
+        return jsonable({
             "exit_code": self.exit_code, "verdict": self.verdict, "authorizes_training": False,
             "framework": self.framework, "checks": [c.to_json() for c in self.checks],
             "guardrail": self.guardrail.to_json(),
@@ -45,7 +48,7 @@ class Diagnosis:
                                                         "runs": self.config.runs if not self.config.problems else None},
             "policy": self.policy, "env": self.env, "eval_budget": self.eval_budget, "handoff": self.handoff,
             "environment": self.environment,
-        }  # fmt: skip
+        })  # fmt: skip
 
 
 def diagnose(*, framework: str | None = None, policy: Path | None = None, config: Path | None = None,

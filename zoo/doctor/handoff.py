@@ -162,11 +162,12 @@ def markdown(data: dict) -> str:
 def write_handoff(diagnosis: Diagnosis, folder: Path, argv: list[str]) -> list[Path]:
     """Write ``handoff.json`` and ``HANDOFF.md`` into ``folder`` (created), each atomically."""
     from zoo.atomic import check_writable, write_json_atomic, write_text_atomic
+    from zoo.strict_json import jsonable
 
     check_writable(folder, "--handoff", folder=True)
     folder.mkdir(parents=True, exist_ok=True)
     data = manifest(diagnosis, argv)
     return [
-        write_json_atomic(folder / "handoff.json", data),
+        write_json_atomic(folder / "handoff.json", jsonable(data)),  # a config's own infinity, as a string
         write_text_atomic(folder / "HANDOFF.md", markdown(data)),
     ]

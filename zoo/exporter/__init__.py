@@ -30,6 +30,7 @@ from zoo.errors import UsageError, WriteError, ZooError
 from zoo.exporter.parity import DEFAULT_TOLERANCE, Parity, check_parity, sample_batch
 from zoo.exporter.runtime import open_runner, sidecar_path
 from zoo.exporter.sidecar import TORCHSCRIPT_METADATA, build_sidecar, recurrent_facts
+from zoo.strict_json import dumps
 
 #: The ONNX opset ``zoo export`` writes unless told otherwise.
 DEFAULT_OPSET = 17
@@ -234,7 +235,7 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
                 )
             meta["file_sha256"] = sha256_file(tmp)
             side_tmp = workdir / "sidecar.json"
-            side_tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+            side_tmp.write_text(dumps(meta, what="the sidecar", indent=2) + "\n", encoding="utf-8")
             os.replace(tmp, dest)
             os.replace(side_tmp, sidecar)
             done = True

@@ -140,7 +140,7 @@ def fit_problem(meta: dict, observation_space: Any, action_space: Any) -> str | 
     from gymnasium import spaces
 
     from zoo.exporter.obs import obs_layout
-    from zoo.exporter.sidecar import action_facts
+    from zoo.exporter.sidecar import action_facts, finite_bounds
 
     shape, groups = obs_layout(observation_space)
 
@@ -150,7 +150,7 @@ def fit_problem(meta: dict, observation_space: Any, action_space: Any) -> str | 
 
     if list(shape) != meta.get("obs_shape") or layout(groups) != layout(meta["obs_groups"]):
         return f"the file takes observations of shape {meta.get('obs_shape')}, the env gives {list(shape)}"
-    env, file = action_facts(action_space), meta
+    env, file = action_facts(action_space), {**meta, "action_range": finite_bounds(meta.get("action_range"))}
     for key in _ACTION_KEYS:
         if env.get(key) != file.get(key):
             return f"the file's actions have {key} {file.get(key)}, the env's {env.get(key)}"

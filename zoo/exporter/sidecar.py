@@ -8,6 +8,7 @@ since a file cannot hold its own hash.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,16 @@ from zoo.policy import ExportSpec
 TORCHSCRIPT_METADATA = "zoo_metadata.json"
 
 
+def finite_bounds(bounds: Any) -> Any:
+    """A Box's bounds as JSON holds them: an unbounded end (an infinity, which JSON has no token for) is null.
+    Applied to a sidecar read back too, so that one written before (with ``Infinity`` tokens) compares alike."""
+    if isinstance(bounds, dict):
+        return {key: finite_bounds(value) for key, value in bounds.items()}
+    if isinstance(bounds, list):
+        return [finite_bounds(value) for value in bounds]
+    return None if isinstance(bounds, float) and not math.isfinite(bounds) else bounds
+
+
 def action_facts(space) -> dict[str, Any]:
     """Action type, dimension, dtype and range of an action space, as the exported output gives them."""
     from gymnasium import spaces
@@ -25,7 +36,7 @@ def action_facts(space) -> dict[str, Any]:
     if isinstance(space, spaces.Box):
         return {"action_type": "continuous", "action_dim": int(np.prod(space.shape)), "action_shape": list(space.shape),
                 "action_dtype": "float32",
-                "action_range": {"low": space.low.tolist(), "high": space.high.tolist()}}  # fmt: skip
+                "action_range": finite_bounds({"low": space.low.tolist(), "high": space.high.tolist()})}  # fmt: skip
     if isinstance(space, spaces.Discrete):
         return {"action_type": "discrete", "action_dim": 1, "action_shape": [], "action_dtype": "int64",
                 "num_actions": int(space.n), "action_range": {"low": int(space.start),

@@ -12,7 +12,9 @@ the server's own evaluation of the commit does. It is opt-in (it costs CPU) and 
   ``sys.path``, and no ``PYTHON*`` variable applies), without a token, offline, and never with
   ``--trust-pickle``, ``--trust-wrapper``, ``--policy-class`` or ``--env-module``: zoo's loaders refuse a
   pickle that would run code. An env id naming a module (``module:Env``) is refused, since gymnasium would
-  import it. The subprocess gets ``timeout`` seconds, then its process group is killed.
+  import it. The subprocess gets ``timeout`` seconds, then its process group is killed; its rollouts get 4/5
+  of them (``--max-seconds``, the rest for loading), so a rollout that does not end fails with zoo eval's
+  own line first.
 * **Outcomes are rows of ROOT/evaluations.sqlite** (its own file, beside the index; WAL, one transaction
   per outcome): ``ok`` with the eval.json text, or ``failed``/``skipped`` with a one-line reason that the
   leaderboard page shows. Nothing here raises into the server: a failure is a row, a bug a log line.
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from zoo.hub.evaluations import EvaluationStore, Outcome
 from zoo.hub.logs import ERRORS, REEVALUATE, printable
+from zoo.rollout_guard import MAX_SECONDS_LIMIT
 
 if TYPE_CHECKING:
     from zoo.hub.server import HubServer
@@ -207,7 +210,9 @@ class Reevaluator:
 
     def _run(self, args: list[str], cwd: Path, out: Path) -> tuple[str, str | None, str | None]:
         """``zoo eval`` in a subprocess: ('ok', None, eval.json text) or ('failed', reason, None)."""
-        cmd = [sys.executable, "-I", "-m", "zoo", "eval", *args, "--quiet", "--device", self.device]
+        budget = min(0.8 * self.timeout, MAX_SECONDS_LIMIT)
+        cmd = [sys.executable, "-I", "-m", "zoo", "eval", *args, "--quiet", "--device", self.device,
+               "--max-seconds", f"{budget:g}"]  # fmt: skip
         if self.episodes is not None:  # the server's own setting wins over the repo's (click: the last one)
             cmd += ["--episodes", str(self.episodes)]
         REEVALUATE.debug("running %s", printable(" ".join(cmd)))
@@ -240,8 +245,8 @@ class Reevaluator:
 def evaluation_args(hub: HubServer, repo_id: str, commit: Commit) -> list[str] | str:
     """The ``zoo eval`` options for a commit, or the one line saying why it cannot be evaluated.
 
-    With an eval.json in the repo, its env id, experiment and settings (episodes, envs, seed, mode; bounded
-    by :data:`MAX_EPISODES` and :data:`MAX_ENVS`) are reused: zoo eval is deterministic for a seed, so the
+    With an eval.json in the repo, its env id, experiment and settings (episodes, envs, seed, mode, step
+    bound; bounded by :data:`MAX_EPISODES` and :data:`MAX_ENVS`) are reused: zoo eval is deterministic for a seed, so the
     server reproduces that evaluation and a different result means something. Without one, the env id is
     the card's, the experiment the one zoo eval finds from the model file's name, the settings the
     registry's."""
@@ -274,6 +279,9 @@ def evaluation_args(hub: HubServer, repo_id: str, commit: Commit) -> list[str] |
             args += [flag, str(min(value, most))]
     if isinstance(data.get("deterministic"), bool):
         args.append("--deterministic" if data["deterministic"] else "--stochastic")
+    steps = data["settings"].get("max_steps") if isinstance(data.get("settings"), dict) else None
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1:
+        args += ["--max-steps", str(min(steps, 2**31 - 1))]
     return args
 
 

@@ -3,7 +3,6 @@ folder in place atomically (built beside ``out``, renamed over it only once comp
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zoo.errors import UsageError
+from zoo.strict_json import dumps
 
 if TYPE_CHECKING:
     from zoo.artifacts.runs import Run
@@ -77,7 +77,7 @@ def write_report(board: Leaderboard, runs: list[Run], out: Path) -> ReportResult
         _render(new / PAGE, board, sections, problems)
         summary = {"zoo_report": 1, "page": PAGE, "images": images, "leaderboard": board.to_json(),
                    "problems": [{"path": p, "message": m} for p, m in problems]}  # fmt: skip
-        (new / MARKER).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        (new / MARKER).write_text(dumps(summary, what=MARKER, indent=2) + "\n", encoding="utf-8")
         _swap_in(new, out, work)
     return ReportResult(out, out / PAGE, images, board, problems)
 

@@ -31,6 +31,8 @@ class SweepSettings:
     trust_wrappers: frozenset[str] = field(default_factory=frozenset)
     env_module: str | None = None
     engine: str = "torch"
+    max_steps: int | None = None
+    max_seconds: float | None = None
 
 
 @dataclass
@@ -102,4 +104,4 @@ def plan_run(run: Run, registry: Registry, settings: SweepSettings) -> EvalPlan:
     return plan_eval(target, episodes=settings.episodes, num_envs=settings.num_envs, seed=settings.seed,
                      deterministic=settings.deterministic, device=settings.device, out=DEFAULT_OUT,
                      trust_pickle=settings.trust_pickle, trusted_wrappers=settings.trust_wrappers,
-                     engine=settings.engine)  # fmt: skip
+                     engine=settings.engine, max_steps=settings.max_steps, max_seconds=settings.max_seconds)  # fmt: skip

@@ -12,6 +12,8 @@ Every ``poll`` seconds the watcher looks at the run dir:
 4. An evaluation that fails (a file cut short that only looked complete, any load error) is tried again
    at the next polls, ``retries`` times in all, then recorded as a failed line and left; the watcher
    never stops for a bad checkpoint, only for flags that name nothing (:class:`~zoo.errors.UsageError`).
+   A rollout that failed (:class:`~zoo.errors.RolloutError`: NaN actions, the env raising, the wall-time
+   budget spent) is recorded at once: trying the same bytes again would fail again, or spend the budget again.
 
 It stops after evaluating a checkpoint at step ``until`` or later, or once no checkpoint appeared or
 changed for ``idle`` seconds; the newest checkpoint is then evaluated first if the every-K rule skipped
@@ -30,10 +32,11 @@ from typing import TYPE_CHECKING
 from zoo.artifacts.digest import sha256_file
 from zoo.atomic import check_writable
 from zoo.checker import frameworks
-from zoo.errors import UsageError, ZooError
+from zoo.errors import RolloutError, UsageError, ZooError
 from zoo.eval_session import EvalSession
 from zoo.frameworks import Adapter, SavedCheckpoint, SpaceMismatch, get_adapter
 from zoo.registry import Registry
+from zoo.rollout_guard import check_bounds
 from zoo.watcher.priority import lower_priority
 from zoo.watcher.records import EVALS_FILE, RunRecords
 
@@ -190,7 +193,7 @@ class Watcher:
             raise
         except Exception as exc:  # noqa: BLE001 - no checkpoint, however broken, stops the watch
             seen.attempts += 1
-            if seen.attempts < self.retries and not final:
+            if seen.attempts < self.retries and not final and not isinstance(exc, RolloutError):
                 why = exc.message if isinstance(exc, ZooError) else f"{type(exc).__name__}: {exc}"
                 named = why if checkpoint.model_file.name in why else f"{source}: {why}"
                 self.notify(f"{named} (try {seen.attempts} of {self.retries}; again at the next poll)")
@@ -248,7 +251,8 @@ class Watcher:
 def watch_run(run_dir: Path, registry: Registry, *, every: int = 1, episodes: int | None = None,
               num_envs: int = 8, seed: int = 0, until: int | None = None, idle: float | None = None,
               poll: float = 5.0, device: str = "cpu", nice: int = 10, max_cpu: int | None = 1,
-              sched_idle: bool = False, retries: int = RETRIES, exp_name: str | None = None, env_id: str | None = None,
+              sched_idle: bool = False, retries: int = RETRIES, max_steps: int | None = None,
+              max_seconds: float | None = None, exp_name: str | None = None, env_id: str | None = None,
               notify: Callable[[str], None] = _quiet, on_eval: Callable[[dict], None] = _quiet) -> WatchResult:  # fmt: skip
     """Check the settings, lower this process's priority, and follow the run (see the module docstring)."""
     if run_dir.name in ("", ".."):  # "." or "..": a run is known by its folder's name (CleanRL's, skrl's)
@@ -263,11 +267,12 @@ def watch_run(run_dir: Path, registry: Registry, *, every: int = 1, episodes: in
             raise UsageError(f"{flag} {value}: must be at least {low}")
     if poll <= 0 or (idle is not None and idle <= 0):
         raise UsageError("--poll and --idle take a number of seconds above 0")
+    check_bounds(max_steps, max_seconds)
     lowered = lower_priority(nice, max_cpu, sched_idle)
     if lowered:
         notify(f"priority: {', '.join(lowered)}")
     session = EvalSession(registry, episodes=episodes, num_envs=num_envs, seed=seed, device=device,
-                          exp_name=exp_name, env_id=env_id)  # fmt: skip
+                          exp_name=exp_name, env_id=env_id, max_steps=max_steps, max_seconds=max_seconds)  # fmt: skip
     watcher = Watcher(run_dir, registry, session, every=every, until=until, idle=idle, retries=retries,
                       exp_name=exp_name, notify=notify, on_eval=on_eval)  # fmt: skip
     return watcher.run(poll)

@@ -2,7 +2,7 @@
 
 - ``evals.jsonl``: one JSON line per evaluation, appended (:func:`zoo.atomic.append_line`): the step, the
   checkpoint (its path in the run dir, None for a model evaluated in memory) and its sha256, the metrics,
-  seed, episodes and time; a checkpoint that could not be evaluated gets a line too (``"status":
+  seed, episodes, how many the step bound cut (``truncated``) and time; a checkpoint that could not be evaluated gets a line too (``"status":
   "failed"``, the error and its hint). The sha256s are how a restarted watch knows what it has done.
 - the best model: a checkpoint whose ``return_mean`` beats the best so far (strictly: of equal scores
   the earlier one stays) is copied to the files its adapter names (``best_model.zip`` and
@@ -33,6 +33,7 @@ import zoo
 from zoo.atomic import append_line, copy_file_atomic, write_json_atomic
 from zoo.errors import FileChanged, ZooError
 from zoo.frameworks import BEST_MODEL
+from zoo.strict_json import dumps
 
 if TYPE_CHECKING:
     from zoo.evaluator import EvalResult
@@ -210,6 +211,7 @@ class RunRecords:
                 "episodes": result.num_episodes, "num_envs": result.num_envs, "seed": result.seed,
                 "deterministic": result.deterministic, "env_id": result.task, "exp_name": result.exp_name,
                 "framework": result.framework, "wall_clock_seconds": result.wall_clock_seconds,
+                "truncated": sum(e.truncated for e in result.episodes),
                 "evaluated_at": result.evaluated_at, "new_best": False}  # fmt: skip
         with _interrupts_held():
             if beats(metrics, self.best):
@@ -233,7 +235,7 @@ class RunRecords:
 
     def _append(self, line: dict) -> None:
         try:
-            append_line(self.run_dir / EVALS_FILE, json.dumps(line))
+            append_line(self.run_dir / EVALS_FILE, dumps(line, what=EVALS_FILE))
         except OSError as exc:
             raise _unwritable(self.run_dir, exc) from None
         self.lines.append(line)

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from zoo.rollout_guard import require_finite
+
 
 def _flat_forward(module):
     """``module``'s forward as a flat list of the same torch calls, or ``module`` itself.
@@ -160,7 +162,9 @@ class CleanRLPolicy:
             else:
                 x = torch.as_tensor(obs_batch, device=self.device, dtype=torch.float32)
             if self.head in ("q_values", "c51"):
-                actions = self._forward(x).argmax(dim=1).cpu().numpy()
+                values = self._forward(x)
+                require_finite(values, "Q-values")  # their argmax would otherwise be a valid-looking action
+                actions = values.argmax(dim=1).cpu().numpy()
                 if not deterministic and self.epsilon > 0:
                     explore = self._rng.random(len(actions)) < self.epsilon
                     random_actions = self._rng.integers(self.action_space.n, size=len(actions))
@@ -168,6 +172,7 @@ class CleanRLPolicy:
                 return actions, state
             if self.head == "categorical":
                 logits = self._forward(x)
+                require_finite(logits, "action logits")
                 if deterministic:
                     return logits.argmax(dim=1).cpu().numpy(), state
                 probs = torch.softmax(logits.double().cpu(), dim=1)

@@ -49,6 +49,8 @@ class SB3Policy:
         self.epsilon = rebuilt.exploration_rate
         self._rng = np.random.default_rng(seed)
         self._torch_state = torch.Generator().manual_seed(seed).get_state()
+        self._acting = False
+        _watch_discrete_values(self)
 
     @contextmanager
     def _seeded(self) -> Iterator[None]:
@@ -66,6 +68,14 @@ class SB3Policy:
 
     def act(self, obs_batch: Any, state: Any = None, deterministic: bool = True,
             action_masks: np.ndarray | None = None) -> tuple[np.ndarray, Any]:  # fmt: skip
+        self._acting = True
+        try:
+            return self._act(obs_batch, state, deterministic, action_masks)
+        finally:
+            self._acting = False
+
+    def _act(self, obs_batch: Any, state: Any, deterministic: bool,
+             action_masks: np.ndarray | None) -> tuple[np.ndarray, Any]:  # fmt: skip
         obs = self.normalizer(obs_batch) if self.normalizer is not None else obs_batch
         if deterministic:
             return self._predict(obs, True, action_masks), state
@@ -86,3 +96,30 @@ class SB3Policy:
         from zoo.frameworks.sb3.export import export_spec
 
         return export_spec(self.policy, self.observation_space, self.normalizer, self.algorithm)
+
+
+#: The SB3 modules a discrete action is computed from, by the attribute SB3 keeps them under: DQN's Q-network,
+#: QR-DQN's quantiles, and the action head (logits) of the actor-critic policies and ARS.
+_DISCRETE_VALUES = (("q_net", "Q-values"), ("quantile_net", "quantiles"), ("action_net", "action logits"))
+
+
+def _watch_discrete_values(sb3: SB3Policy) -> None:
+    """Check the values a discrete action is taken from, where SB3 computes them inside ``predict``: a forward
+    hook on that module, live only while ``sb3`` acts (an export traces a copy of the module, hooks and all,
+    and must not be checked). Box actions need none: the rollout checks them."""
+    from gymnasium import spaces
+
+    from zoo.rollout_guard import require_finite
+
+    if not isinstance(sb3.action_space, spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary):
+        return
+    found = next(((name, what) for name, what in _DISCRETE_VALUES if hasattr(sb3.policy, name)), None)
+    if found is None:
+        return
+    name, what = found
+
+    def check(_module, _inputs, output) -> None:
+        if sb3._acting:  # noqa: SLF001 - the flag this module's own policy sets
+            require_finite(output, what)
+
+    getattr(sb3.policy, name).register_forward_hook(check)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from zoo.frameworks.skrl.config import PolicySpec
+from zoo.rollout_guard import require_finite
 
 
 class SkrlPolicy:
@@ -94,6 +95,8 @@ class SkrlPolicy:
             obs = obs[box_group(obs)]
         with torch.inference_mode():
             out = self._output(obs.to(torch.float32).reshape(obs.shape[0], -1))
+            if self.spec.kind == "categorical":  # the argmax of NaN logits looks like an action: refuse them
+                require_finite(out, "action logits")  # (on a GPU: one host read per step, for this head only)
             return (self.head(out) if deterministic else self._sample(out)), state
 
     def _sample(self, out):

@@ -1,0 +1,144 @@
+"""What stops a rollout before it gives a score, and the one line that says why.
+
+An evaluation is a number other people read and rank, so a rollout that cannot give an honest one fails
+(:class:`~zoo.errors.RolloutError`, exit 1, nothing written) rather than record a wrong one. Both rollout
+paths (gymnasium vector envs in :mod:`zoo.evaluator`, batched tensor envs in :mod:`zoo.tensor_rollout`)
+keep the same rules:
+
+- **Non-finite values.** A model saved after its training diverged holds NaN weights; its Gaussian
+  policy acts NaN and its Q-network's argmax over NaN is a valid-looking action (0). :func:`require_finite`
+  checks, at every step, the actions of continuous policies (in the rollout) and the Q-values or logits a
+  discrete action is taken from (in each framework's policy, where they are computed). A return that is
+  not finite (the env's rewards) fails the evaluation too (:func:`check_returns`).
+- **The step bound.** An episode runs at most ``max_steps`` steps (``--max-steps``; default: the env's
+  own time limit, else :data:`DEFAULT_MAX_STEPS`). An episode the bound cuts counts toward its env's quota
+  and is recorded with ``"truncated": true``.
+- **The wall-time budget.** The rollout runs at most ``max_seconds`` (``--max-seconds``, default
+  :data:`DEFAULT_MAX_SECONDS`), checked between steps. When it runs out before every episode has finished
+  the evaluation fails, saying how many did: a partial evaluation would favour short episodes (what the
+  per-env quotas exist against) and would differ from one machine to the next.
+- **The env raising.** An exception from the env's ``reset`` or ``step`` is the env's: one line naming
+  the env (its id and entry point, or the user's ``--env-factory``), the exception and the line it came
+  from (:func:`env_error`).
+
+When no bound is hit, none of this changes a result: the same seed gives the same episodes, bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from zoo.errors import RolloutError, UsageError, ZooError
+
+#: Steps per episode for an env without a time limit of its own (``--max-steps`` default), counted as eval.json's
+#: ``length`` counts them (the raw env's steps). 100,000 is 200x CartPole's limit and 100x MuJoCo's; Atari's
+#: 108,000-frame limit is the env's own (ALE's), so it is never cut shorter by this one.
+DEFAULT_MAX_STEPS = 100_000
+#: Seconds of rollout an evaluation may take (``--max-seconds`` default): an hour, far more than evaluations of
+#: envs that end take, so that only a rollout that does not end reaches it. Long evaluations raise it.
+DEFAULT_MAX_SECONDS = 3600.0
+#: The info key of the step on which the step bound cut an episode (:class:`zoo.step_bound.StepBound`).
+CUT_INFO = "zoo_max_steps"
+#: The largest ``--max-seconds`` accepted (a year): a finite number, which eval.json can record.
+MAX_SECONDS_LIMIT = 365 * 24 * 3600.0
+
+
+def check_bounds(max_steps: int | None, max_seconds: float | None) -> None:
+    """Refuse bounds that bound nothing, for callers of the Python API (the CLI's option types say the same)."""
+    steps_ok = isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps >= 1
+    if max_steps is not None and not steps_ok:
+        raise UsageError(f"--max-steps {max_steps!r}: a number of steps, at least 1")
+    seconds_ok = isinstance(max_seconds, int | float) and 0 < max_seconds <= MAX_SECONDS_LIMIT
+    if max_seconds is not None and not seconds_ok:
+        raise UsageError(f"--max-seconds {max_seconds!r}: seconds above 0, at most {MAX_SECONDS_LIMIT:.0f}")
+
+
+_WEIGHTS_HINT = ("its weights are NaN or infinite (a training run that diverged saves them) or the env's "
+                 "observations are: evaluate an earlier checkpoint, or check the env")  # fmt: skip
+
+
+def require_finite(values: Any, what: str) -> None:
+    """Raise :class:`RolloutError` if the batch ``values`` (a numpy array or torch tensor, one row per env) holds a
+    NaN or an infinity. The common case costs one reduction: a sum is finite when no value is NaN or infinite
+    (finite values that overflow it are told apart on the slow path, which only a failing batch takes). A
+    tensor on an accelerator is read once (the host reads the actions anyway)."""
+    if math.isfinite(float(values.sum())):
+        return
+    bad = _bad_rows(values)
+    if bad:
+        more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+        raise RolloutError(f"the policy's {what} are not finite (NaN or infinity) for env {bad[0]}{more}: "
+                           "no action taken from them means anything", hint=_WEIGHTS_HINT)  # fmt: skip
+
+
+def _bad_rows(values: Any) -> list[int]:
+    """The envs (rows) whose values are not all finite."""
+    import numpy as np
+
+    array = values.detach().cpu().numpy() if hasattr(values, "detach") else np.asarray(values)
+    array = np.asarray(array, dtype=np.float64)
+    rows = array.reshape(len(array), -1) if array.ndim else array.reshape(1, 1)
+    return np.flatnonzero(~np.isfinite(rows).all(axis=1)).tolist()
+
+
+def nonfinite_actions(step: int) -> RolloutError:
+    """The tensor path's :func:`require_finite`: the actions are checked on the device and read every few
+    steps, so the error says by which step."""
+    return RolloutError(f"the policy's actions are not finite (NaN or infinity) by step {step}: no action "
+                        "taken from them means anything", hint=_WEIGHTS_HINT)  # fmt: skip
+
+
+def check_returns(episodes: list) -> None:
+    """Raise :class:`RolloutError` if an episode's return is NaN or infinite: the env's rewards were."""
+    bad = [e for e in episodes if not math.isfinite(e.return_)]
+    if bad:
+        first = bad[0]
+        raise RolloutError(f"{len(bad)} of {len(episodes)} episodes returned a non-finite total (env "
+                           f"{first.env_index}: {first.return_}): the env's rewards are not finite",
+                           hint="a mean of NaN or infinity is no score; check the env's reward")  # fmt: skip
+
+
+class Deadline:
+    """The wall-time budget of one rollout, started when the rollout starts."""
+
+    def __init__(self, max_seconds: float | None):
+        self.max_seconds = DEFAULT_MAX_SECONDS if max_seconds is None else float(max_seconds)
+        self.at = time.perf_counter() + self.max_seconds
+
+    def passed(self) -> bool:
+        return time.perf_counter() > self.at
+
+    def error(self, finished: int, episodes: int, steps: int) -> RolloutError:
+        """The one line for a budget that ran out with ``finished`` of ``episodes`` done after ``steps`` steps."""
+        budget = f"--max-seconds {self.max_seconds:g}"
+        if finished == 0:
+            return RolloutError(f"no episode finished within the {budget} budget ({steps} steps per env)",
+                                hint="raise --max-seconds, or bound each episode with --max-steps")  # fmt: skip
+        return RolloutError(f"the {budget} budget ran out with {finished} of {episodes} episodes finished",
+                            hint="raise --max-seconds, or ask for fewer --episodes (a partial evaluation is not "
+                            "recorded: it would favour short episodes)")  # fmt: skip
+
+
+def env_error(exc: Exception, who: str, called: str) -> ZooError:
+    """An exception the env raised in ``called`` as one line naming ``who`` (the env) and the line of code it came
+    from; zoo's own errors (a refused wrapper, a missing extra) are passed on as they are."""
+    if isinstance(exc, ZooError):
+        return exc
+    from zoo.frameworks.custom.userclass import user_error
+
+    said = user_error(exc, called, who)
+    return RolloutError(said.message, said.hint)
+
+
+def gym_env_label(env_id: str) -> str:
+    """How errors name a gymnasium env: its id and, when registered with one, its entry point (the code that
+    raised is there)."""
+    try:
+        import gymnasium as gym
+
+        entry = gym.spec(env_id.rsplit(":", 1)[-1]).entry_point  # module:EnvId: the module registered EnvId
+    except Exception:  # noqa: BLE001 - the label is for a message; an id gymnasium cannot look up has none
+        entry = None
+    return f"the env {env_id}" + (f" ({entry})" if isinstance(entry, str) else "")
