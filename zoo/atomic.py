@@ -70,8 +70,8 @@ def _destination(path: Path) -> tuple[Path, bool]:
     """
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return (path.resolve() if path.is_symlink() else path), False  # new, or a link to a name still free
+    except (FileNotFoundError, NotADirectoryError):  # a new name (its folder is checked where it is made)
+        return (path.resolve() if path.is_symlink() else path), False  # or a link to a name still free
     except OSError as exc:
         raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
     if _DESCRIPTOR.fullmatch(os.path.abspath(path)):
