@@ -114,10 +114,14 @@ def train(run_dir: Path, kind: str, checkpoints: int = 2, iterations: int = 2) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("logs"), help="logs folder to write into [logs]")
-    parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated actors to train [{','.join(KINDS)}]")
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"comma-separated actors to train [{','.join(KINDS)}]"
+    )
     parser.add_argument("--checkpoints", type=int, default=2, help="checkpoints per run [2]")
     parser.add_argument("--iterations", type=int, default=2, help="PPO iterations before each checkpoint [2]")
-    parser.add_argument("--stamp", default=time.strftime("%Y-%m-%d_%H-%M-%S"), help="the run dir's name [now]")
+    parser.add_argument(
+        "--stamp", default=time.strftime("%Y-%m-%d_%H-%M-%S"), help="the run dir's name [now]"
+    )
     cli = parser.parse_args()
     kinds = [k.strip() for k in cli.kinds.split(",") if k.strip()]
     if unknown := sorted(set(kinds) - set(KINDS)):

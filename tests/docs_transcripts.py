@@ -21,9 +21,14 @@ What the pages say, and how it is read (the conventions are the pages' own, so n
   has ``--port N`` and says ``any free port`` in its comment, the page runs on a free port instead of N
   (every ``N`` after ``127.0.0.1:`` or ``--port`` in the page's commands), and the output shows N again.
 
+A shown line matches a printed one when they are equal once durations (``0.7s``) are masked and runs of
+spaces and of a table rule's character are collapsed (a table's widths follow its durations); a ``…`` in a
+shown line stands for any text (a value that changes from run to run: the page should say so).
+
 Each page runs in order, in one bash session (so ``cd``, ``export`` and ``$?`` work as written), in a
 scratch folder holding a copy of the repo's ``COPIED`` paths; ``zoo`` and ``python`` are this
-interpreter with this checkout's zoo. The environment: a private zoo cache and ``HF_HOME``,
+interpreter with this checkout's zoo, each command a fork of a process that imported torch already
+(tests/docs_forkserver.py; ``ZOO_DOCS_FORKSERVER=0`` starts real processes instead). The environment: a private zoo cache and ``HF_HOME``,
 ``HF_HUB_DISABLE_XET=1``, ``HF_HUB_DISABLE_TELEMETRY=1``, no ``HF_TOKEN``, no ``COLUMNS`` (zoo's tables
 are then 160 wide, as in a pipe); a page that uses the network (``--allow-download``, ``push --yes``,
 ``HF_ENDPOINT``, ``allow_download=True``, ``dry_run=False``) gets ``HF_ENDPOINT`` set to a local
@@ -36,6 +41,7 @@ diff: the page's prose must still say what the output shows).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -52,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+FORK_SERVER = Path(__file__).resolve().parent / "docs_forkserver.py"
 #: What a page's scratch folder holds, copied from the repo: what the pages' commands may name.
 COPIED = ("examples", "registry.yaml")
 #: A command that runs longer than this is a hang (generous: training pages run minutes).
@@ -66,6 +73,7 @@ HUB_SEED = (("cleanrl/CartPole-v1-dqn-seed1", "CartPole-v1__dqn__1__1796029650")
 _NOT_RUN = re.compile(r"#\s*not run here:\s*(?P<reason>.+?)\s*$")
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)(?P<lang>[^`\s]*)\s*$")
 _DURATION = re.compile(r"\b\d+(\.\d+)?\s?m?s\b")
+_RULE = re.compile(r"([━─═])\1+")
 _NETWORK = re.compile(r"--allow-download|\bzoo push\b.*--yes|HF_ENDPOINT|allow_download=True|dry_run=False")
 _FREE_PORT = re.compile(r"--port (?P<port>\d+)\b.*#.*any free port")
 _EXCERPT = re.compile(r"^# (?P<path>[\w./-]+\.\w+)\s*$")
@@ -87,7 +95,9 @@ class Step:
     exit: int | None = 0  # None: non-zero (an error: line shown)
     not_run: str | None = None
     background: bool = False
-    shown_span: tuple[int, int] | None = None  # the shown output's line range in the page (0-based, end excluded)
+    shown_span: tuple[int, int] | None = (
+        None  # the shown output's line range in the page (0-based, end excluded)
+    )
     exit_line: int | None = None  # the 0-based line holding the number under `$ echo $?`
     indent: str = ""
 
@@ -119,7 +129,7 @@ def _blocks(lines: list[str], page: str) -> Iterator[tuple[str, int, int, str]]:
 
 
 def _dedent(line: str, indent: str) -> str:
-    return line[len(indent):] if line.startswith(indent) else line.lstrip()
+    return line[len(indent) :] if line.startswith(indent) else line.lstrip()
 
 
 def _not_run(command: str) -> str | None:
@@ -129,7 +139,7 @@ def _not_run(command: str) -> str | None:
 
 def _command(lines: list[str], i: int, end: int, indent: str, prefix: str) -> tuple[str, int]:
     """The command starting at line i (``prefix`` stripped) with its ``\\`` continuations, and the line after it."""
-    parts = [_dedent(lines[i], indent)[len(prefix):]]
+    parts = [_dedent(lines[i], indent)[len(prefix) :]]
     i += 1
     while parts[-1].rstrip().endswith("\\") and i < end:
         parts.append(_dedent(lines[i], indent))
@@ -196,7 +206,9 @@ def parse(page: Path) -> list[Step]:
                             "text (a usage synopsis is text)")  # fmt: skip
         body = [_dedent(line, indent) for line in lines[start:end]]
         if lang != "console" and any(b.startswith("$ ") for b in body):
-            raise PageError(f"{name}:{start}: `$ ` commands in a ```{lang} block: a transcript is a console block")
+            raise PageError(
+                f"{name}:{start}: `$ ` commands in a ```{lang} block: a transcript is a console block"
+            )
         if lang == "console":
             steps += _console(lines, start, end, indent, name)
         elif lang in ("bash", "sh", "shell"):
@@ -210,35 +222,56 @@ def _python(lines: list[str], blocks: list[tuple[str, int, int, str]], n: int, p
     lang, start, end, indent = blocks[n]
     code = "\n".join(_dedent(line, indent) for line in lines[start:end]) + "\n"
     first = code.splitlines()[0] if code.strip() else ""
-    excerpt = _EXCERPT.match(first)
-    if excerpt and (REPO / excerpt["path"]).is_file():
+    if excerpt := _EXCERPT.match(first):
+        if not (REPO / excerpt["path"]).is_file():
+            raise PageError(f"{page}:{start + 1}: the block shows {excerpt['path']}, which is not in the repo; "
+                            "code to adapt starts with `# fragment: ...`")  # fmt: skip
         return Step(page, start + 1, "excerpt", code, not_run=None)
-    step = Step(page, start + 1, "python", code, not_run=first[2:].strip() if first.startswith("# fragment:") else None)
+    step = Step(
+        page,
+        start + 1,
+        "python",
+        code,
+        not_run=first[2:].strip() if first.startswith("# fragment:") else None,
+    )
     following = blocks[n + 1] if n + 1 < len(blocks) else None
-    if following and following[0] == "text" and not any(line.strip() for line in lines[end + 1:following[1] - 1]):
-        step.shown = [_dedent(line, following[3]) for line in lines[following[1]:following[2]]]
+    if (
+        following
+        and following[0] == "text"
+        and not any(line.strip() for line in lines[end + 1 : following[1] - 1])
+    ):
+        step.shown = [_dedent(line, following[3]) for line in lines[following[1] : following[2]]]
         step.shown_span, step.indent = (following[1], following[2]), following[3]
     return step
 
 
 # ------------------------------------------------------------------------------------------------ running
 def normalize(line: str) -> str:
-    """A line as compared: durations masked, runs of spaces as one (tables' padding, trailing blanks)."""
-    return re.sub(r"\s+", " ", _DURATION.sub("<time>", line)).strip()
+    """A line as compared: durations masked, runs of spaces and of a table rule's character as one (a table's
+    padding and widths, trailing blanks)."""
+    return re.sub(r"\s+", " ", _RULE.sub(r"\1", _DURATION.sub("<time>", line))).strip()
+
+
+def matches(shown: str, printed: str) -> bool:
+    """Whether a printed line is the shown one, normalized; a ``…`` in the shown line stands for any text."""
+    want, got = normalize(shown), normalize(printed)
+    if "…" not in want:
+        return want == got
+    return re.fullmatch(".*?".join(re.escape(part) for part in want.split("…")), got) is not None
 
 
 def missing_lines(shown: list[str], printed: str) -> list[str]:
     """The shown lines that are not in the printed output in their order (blank lines aside)."""
-    actual = [normalize(line) for line in printed.splitlines()]
+    actual = printed.splitlines()
     at, missing = 0, []
     for line in shown:
-        want = normalize(line)
-        if not want:
+        if not normalize(line):
             continue
-        try:
-            at = actual.index(want, at) + 1
-        except ValueError:
+        found = next((i for i in range(at, len(actual)) if matches(line, actual[i])), None)
+        if found is None:
             missing.append(line)
+        else:
+            at = found + 1
     return missing
 
 
@@ -257,15 +290,20 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _shims(bin_dir: Path) -> None:
+def _shims(bin_dir: Path, fork_server: Path | None) -> None:
     """``zoo`` and ``python``: this interpreter, this checkout's zoo first on the path (whatever PYTHONPATH a
-    command sets, and for the processes zoo starts)."""
+    command sets, and for the processes zoo starts); with ``fork_server``, its clients (docs_forkserver.py)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     path = f'PYTHONPATH={shlex.quote(str(REPO))}"${{PYTHONPATH:+:$PYTHONPATH}}"; export PYTHONPATH\n'
+    python = shlex.quote(sys.executable)
     for name, args in (("zoo", "-m zoo"), ("python", ""), ("python3", "")):
-        shim = bin_dir / name
-        shim.write_text(f"#!/bin/sh\n{path}exec {shlex.quote(sys.executable)} {args} \"$@\"\n")
-        shim.chmod(0o755)
+        if fork_server is None:
+            text = f'#!/bin/sh\n{path}exec {python} {args} "$@"\n'
+        else:
+            client = f"{python} -I -S {shlex.quote(str(FORK_SERVER))} client {shlex.quote(str(fork_server))}"
+            text = f'#!/bin/sh\nexec {client} {"zoo" if name == "zoo" else "python"} "$@"\n'
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
 
 
 class Shell:
@@ -320,7 +358,9 @@ class Shell:
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
             text = out.read_text(errors="replace") if out.exists() else ""
-            if (ready and normalize(ready) in {normalize(line) for line in text.splitlines()}) or (not ready and text):
+            if (ready and normalize(ready) in {normalize(line) for line in text.splitlines()}) or (
+                not ready and text
+            ):
                 return pid, out, ""
             if not _alive(pid):
                 return pid, out, "it ended before it was ready"
@@ -339,10 +379,8 @@ class Shell:
                 self.proc.wait(timeout=30)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # anything the page left running
-        except ProcessLookupError:
-            pass
 
 
 def _alive(pid: int) -> bool:
@@ -433,8 +471,20 @@ class PageRun:
             else:
                 self.root.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, self.root / name)
-        _shims(tmp / "bin")
         self.env = base_env(tmp)
+        self.fork_server: subprocess.Popen | None = None
+        self.sockets: Path | None = None
+        if os.environ.get("ZOO_DOCS_FORKSERVER", "1") != "0":
+            self.sockets = Path(
+                tempfile.mkdtemp(prefix="zoo-docs-")
+            )  # short: a socket path is at most 107 bytes
+            with open(tmp / "fork-server.log", "wb") as log:
+                self.fork_server = subprocess.Popen(
+                    [sys.executable, str(FORK_SERVER), "serve", str(self.sockets / "s"), str(REPO)],
+                    env=_with_zoo(self.env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                    start_new_session=True,
+                )  # fmt: skip
+        _shims(tmp / "bin", self.sockets / "s" if self.sockets else None)
         self.shown_ports: dict[str, str] = {}
         self.hub: LocalHub | None = None
         if hub_store is not None and any(_NETWORK.search(s.text) for s in self.steps if s.not_run is None):
@@ -456,7 +506,8 @@ class PageRun:
             output = output.replace(actual, shown)
         return output
 
-    def run(self) -> list[Outcome]:
+    def run(self, keep_going: bool = False) -> list[Outcome]:
+        """Each step's outcome, in order; without ``keep_going``, none after a command that failed."""
         (self.tmp / "shell").mkdir(exist_ok=True)
         shell = Shell(self.root, self.env, self.tmp / "shell")
         outcomes: list[Outcome] = []
@@ -473,8 +524,11 @@ class PageRun:
                     i += 1
                 elif step.kind == "python":
                     group = [step]
-                    while i + len(group) < len(self.steps) and self.steps[i + len(group)].kind == "python" \
-                            and self.steps[i + len(group)].not_run is None:
+                    while (
+                        i + len(group) < len(self.steps)
+                        and self.steps[i + len(group)].kind == "python"
+                        and self.steps[i + len(group)].not_run is None
+                    ):
                         group.append(self.steps[i + len(group)])
                     outcomes += self._python(shell, group)
                     i += len(group)
@@ -491,16 +545,24 @@ class PageRun:
                 else:
                     outcomes.append(self._shell(shell, step))
                     i += 1
-                if any(o.fatal for o in outcomes):
+                if not keep_going and any(o.fatal for o in outcomes):
                     break  # a command that failed leaves the page in a state its later commands do not expect
         finally:
             for outcome, pid in background:
                 status = shell.stop(pid)
                 if status != 143 and outcome.problem is None:
-                    outcome.problem = f"it stopped before the page ended (exit {status}), not on SIGTERM (143)"
+                    outcome.problem = (
+                        f"it stopped before the page ended (exit {status}), not on SIGTERM (143)"
+                    )
             shell.close()
             if self.hub is not None:
                 self.hub.stop()
+            if self.fork_server is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.fork_server.pid, signal.SIGKILL)  # the server and any child left
+                self.fork_server.wait()
+            if self.sockets is not None:
+                shutil.rmtree(self.sockets, ignore_errors=True)
         return outcomes
 
     def _actual(self, shown_line: str) -> str:
@@ -513,7 +575,10 @@ class PageRun:
         status, output = shell.run(step.text)
         outcome = Outcome(step, status, self.shown_as(output))
         if status is None:
-            outcome.problem, outcome.fatal = f"no exit status after {COMMAND_TIMEOUT} s (a hang), or the shell ended", True
+            outcome.problem, outcome.fatal = (
+                f"no exit status after {COMMAND_TIMEOUT} s (a hang), or the shell ended",
+                True,
+            )
         elif (step.exit is None and status == 0) or (step.exit is not None and status != step.exit):
             outcome.problem, outcome.fatal = f"exit {status}, expected {step.expected}", True
         elif missing := missing_lines(step.shown, outcome.output):
@@ -532,8 +597,14 @@ class PageRun:
         outcomes = []
         for k, step in enumerate(group):
             if k >= len(done):
-                problem = None if k > len(done) or status is None else f"the interpreter ended (exit {status}):\n{output}"
-                outcomes.append(Outcome(step, None, "", problem or "not run: an earlier block failed", fatal=True))
+                problem = (
+                    None
+                    if k > len(done) or status is None
+                    else f"the interpreter ended (exit {status}):\n{output}"
+                )
+                outcomes.append(
+                    Outcome(step, None, "", problem or "not run: an earlier block failed", fatal=True)
+                )
                 break
             outcome = Outcome(step, 1 if done[k]["error"] else 0, self.shown_as(done[k]["output"]))
             if done[k]["error"]:
@@ -555,25 +626,34 @@ def describe(outcome: Outcome, tail: int = 40) -> str:
     """A failure as the test prints it: page, line, command, expected vs got, the output's tail."""
     step = outcome.step
     lines = outcome.output.rstrip().splitlines()[-tail:]
-    return (f"{step.where}: {step.text.splitlines()[0] if step.kind != 'python' else 'python block'}\n"
-            f"  {outcome.problem}\n  expected exit {step.expected}, got {outcome.exit}\n"
-            f"  output (last {len(lines)} lines):\n" + "\n".join(f"  | {line}" for line in lines))
+    return (
+        f"{step.where}: {step.text.splitlines()[0] if step.kind != 'python' else 'python block'}\n"
+        f"  {outcome.problem}\n  exit {outcome.exit} (the page says {step.expected})\n"
+        f"  output (last {len(lines)} lines):\n" + "\n".join(f"  | {line}" for line in lines)
+    )
 
 
 # ------------------------------------------------------------------------------------------------ recording
 def record(page: Path, outcomes: list[Outcome]) -> str:
-    """The page with each transcript's and python block's shown output replaced by what the run printed, and
-    each ``echo $?`` by the real status."""
+    """The page with each transcript's and python block's shown output replaced by what the run printed, each
+    ``echo $?`` by the real status, and an ``echo $?`` added where the output alone would not say it."""
     lines = page.read_text().splitlines()
     edits: list[tuple[int, int, list[str]]] = []
     for outcome in outcomes:
         step = outcome.step
         if step.not_run is not None or outcome.exit is None or step.shown_span is None or step.background:
             continue
-        printed = [step.indent + line.rstrip() for line in outcome.output.rstrip("\n").splitlines()]
-        edits.append((*step.shown_span, printed))
+        elided = [line for line in step.shown if "…" in line]  # kept where they match: the page elides there
+        printed = [step.indent + next((e for e in elided if matches(e, line)), line).rstrip()
+                   for line in outcome.output.rstrip("\n").splitlines()]  # fmt: skip
+        says_error = any(line.startswith("error:") for line in outcome.output.splitlines())
         if step.exit_line is not None:
             edits.append((step.exit_line, step.exit_line + 1, [step.indent + str(outcome.exit)]))
+        elif (
+            step.kind == "shell" and (outcome.exit != 0) != says_error
+        ):  # the output alone would say otherwise
+            printed += [f"{step.indent}$ echo $?", f"{step.indent}{outcome.exit}"]
+        edits.append((*step.shown_span, printed))
     for start, end, new in sorted(edits, reverse=True):
         lines[start:end] = new
     return "\n".join(lines) + "\n"
@@ -582,7 +662,9 @@ def record(page: Path, outcomes: list[Outcome]) -> str:
 def main() -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description="Run a docs page's commands; print or write what they print.")
+    parser = argparse.ArgumentParser(
+        description="Run a docs page's commands; print or write what they print."
+    )
     parser.add_argument("page", type=Path)
     parser.add_argument("--write", action="store_true", help="put the real output into the page's blocks")
     args = parser.parse_args()
@@ -594,7 +676,7 @@ def main() -> int:
             seed_hub(store, base_env(Path(tmp)))
             return store
 
-        outcomes = PageRun(page, Path(tmp) / "page", seeded).run()
+        outcomes = PageRun(page, Path(tmp) / "page", seeded).run(keep_going=True)
     for outcome in outcomes:
         step = outcome.step
         print(f"--- {step.where} [{'not run: ' + step.not_run if step.not_run else f'exit {outcome.exit}'}]")

@@ -3,7 +3,7 @@
 How a page is read and run is tests/docs_transcripts.py's docstring: transcripts (```console), ```bash and
 ```python blocks; each page in order, in one bash session, in a scratch copy of the repo's ``COPIED`` paths (the repo
 itself is never written to). Every command must exit with the status its page shows, and every line its page shows
-must be printed, in order (durations masked, spaces collapsed). A page that uses the network (``--allow-download``,
+must be printed, in order (durations masked, spaces collapsed, ``…`` any text). A page that uses the network (``--allow-download``,
 ``push --yes``, ``HF_ENDPOINT``) gets ``HF_ENDPOINT`` pointed at a local ``zoo hub serve`` that already holds the
 bundled dqn run as ``cleanrl/CartPole-v1-dqn-seed1`` (``HUB_SEED``: pushed once per session with ``zoo push --yes``,
 then each page gets a copy of that store).
@@ -21,17 +21,23 @@ from pathlib import Path
 import pytest
 from docs_transcripts import REPO, PageError, PageRun, base_env, describe, parse, seed_hub
 
-_slow = (pytest.mark.slow,)
-
-#: The pages whose commands run, with their marks (``slow``: minutes; ``trains``: a shown command trains with a
-#: real library).
+#: The pages whose commands run, with their marks (``trains``: a shown command trains with a real library, seconds;
+#: ``slow``: minutes; ``genesis``: it builds Genesis scenes). ``dev.py test --fast`` leaves the marked ones out.
 PAGES: dict[str, tuple] = {
     "README.md": (),
+    "docs/adding-a-framework.md": (),
+    "docs/examples.md": (),
+    "docs/export.md": (pytest.mark.trains,),  # an rsl_rl LSTM run, 4 iterations
+    "docs/frameworks/cleanrl.md": (),
+    "docs/frameworks/custom.md": (),
+    "docs/frameworks/genesis.md": (pytest.mark.trains, pytest.mark.slow, pytest.mark.genesis),
+    "docs/frameworks/myosuite.md": (),
+    "docs/leaderboard.md": (),
+    "docs/python-api.md": (),
     "docs/registry.md": (),
     "docs/report.md": (),
-    "docs/export.md": (),
-    "docs/leaderboard.md": (),
-    "docs/tensor-envs.md": (),
+    "docs/scale-out.md": (pytest.mark.slow,),  # starts a local Ray
+    "docs/tensor-envs.md": (pytest.mark.trains,),  # an rsl_rl MLP run, 4 iterations
 }
 
 #: Pages not converted yet: their commands still name folders a reader does not have. Not run.
@@ -39,16 +45,28 @@ NOT_CONVERTED = {
     "docs/check.md", "docs/eval.md", "docs/enjoy.md", "docs/watch.md", "docs/push.md", "docs/doctor.md",
     "docs/hub-serve.md", "docs/benchmarks.md", "docs/frameworks/sb3.md", "docs/frameworks/skrl.md",
     "docs/frameworks/rsl_rl.md",
-    "docs/scale-out.md", "docs/python-api.md", "docs/examples.md", "docs/adding-a-framework.md",
-    "docs/frameworks/cleanrl.md", "docs/frameworks/custom.md", "docs/frameworks/genesis.md",
-    "docs/frameworks/myosuite.md",
 }  # fmt: skip
 
 #: What converted pages show but do not run (each line says why in its page: ``# not run here: REASON``).
 NOT_RUN: dict[str, set[str]] = {
     "README.md": {"python3 dev.py demo", "python3 dev.py test", "pip install torch==2.13.0 -e ."},
-    "docs/tensor-envs.md": {"zoo eval logs/rsl_rl/anymal/2026-11-30_10-00-00 --env-id Isaac-Velocity-Flat-Anymal-C-v0"},
-}
+    "docs/adding-a-framework.md": {"# fragment: zoo/frameworks/mylib/__init__.py, the methods' bodies are yours"},
+    "docs/examples.md": {"python examples/train_examples.py", "python examples/train_examples.py --only dqn,c51 --out /tmp/runs"},
+    "docs/frameworks/genesis.md": {"pip install 'rl-zoo-hub[genesis,rsl]'"},
+    "docs/frameworks/myosuite.md": {
+        "pip install torch==2.13.0 && pip install 'rl-zoo-hub[sb3,myosuite]'", "zoo check logs",
+        "zoo eval logs/ppo/myoElbowPose1D6MRandom-v0_1 --episodes 10 --deterministic",
+        "zoo doctor --framework sb3 --policy logs/ppo/myoElbowPose1D6MRandom-v0_1 --probe-env",
+    },
+    "docs/scale-out.md": {
+        "pip install 'rl-zoo-hub[ray]'", "ray start --head --port 6379 --num-cpus 0",
+        "ray start --address HEAD:6379 --num-cpus 32",
+        "zoo eval /shared/runs --all --executor ray --address HEAD:6379 --num-cpus 64",
+    },
+    "docs/tensor-envs.md": {
+        "zoo eval logs/rsl_rl/anymal/2026-11-30_10-00-00 --env-id Isaac-Velocity-Flat-Anymal-C-v0",
+    },
+}  # fmt: skip
 
 
 def _pages() -> set[str]:
@@ -85,8 +103,10 @@ def test_page_reads_unambiguously(page):
         steps = parse(REPO / page)
     except PageError as exc:
         pytest.fail(str(exc))
-    not_run = {_command(s.text) for s in steps if s.not_run is not None and s.kind == "shell"}
-    assert not_run == NOT_RUN.get(page, set()), f"{page}: the commands it does not run are not the listed ones"
+    not_run = {_command(s.text) for s in steps if s.not_run is not None}
+    assert not_run == NOT_RUN.get(page, set()), (
+        f"{page}: the commands it does not run are not the listed ones"
+    )
     assert all(s.not_run.strip() for s in steps if s.not_run is not None)
 
 
@@ -95,7 +115,7 @@ def test_page_runs_as_shown(page, tmp_path, hub_store):
     outcomes = PageRun(REPO / page, tmp_path, hub_store).run()
     not_run = [o.step for o in outcomes if o.step.not_run is not None]
     for step in not_run:  # listed in the test's output (-rP), as NOT_RUN lists them in its source
-        print(f"not run: {step.where}: {step.text.splitlines()[0]} ({step.not_run})")
+        print(f"not run: {step.where}: {_command(step.text)} ({step.not_run})")
     failures = [describe(o) for o in outcomes if o.problem]
     assert not failures, f"{page}: {len(failures)} command(s) not as shown\n\n" + "\n\n".join(failures)
     assert len(outcomes) == len(parse(REPO / page)), "the page stopped early"
