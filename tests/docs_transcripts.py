@@ -580,7 +580,7 @@ class PageRun:
                 True,
             )
         elif (step.exit is None and status == 0) or (step.exit is not None and status != step.exit):
-            outcome.problem, outcome.fatal = f"exit {status}, expected {step.expected}", True
+            outcome.problem, outcome.fatal = f"exit {status}, the page says {step.expected}", True
         elif missing := missing_lines(step.shown, outcome.output):
             outcome.problem = "shown but not printed:\n" + "\n".join(f"    {line}" for line in missing)
         return outcome
@@ -628,7 +628,7 @@ def describe(outcome: Outcome, tail: int = 40) -> str:
     lines = outcome.output.rstrip().splitlines()[-tail:]
     return (
         f"{step.where}: {step.text.splitlines()[0] if step.kind != 'python' else 'python block'}\n"
-        f"  {outcome.problem}\n  exit {outcome.exit} (the page says {step.expected})\n"
+        f"  {outcome.problem}\n"
         f"  output (last {len(lines)} lines):\n" + "\n".join(f"  | {line}" for line in lines)
     )
 

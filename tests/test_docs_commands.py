@@ -126,3 +126,66 @@ def test_python_api_page_covers_every_function():
     for name in ("check", "evaluate", "evaluate_all", "plan", "load_policy", "export", "push", "enjoy", "watch",
                  "diagnose"):  # fmt: skip
         assert f"zoo.{name}(" in code, name
+
+
+def _page(tmp_path: Path, text: str) -> Path:
+    page = tmp_path / "page.md"
+    page.write_text(text)
+    return page
+
+
+def test_a_page_that_says_what_zoo_does_not_do_fails(tmp_path):
+    """The test's own check: a wrong exit status stops the page with the line named, a line zoo does not print
+    is one; a right one passes, ``…`` standing for any text."""
+    page = _page(tmp_path, """
+```console
+$ zoo registry show dqnn
+error: unknown experiment 'dqnn'
+hint: did you mean …?
+$ echo $?
+1
+$ zoo registry show dqnn
+error: unknown experiment 'dqnn'
+$ echo $?
+2
+```
+
+```bash
+zoo registry show c51
+```
+
+```console
+$ zoo registry show c51
+framework: sb3
+```
+""")  # fmt: skip
+    first, second = PageRun(page, tmp_path / "run", None).run()
+    assert first.problem is None and first.exit == 1
+    assert second.problem == "exit 1, the page says 2" and second.fatal  # the page stops there
+    later = PageRun(page, tmp_path / "run-on", None).run(keep_going=True)
+    assert [o.problem for o in later[2:]] == [None, "shown but not printed:\n    framework: sb3"]
+    message = describe(second)
+    assert "page.md:8: zoo registry show dqnn" in message and "| error: unknown experiment" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("```\n$ zoo check runs/\n```\n", "a fenced block without a language"),
+        ("```text\n$ zoo check runs/\n```\n", "`$ ` commands in a ```text block"),
+        ("```console\nzoo check runs/\n```\n", "this one comes before any command"),
+        ("```console\n$ echo $?\n1\n```\n", "`$ echo $?` must follow a command"),
+        ("```python\n# zoo/nowhere.py\nx = 1\n```\n", "which is not in the repo"),
+        ("```bash\nzoo check runs/\n", "never closed"),
+    ],
+)
+def test_a_block_that_could_be_read_two_ways_is_refused(tmp_path, text, error):
+    with pytest.raises(PageError, match=re.escape(error)):
+        parse(_page(tmp_path, text))
+
+
+def test_python_blocks_share_names_and_show_what_they_print(tmp_path):
+    page = _page(tmp_path, "```python\nx = 6 * 7\n```\n\n```python\nprint(x)\n```\n\n```text\n42\n```\n")
+    outcomes = PageRun(page, tmp_path / "run", None).run()
+    assert [(o.exit, o.problem) for o in outcomes] == [(0, None), (0, None)]
+    assert outcomes[1].output == "42\n"
