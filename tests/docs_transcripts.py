@@ -454,7 +454,8 @@ def base_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp / "hf-home"),
                ZOO_CACHE_DIR=str(tmp / "zoo-cache"), MUJOCO_GL=env.get("MUJOCO_GL", "egl"),
-               PATH=f"{tmp / 'bin'}{os.pathsep}{env.get('PATH', '')}", PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
+               PATH=os.pathsep.join([str(tmp / "bin"), str(Path(sys.executable).parent), env.get("PATH", "")]),
+               PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
     return env
 
 
