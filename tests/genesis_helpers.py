@@ -1,54 +1,24 @@
-"""Genesis training runs as the examples' ``*_train.py`` scripts (v0.4.5) make them, on zoo's task definitions.
-
-go2_train.py and hover_train.py pickle ``[env_cfg, obs_cfg, reward_cfg, command_cfg, train_cfg]`` to
-``logs/<exp_name>/cfgs.pkl`` before building the env, then train with rsl_rl's ``OnPolicyRunner``
-(``init_at_random_ep_len=True``). With ``save_interval`` 100 and fewer iterations than that, rsl-rl-lib
-5.5.1 writes ``model_0.pt`` (iteration 0) and the final ``model_{iterations - 1}.pt``. Genesis is
-initialised by zoo (no seed: its kernel cache is keyed by the seed); the training seed is applied to
-torch, numpy and random as ``gs.init(seed=...)`` would.
-"""
+"""Genesis training runs as the examples' ``*_train.py`` scripts (v0.4.5) make them, on zoo's task definitions:
+``examples/train_genesis.py`` (one definition, the docs run it too), and skrl on zoo's Go2 task."""
 
 from __future__ import annotations
 
 import copy
-import pickle
-import shutil
+import sys
 from pathlib import Path
 
-
-def _train(task_cls, default_cfgs: list[dict], exp_name: str, log_root: Path, num_envs: int, iterations: int,
-           seed: int) -> Path:  # fmt: skip
-    from rsl_rl.runners import OnPolicyRunner
-
-    from zoo.tasks.genesis import import_genesis
-
-    log_dir = Path(log_root) / "logs" / exp_name
-    if log_dir.exists():
-        shutil.rmtree(log_dir)
-    log_dir.mkdir(parents=True)
-    cfgs = copy.deepcopy(default_cfgs)
-    with open(log_dir / "cfgs.pkl", "wb") as f:
-        pickle.dump(cfgs, f)
-    import_genesis().utils.set_random_seed(seed)
-    env = task_cls(num_envs=num_envs, device="cpu", seed=seed, cfgs=cfgs)
-    runner = OnPolicyRunner(env, copy.deepcopy(cfgs[4]), str(log_dir), device="cpu")
-    runner.learn(num_learning_iterations=iterations, init_at_random_ep_len=True)
-    env.close()
-    return log_dir
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from train_genesis import train_go2, train_hover  # noqa: E402
 
 
 def train_go2_run(log_root: Path, num_envs: int = 8, iterations: int = 2, seed: int = 1) -> Path:
-    """A go2_train.py run (``logs/go2-walking``: cfgs.pkl, model_0.pt, model_{iterations-1}.pt, events)."""
-    from zoo.tasks.genesis.go2 import DEFAULT_CFGS, Go2Walking
-
-    return _train(Go2Walking, DEFAULT_CFGS, "go2-walking", log_root, num_envs, iterations, seed)
+    """A go2_train.py run (``log_root/logs/go2-walking``: cfgs.pkl, model_0.pt, model_{iterations-1}.pt, events)."""
+    return train_go2(Path(log_root) / "logs", num_envs, iterations, seed)
 
 
 def train_hover_run(log_root: Path, num_envs: int = 8, iterations: int = 2, seed: int = 1) -> Path:
-    """A hover_train.py run (``logs/drone-hovering``), the same way."""
-    from zoo.tasks.genesis.hover import DEFAULT_CFGS, DroneHover
-
-    return _train(DroneHover, DEFAULT_CFGS, "drone-hovering", log_root, num_envs, iterations, seed)
+    """A hover_train.py run (``log_root/logs/drone-hovering``), the same way."""
+    return train_hover(Path(log_root) / "logs", num_envs, iterations, seed)
 
 
 def skrl_wrapper(env):

@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import signal
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,61 +156,10 @@ def assert_exports_act_like_checkpoint(target: Path, out_dir: Path, *target_args
 
 
 # ----------------------------------------------------------------------------- rsl_rl
-class GymVecEnv:
-    """rsl_rl's ``VecEnv`` contract over a gymnasium vector env: TensorDict observations, same-step resets."""
-
-    def __init__(self, env_id: str, num_envs: int, seed: int):
-        import gymnasium as gym
-        import torch
-
-        self.envs = gym.vector.SyncVectorEnv(
-            [lambda: gym.make(env_id)] * num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
-        )
-        self.num_envs = num_envs
-        self.num_actions = self.envs.single_action_space.shape[0]
-        self.max_episode_length = self.envs.envs[0].spec.max_episode_steps
-        self.episode_length_buf = torch.zeros(num_envs, dtype=torch.long)
-        self.device = "cpu"
-        self.cfg = {"env_id": env_id, "num_envs": num_envs, "seed": seed}
-        self._obs = self._tensordict(self.envs.reset(seed=seed)[0])
-
-    def _tensordict(self, obs):
-        import torch
-        from tensordict import TensorDict
-
-        return TensorDict({"policy": torch.as_tensor(obs, dtype=torch.float32)}, batch_size=[self.num_envs])
-
-    def get_observations(self):
-        return self._obs
-
-    def step(self, actions):
-        import numpy as np
-        import torch
-
-        obs, rew, terminated, truncated, _ = self.envs.step(actions.cpu().numpy())
-        self._obs = self._tensordict(obs)
-        dones = torch.as_tensor(np.logical_or(terminated, truncated))
-        self.episode_length_buf = torch.where(dones, 0, self.episode_length_buf + 1)
-        rewards = torch.as_tensor(rew, dtype=torch.float32)
-        return self._obs, rewards, dones.long(), {"time_outs": torch.as_tensor(truncated)}
-
-
-def rsl_rl_train_cfg(rnn_type: str | None) -> dict:
-    """An rsl-rl-lib 5.x runner config (the dict Isaac Lab's ``RslRlOnPolicyRunnerCfg`` turns into)."""
-    gaussian = {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}
-    actor = {"class_name": "RNNModel" if rnn_type else "MLPModel", "hidden_dims": [32, 32],
-             "activation": "elu", "obs_normalization": True, "distribution_cfg": gaussian}  # fmt: skip
-    if rnn_type:
-        actor.update(rnn_type=rnn_type, rnn_hidden_dim=16, rnn_num_layers=1 if rnn_type == "lstm" else 2)
-    return {
-        "seed": 7, "num_steps_per_env": 32, "save_interval": 50, "clip_actions": None,
-        "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
-        "algorithm": {"class_name": "PPO", "num_learning_epochs": 2, "num_mini_batches": 2,
-                      "learning_rate": 1e-3},
-        "actor": actor,
-        "critic": {"class_name": "MLPModel", "hidden_dims": [32, 32], "activation": "elu",
-                   "obs_normalization": True},
-    }  # fmt: skip
+# The env and runner config the docs' rsl_rl runs are trained with (examples/train_rsl_rl.py), one definition.
+sys.path.insert(0, str(REPO / "examples"))
+from train_rsl_rl import GymVecEnv  # noqa: E402, F401
+from train_rsl_rl import train_cfg as rsl_rl_train_cfg  # noqa: E402, F401
 
 
 def holding_little(work, bound_mib: int = 64):

@@ -9,39 +9,26 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 
-import yaml
-from helpers import zoo
+from helpers import REPO, zoo
 
 from zoo.envs import EnvSpec
 from zoo.evaluator import evaluate, single_cpu_thread
 
-
-def vec_env(env_id: str, num_envs: int = 4, wrapper: type | None = None):
-    """A skrl-wrapped gymnasium vector env (``wrapper``: a subclass of skrl's ``GymnasiumWrapper``)."""
-    import gymnasium as gym
-    from skrl.envs.wrappers.torch.gymnasium_envs import GymnasiumWrapper
-
-    return (wrapper or GymnasiumWrapper)(gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync"))
-
-
-def runner_for(cfg: dict, env_id: str, wrapper: type | None = None):
-    from skrl.utils.runner.torch import Runner
-
-    return Runner(vec_env(env_id, wrapper=wrapper), copy.deepcopy(cfg))
-
-
-def train_isaac_lab_style(cfg: dict, logs: Path, name: str, env_id: str, wrapper: type | None = None):
-    """Train with skrl's ``Runner``, laid out like Isaac Lab's skrl ``train.py``: ``params/agent.yaml``
-    beside ``checkpoints/``. Returns ``(run dir, the final checkpoint)``."""
-    cfg = copy.deepcopy(cfg)
-    cfg["agent"]["experiment"].update(directory=str(logs), experiment_name=name)
-    run = logs / name
-    (run / "params").mkdir(parents=True)
-    (run / "params" / "agent.yaml").write_text(yaml.safe_dump(cfg))
-    runner_for(cfg, env_id, wrapper).trainer.train()
-    return run, run / "checkpoints" / f"agent_{cfg['trainer']['timesteps']}.pt"
+# skrl configs and Isaac Lab-style training, one definition with the docs' examples/train_skrl.py
+sys.path.insert(0, str(REPO / "examples"))
+from train_skrl import (  # noqa: E402, F401
+    CATEGORICAL,
+    MULTIVARIATE,
+    gaussian_policy,
+    mlp,
+    ppo_cfg,
+    runner_for,
+    train_isaac_lab_style,
+    vec_env,
+)
 
 
 def loaded_agent(cfg: dict, checkpoint: Path, scratch: Path, env_id: str, wrapper: type | None = None):
@@ -107,38 +94,3 @@ def zoo_returns(target, out: Path, *args, episodes: int = 10, num_envs: int = 8,
     data = json.loads(out.read_text())
     assert data["framework"] == "skrl" and data["num_episodes"] == episodes
     return [e["return"] for e in data["episodes"]]
-
-
-def mlp(input_: str = "OBSERVATIONS", layers: tuple = (32, 32), activations: str = "elu") -> list[dict]:
-    """A one-container instantiator network."""
-    return [{"name": "net", "input": input_, "layers": list(layers), "activations": activations}]
-
-
-def gaussian_policy(network: list[dict] | None = None, output: str = "ACTIONS") -> dict:
-    """skrl's ``GaussianMixin`` policy as Isaac Lab's skrl configs write it (state-independent log std)."""
-    return {"class": "GaussianMixin", "clip_actions": False, "clip_log_std": True, "min_log_std": -20.0,
-            "max_log_std": 2.0, "initial_log_std": 0.0, "network": network or mlp(), "output": output}  # fmt: skip
-
-
-def ppo_cfg(policy: dict, *, value_network: list | None = None, timesteps: int = 512, separate: bool = True,
-            **agent) -> dict:  # fmt: skip
-    """An skrl Runner config for PPO (what Isaac Lab dumps to params/agent.yaml), ``agent`` keys overridden."""
-    value = {
-        "class": "DeterministicMixin",
-        "clip_actions": False,
-        "network": value_network or mlp(),
-        "output": "ONE",
-    }
-    return {
-        "seed": 42,
-        "models": {"separate": separate, "policy": policy, "value": value},
-        "memory": {"class": "RandomMemory", "memory_size": -1},
-        "agent": {
-            "class": "PPO", "rollouts": 64, "learning_epochs": 4, "mini_batches": 2, "learning_rate": 1.0e-3,
-            "observation_preprocessor": "RunningStandardScaler", "observation_preprocessor_kwargs": None,
-            "value_preprocessor": "RunningStandardScaler", "value_preprocessor_kwargs": None,
-            "experiment": {"write_interval": 64, "checkpoint_interval": timesteps}, **agent,
-        },
-        "trainer": {"class": "SequentialTrainer", "timesteps": timesteps, "headless": True,
-                    "disable_progressbar": True, "close_environment_at_exit": False},
-    }  # fmt: skip

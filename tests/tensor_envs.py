@@ -1,63 +1,20 @@
 """Batched tensor envs in plain torch, for the tests of zoo's tensor path (``--env-factory tensor_envs:...``).
 
-``TorchPendulum`` is gymnasium's Pendulum-v1 (same dynamics, reward, bounds and 200-step limit) stepped for
-a whole batch as torch tensors, in rsl_rl's ``VecEnv`` shape: a done env resets in the same step. The
-others are the contract's failure cases and an env whose episodes are known in advance.
+``TorchPendulum`` is gymnasium's Pendulum-v1 stepped for a whole batch as torch tensors, the docs' example
+factory (``examples/tensor_pendulum.py``, one definition). The others are the contract's failure cases and an
+env whose episodes are known in advance.
 """
 
 from __future__ import annotations
 
-import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import torch
-from tensordict import TensorDict
 
-
-class TorchPendulum:
-    """Pendulum-v1 for ``num_envs`` envs on ``device``; initial states drawn from a generator seeded by ``seed``."""
-
-    max_speed, max_torque, dt, g, m, length = 8.0, 2.0, 0.05, 10.0, 1.0, 1.0
-    max_episode_length = 200
-
-    def __init__(self, num_envs: int, device: str, seed: int):
-        self.num_envs, self.num_actions, self.device = num_envs, 1, torch.device(device)
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
-        self.th = torch.zeros(num_envs, device=self.device)
-        self.thdot = torch.zeros(num_envs, device=self.device)
-        self.episode_length_buf = torch.zeros(num_envs, dtype=torch.long, device=self.device)
-        self.closed = False
-        self._reset(torch.ones(num_envs, dtype=torch.bool, device=self.device))
-
-    def _reset(self, mask):
-        th = (torch.rand(self.num_envs, generator=self.generator, device=self.device) * 2 - 1) * math.pi
-        thdot = torch.rand(self.num_envs, generator=self.generator, device=self.device) * 2 - 1
-        self.th = torch.where(mask, th, self.th)
-        self.thdot = torch.where(mask, thdot, self.thdot)
-        self.episode_length_buf.masked_fill_(mask, 0)
-
-    def get_observations(self):
-        obs = torch.stack([torch.cos(self.th), torch.sin(self.th), self.thdot], dim=-1)
-        return TensorDict({"policy": obs}, batch_size=[self.num_envs], device=self.device)
-
-    def step(self, actions):
-        u = actions.reshape(self.num_envs).clamp(-self.max_torque, self.max_torque)
-        angle = ((self.th + math.pi) % (2 * math.pi)) - math.pi
-        rewards = -(angle**2 + 0.1 * self.thdot**2 + 0.001 * u**2)
-        thdot = (
-            self.thdot
-            + (3 * self.g / (2 * self.length) * torch.sin(self.th) + 3.0 / (self.m * self.length**2) * u)
-            * self.dt
-        )
-        self.thdot = thdot.clamp(-self.max_speed, self.max_speed)
-        self.th = self.th + self.thdot * self.dt
-        self.episode_length_buf += 1
-        time_outs = self.episode_length_buf >= self.max_episode_length
-        self._reset(time_outs)
-        return self.get_observations(), rewards, time_outs, {"time_outs": time_outs.float()}
-
-    def close(self):
-        self.closed = True
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from tensor_pendulum import TorchPendulum  # noqa: E402
 
 
 class Counting:

@@ -14,6 +14,8 @@ import pytest
 import yaml
 from helpers import assert_exports_act_like_checkpoint, zoo
 from skrl_helpers import (
+    CATEGORICAL,
+    MULTIVARIATE,
     loaded_agent,
     mlp,
     ppo_cfg,
@@ -25,11 +27,6 @@ from skrl_helpers import (
 from zoo.evaluator import single_cpu_thread
 
 EPISODES, NUM_ENVS = 10, 4
-CATEGORICAL = {"class": "CategoricalMixin", "unnormalized_log_prob": True,
-               "network": mlp(activations="relu"), "output": "ACTIONS"}  # fmt: skip
-MULTIVARIATE = {"class": "MultivariateGaussianMixin", "clip_actions": False, "clip_log_std": True,
-                "min_log_std": -20.0, "max_log_std": 2.0, "initial_log_std": 0.0,
-                "network": mlp(layers=(32,), activations="tanh"), "output": "2 * tanh(ACTIONS)"}  # fmt: skip
 GAUSSIAN = {**MULTIVARIATE, "class": "GaussianMixin", "network": mlp()}
 
 

@@ -1,0 +1,139 @@
+"""Train small, real rsl_rl runs (rsl-rl-lib's ``OnPolicyRunner``, PPO on Pendulum-v1) in Isaac Lab's layout.
+
+zoo's docs show its rsl_rl support on these runs, and the tests train the same way (``tests/helpers.py`` imports
+:class:`GymVecEnv` and :func:`train_cfg` from here). Each run is what Isaac Lab's ``train.py`` leaves::
+
+    {out}/rsl_rl/pendulum_{kind}/{stamp}/model_{iter}.pt   # runner.save after every --iterations (model_1, model_2)
+    {out}/rsl_rl/pendulum_{kind}/{stamp}/params/agent.yaml # the runner config
+    {out}/rsl_rl/pendulum_{kind}/{stamp}/params/env.yaml   # the env config
+
+with ``kind`` one of ``mlp`` (an ``MLPModel`` actor), ``lstm`` or ``gru`` (an ``RNNModel`` actor); both actors
+normalize their observations (``EmpiricalNormalization``) and act through a Gaussian. The env is gymnasium's
+Pendulum-v1, 8 envs in a ``SyncVectorEnv`` behind rsl_rl's ``VecEnv`` contract (:class:`GymVecEnv`).
+
+Why: a few iterations are far from solving Pendulum, but the files are the real library's, so ``zoo check``,
+``eval`` and ``export`` have a true rsl_rl checkpoint (and its config) to read. Seeded (the config's seed 7) and
+on one torch thread, so a rerun on the same machine and versions writes the same weights; ``--stamp`` names the
+run dir (Isaac Lab names it by the start time) so that the docs can name it::
+
+    python examples/train_rsl_rl.py [--out logs] [--kinds mlp,lstm,gru] [--checkpoints 2] [--iterations 2]
+                                    [--stamp 2026-11-30_10-00-00]
+
+It needs the ``rsl`` extra (rsl-rl-lib 5.x and tensordict); about 10 s per run on one CPU core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+import yaml
+
+KINDS = ("mlp", "lstm", "gru")
+
+
+class GymVecEnv:
+    """rsl_rl's ``VecEnv`` contract over a gymnasium vector env: TensorDict observations, same-step resets."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int):
+        self.envs = gym.vector.SyncVectorEnv(
+            [lambda: gym.make(env_id)] * num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+        )
+        self.num_envs = num_envs
+        self.num_actions = self.envs.single_action_space.shape[0]
+        self.max_episode_length = self.envs.envs[0].spec.max_episode_steps
+        self.episode_length_buf = torch.zeros(num_envs, dtype=torch.long)
+        self.device = "cpu"
+        self.cfg = {"env_id": env_id, "num_envs": num_envs, "seed": seed}
+        self._obs = self._tensordict(self.envs.reset(seed=seed)[0])
+
+    def _tensordict(self, obs):
+        from tensordict import TensorDict
+
+        return TensorDict({"policy": torch.as_tensor(obs, dtype=torch.float32)}, batch_size=[self.num_envs])
+
+    def get_observations(self):
+        return self._obs
+
+    def step(self, actions):
+        obs, rew, terminated, truncated, _ = self.envs.step(actions.cpu().numpy())
+        self._obs = self._tensordict(obs)
+        dones = torch.as_tensor(np.logical_or(terminated, truncated))
+        self.episode_length_buf = torch.where(dones, 0, self.episode_length_buf + 1)
+        rewards = torch.as_tensor(rew, dtype=torch.float32)
+        return self._obs, rewards, dones.long(), {"time_outs": torch.as_tensor(truncated)}
+
+
+def train_cfg(rnn_type: str | None) -> dict:
+    """An rsl-rl-lib 5.x runner config (the dict Isaac Lab's ``RslRlOnPolicyRunnerCfg`` turns into)."""
+    gaussian = {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}
+    actor = {"class_name": "RNNModel" if rnn_type else "MLPModel", "hidden_dims": [32, 32],
+             "activation": "elu", "obs_normalization": True, "distribution_cfg": gaussian}  # fmt: skip
+    if rnn_type:
+        actor.update(rnn_type=rnn_type, rnn_hidden_dim=16, rnn_num_layers=1 if rnn_type == "lstm" else 2)
+    return {
+        "seed": 7, "num_steps_per_env": 32, "save_interval": 50, "clip_actions": None,
+        "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+        "algorithm": {"class_name": "PPO", "num_learning_epochs": 2, "num_mini_batches": 2,
+                      "learning_rate": 1e-3},
+        "actor": actor,
+        "critic": {"class_name": "MLPModel", "hidden_dims": [32, 32], "activation": "elu",
+                   "obs_normalization": True},
+    }  # fmt: skip
+
+
+def train(run_dir: Path, kind: str, checkpoints: int = 2, iterations: int = 2) -> list[Path]:
+    """One run into ``run_dir``: its config files, then ``checkpoints`` times ``runner.learn(iterations)`` and
+    ``runner.save`` (rsl_rl numbers a checkpoint by its last iteration, and a resumed ``learn`` repeats that one)."""
+    from rsl_rl.runners import OnPolicyRunner
+
+    cfg = train_cfg(None if kind == "mlp" else kind)
+    env = GymVecEnv("Pendulum-v1", 8, seed=cfg["seed"])
+    (run_dir / "params").mkdir(parents=True)
+    (run_dir / "params" / "agent.yaml").write_text(yaml.dump(cfg, sort_keys=False))
+    (run_dir / "params" / "env.yaml").write_text(yaml.dump(env.cfg, sort_keys=False))
+    torch.manual_seed(cfg["seed"])
+    with contextlib.redirect_stdout(io.StringIO()):  # the runner prints its models and a table per iteration
+        runner = OnPolicyRunner(env, cfg, log_dir=None, device="cpu")
+    saved = []
+    for _ in range(checkpoints):
+        with contextlib.redirect_stdout(io.StringIO()):
+            runner.learn(iterations)
+        saved.append(run_dir / f"model_{runner.current_learning_iteration}.pt")
+        runner.save(str(saved[-1]))
+    env.envs.close()
+    return saved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("logs"), help="logs folder to write into [logs]")
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"comma-separated actors to train [{','.join(KINDS)}]"
+    )
+    parser.add_argument("--checkpoints", type=int, default=2, help="checkpoints per run [2]")
+    parser.add_argument("--iterations", type=int, default=2, help="PPO iterations before each checkpoint [2]")
+    parser.add_argument(
+        "--stamp", default=time.strftime("%Y-%m-%d_%H-%M-%S"), help="the run dir's name [now]"
+    )
+    cli = parser.parse_args()
+    kinds = [k.strip() for k in cli.kinds.split(",") if k.strip()]
+    if unknown := sorted(set(kinds) - set(KINDS)):
+        parser.error(f"unknown kind(s) {', '.join(unknown)}; known: {', '.join(KINDS)}")
+    torch.set_num_threads(1)
+    for kind in kinds:
+        run_dir = cli.out / "rsl_rl" / f"pendulum_{kind}" / cli.stamp
+        if run_dir.exists():
+            parser.error(f"{run_dir} exists: give another --stamp or --out")
+        checkpoints = train(run_dir, kind, cli.checkpoints, cli.iterations)
+        print(f"{kind}: {run_dir} ({', '.join(c.name for c in checkpoints)})")
+
+
+if __name__ == "__main__":
+    main()

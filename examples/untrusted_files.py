@@ -1,0 +1,159 @@
+"""Write files that zoo must not load on its own, so that the docs can show what zoo says about them.
+
+Each kind is a subcommand; each writes into the folder it is given (created if missing)::
+
+    python examples/untrusted_files.py pickles DIR   # DIR/policy.pickle, DIR/evil.pickle
+    python examples/untrusted_files.py cleanrl RUNS  # two CleanRL dqn runs under RUNS/ (seeds 5 and 7)
+    python examples/untrusted_files.py broken RUNS   # one CleanRL run per other kind of problem, under RUNS/
+
+- ``policy.pickle``: a :class:`my_policies.GaussianSwingUp` pickled, as MJRL saves a policy. Benign, but
+  unpickling it imports and runs that class's code: ``zoo eval`` loads it only with ``--trust-pickle``.
+- ``evil.pickle``, and ``RUNS/CartPole-v1__dqn__5__1796031400/dqn.cleanrl_model`` (a torch file whose
+  state dict holds the same object beside a tensor): unpickling either calls ``os.system`` with a command
+  (here a harmless ``echo``, the place where an attacker's command would go). zoo names the call and never
+  makes it.
+- ``RUNS/CartPole-v1__dqn__7__1796031700/dqn.cleanrl_model``: the bundled dqn run's weights saved with an
+  ``argparse.Namespace`` beside them, a global zoo cannot check without running it.
+- ``broken``: runs whose model is the bundled dqn run's, each spoiled one way: in an Acrobot run (shapes),
+  cut short (``__2``), missing (``__3``), named for another experiment (``c51__4``), of an experiment the
+  registry does not know (``ddqn``), a ``data.pkl`` that hides ``os.system`` behind strings it pops (``__6``),
+  one byte of a tensor flipped (``__8``, only the CRC tells), ``data.pkl`` replaced by 512 MiB of zeros
+  deflated to half a MiB (``__9``), a symlink to itself (``__10``); and the model alone at the top of RUNS.
+
+docs/frameworks/custom.md and docs/frameworks/cleanrl.md run these; nothing here runs the payloads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parent
+PAYLOAD = "echo 'this file ran a command as it was loaded'"
+
+
+class RunsACommand:
+    """Pickles to ``os.system(PAYLOAD)``: whoever unpickles it runs the command."""
+
+    def __reduce__(self):
+        return (os.system, (PAYLOAD,))
+
+
+def pickles(out: Path) -> list[Path]:
+    import gymnasium as gym
+
+    sys.path.insert(0, str(EXAMPLES))
+    from my_policies import GaussianSwingUp  # pickled by reference to my_policies, as a user's module
+
+    policy = GaussianSwingUp(gym.make("Pendulum-v1").action_space)
+    (out / "policy.pickle").write_bytes(pickle.dumps(policy, protocol=4))
+    (out / "evil.pickle").write_bytes(pickle.dumps(RunsACommand(), protocol=4))
+    return [out / "policy.pickle", out / "evil.pickle"]
+
+
+def cleanrl(out: Path) -> list[Path]:
+    import torch
+
+    weights = torch.load(
+        next((EXAMPLES / "runs").glob("CartPole-v1__dqn__*")) / "dqn.cleanrl_model", weights_only=True
+    )
+    unsafe = out / "CartPole-v1__dqn__5__1796031400" / "dqn.cleanrl_model"
+    namespace = out / "CartPole-v1__dqn__7__1796031700" / "dqn.cleanrl_model"
+    for path in (unsafe, namespace):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"network.0.weight": torch.zeros(2), "payload": RunsACommand()}, unsafe)
+    torch.save({**weights, "args": argparse.Namespace(exp_name="dqn", seed=7)}, namespace)
+    return [unsafe, namespace]
+
+
+def _rewritten(src: Path, dst: Path, entry: str, data: bytes | None = None, zeros: int = 0) -> None:
+    """``src``'s zip archive with ``entry`` (``data.pkl``, ``data/0``, ...) replaced by ``data`` (stored, as torch
+    stores), or by ``zeros`` zero bytes deflated."""
+    import zipfile
+
+    with zipfile.ZipFile(src) as old, zipfile.ZipFile(dst, "w") as new:
+        for info in old.infolist():
+            if info.filename.split("/", 1)[1] != entry:
+                new.writestr(info, old.read(info))
+            elif data is not None:
+                new.writestr(info, data)
+            else:
+                deflated = zipfile.ZipInfo(info.filename)
+                deflated.compress_type = zipfile.ZIP_DEFLATED
+                with new.open(deflated, "w", force_zip64=True) as out:
+                    for _ in range(zeros // 2**20):
+                        out.write(bytes(2**20))
+
+
+def _evasion_pickle() -> bytes:
+    """``os.system(PAYLOAD)`` at protocol 4, its global named by STACK_GLOBAL after two strings pushed and popped:
+    a scanner that takes the last two strings before STACK_GLOBAL reads ``collections.OrderedDict``."""
+
+    def text(value: str) -> bytes:  # SHORT_BINUNICODE
+        return b"\x8c" + bytes([len(value.encode())]) + value.encode()
+
+    return (b"\x80\x04" + text("posix") + text("system") + text("collections") + b"0" + text("OrderedDict") + b"0"
+            + b"\x93" + text(PAYLOAD) + b"\x85" + b"R" + b".")  # fmt: skip
+
+
+def broken(out: Path) -> list[Path]:
+    import shutil
+    import zipfile
+
+    good = next((EXAMPLES / "runs").glob("CartPole-v1__dqn__*")) / "dqn.cleanrl_model"
+    runs = {name: out / name for name in (
+        "Acrobot-v1__dqn__1__1796031200", "CartPole-v1__dqn__2__1796031000", "CartPole-v1__dqn__3__1796031100",
+        "CartPole-v1__c51__4__1796031300", "CartPole-v1__ddqn__1__1796031500", "CartPole-v1__dqn__6__1796031600",
+        "CartPole-v1__dqn__8__1796031800", "CartPole-v1__dqn__9__1796031900", "CartPole-v1__dqn__10__1796032000")}  # fmt: skip
+    for run in runs.values():
+        run.mkdir(parents=True, exist_ok=True)
+    written = [shutil.copy(good, out / "dqn.cleanrl_model"),
+               shutil.copy(good, runs["Acrobot-v1__dqn__1__1796031200"] / "dqn.cleanrl_model"),
+               shutil.copy(good, runs["CartPole-v1__c51__4__1796031300"] / "dqn.cleanrl_model"),
+               shutil.copy(good, runs["CartPole-v1__ddqn__1__1796031500"] / "ddqn.cleanrl_model")]  # fmt: skip
+    truncated = runs["CartPole-v1__dqn__2__1796031000"] / "dqn.cleanrl_model"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    events = next(good.parent.glob("events.out.tfevents.*"))  # a run that logged, and saved no model
+    written += [truncated, Path(shutil.copy(events, runs["CartPole-v1__dqn__3__1796031100"]))]
+    evasion = runs["CartPole-v1__dqn__6__1796031600"] / "dqn.cleanrl_model"
+    _rewritten(good, evasion, "data.pkl", data=_evasion_pickle())
+    flipped = runs["CartPole-v1__dqn__8__1796031800"] / "dqn.cleanrl_model"
+    raw = bytearray(good.read_bytes())
+    with zipfile.ZipFile(good) as archive:
+        info = archive.getinfo("dqn/data/2")
+    local = raw[
+        info.header_offset : info.header_offset + 30
+    ]  # the entry's local header: its name and extra sizes
+    start = (
+        info.header_offset
+        + 30
+        + int.from_bytes(local[26:28], "little")
+        + int.from_bytes(local[28:30], "little")
+    )
+    raw[start + info.file_size // 2] ^= 0xFF
+    flipped.write_bytes(bytes(raw))
+    bomb = runs["CartPole-v1__dqn__9__1796031900"] / "dqn.cleanrl_model"
+    _rewritten(good, bomb, "data.pkl", zeros=512 * 2**20)
+    loop = runs["CartPole-v1__dqn__10__1796032000"] / "dqn.cleanrl_model"
+    loop.symlink_to("dqn.cleanrl_model")
+    return [Path(p) for p in written] + [evasion, flipped, bomb, loop]
+
+
+KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=sorted(KINDS))
+    parser.add_argument("out", type=Path, help="the folder to write into")
+    cli = parser.parse_args()
+    cli.out.mkdir(parents=True, exist_ok=True)
+    for path in KINDS[cli.kind](cli.out):
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
