@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers import EXAMPLES, make_run, save_model, write_malicious, zoo
 
 
@@ -340,3 +342,31 @@ def test_non_finite_weights_are_an_error_naming_the_tensors(tmp_path):
     ), report
     assert report["details"]["non_finite"][0] == {"tensor": "network.0.bias", "non_finite": 1, "values": 120}
     assert "earlier" in report["hint"]
+
+
+@pytest.mark.parametrize("holds", ["a thread of its own", "jax"])
+def test_a_caller_holding_threads_is_never_forked(tmp_path, monkeypatch, holds):
+    """zoo check forks workers only from a process a fork cannot hurt: a library caller that runs a
+    thread of its own (a server, a notebook kernel) or imported JAX (its threads deadlock a child, and it
+    warns) gets its verdicts read in-process, the same verdicts."""
+    import threading
+
+    from zoo import api
+
+    for seed in (1, 2, 3):
+        make_run(tmp_path, "CartPole-v1", "dqn", seed=seed)
+    stop = threading.Event()
+    if holds == "jax":
+        monkeypatch.setitem(sys.modules, "jax", sys.modules.get("jax") or __import__("jax"))
+    else:
+        threading.Thread(target=stop.wait, daemon=True).start()
+
+    def no_fork():
+        raise AssertionError("zoo check forked a process holding threads")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    try:
+        reports = api.check(tmp_path / "runs", use_cache=False)
+    finally:
+        stop.set()
+    assert [r.status for r in reports] == ["ok"] * 3

@@ -253,7 +253,9 @@ def leaderboard(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = 
         sweep = evaluate_all(missing, exp_name=exp_name, env_id=env_id, episodes=episodes, seed=seed,
                              num_envs=num_envs, device=device, max_steps=max_steps, max_seconds=max_seconds,
                              force=False, registry=reg, on_run=on_run)  # fmt: skip
-        failed = {os.path.abspath(o.run_dir): o.message or "failed" for o in sweep.outcomes if o.status == "failed"}
+        failed = {
+            os.path.abspath(o.run_dir): o.message or "failed" for o in sweep.outcomes if o.status == "failed"
+        }
     return build_leaderboard(paths, reg, run_filter, failed=failed)
 
 

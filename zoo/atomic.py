@@ -165,7 +165,10 @@ def copy_file_atomic(src: str | os.PathLike, dst: str | os.PathLike, sha256: str
 
     dst = Path(dst)
     digest = hashlib.sha256()
-    with open(src, "rb") as inp, _replacing(dst, binary=True, mode=stat.S_IMODE(os.fstat(inp.fileno()).st_mode)) as out:
+    with (
+        open(src, "rb") as inp,
+        _replacing(dst, binary=True, mode=stat.S_IMODE(os.fstat(inp.fileno()).st_mode)) as out,
+    ):
         for chunk in iter(lambda: inp.read(1 << 20), b""):
             digest.update(chunk)
             out.write(chunk)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from zoo.artifacts.cache import CheckMemo, context, stamp
+from zoo.artifacts.forking import fork_is_safe
 from zoo.artifacts.report import WARNING, RememberedReport, RunReport
 from zoo.artifacts.runs import Run, RunFilter, shared_listings
 from zoo.errors import ZooError
@@ -214,7 +215,7 @@ def _found(paths: list[Path], registry: Registry, memo: CheckMemo) -> tuple[Foun
     remembered = memo.discovery(roots)
     if remembered is not None:
         return remembered, {}
-    if any(p.is_file() for p in paths) or (os.cpu_count() or 1) < 2:
+    if any(p.is_file() for p in paths) or (os.cpu_count() or 1) < 2 or not fork_is_safe():
         found, read, _runs = _discover(paths, registry)
         returns: dict[int, tuple | None] = {}
     else:
@@ -338,7 +339,7 @@ def _inspect_all(
     and caches first. Workers get and return text, which pickles fastest."""
     total, done = len(tasks), 0
     workers = min(os.cpu_count() or 1, 8)
-    if total < PARALLEL_FROM or workers < 2:
+    if total < PARALLEL_FROM or workers < 2 or not fork_is_safe():
         for task in tasks:
             yield _inspect_key(task, registry)
             done += 1

@@ -355,7 +355,9 @@ def _render_leaderboard(board) -> None:
 @opt.model_config
 @opt.engine
 @opt.sweep_options
-@click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout (with --all: the sweep's rows).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print eval.json on stdout (with --all: the sweep's rows)."
+)
 @opt.quiet
 @click.pass_context
 def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, device, deterministic,
@@ -378,7 +380,9 @@ def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, 
     if not sweep:
         given = [flag for flag, value in sweep_flags.items() if value]
         if given:
-            raise UsageError(f"{given[0]} is a setting of a sweep", hint=f"add --all: zoo eval {target} --all")
+            raise UsageError(
+                f"{given[0]} is a setting of a sweep", hint=f"add --all: zoo eval {target} --all"
+            )
     else:
         single = {"--out": out_path, "--capture-video": capture_video, "--policy-class": policy_class,
                   "--env-factory": env_factory, "--model-config": model_config}  # fmt: skip

@@ -24,6 +24,7 @@ class                     exit  meaning
 from __future__ import annotations
 
 import errno
+import os
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 
@@ -107,3 +108,23 @@ class RefusedError(ZooError):
     """A guardrail said no (untrusted pickle, missing consent): exit code 3."""
 
     exit_code = EXIT_REFUSED
+
+
+#: zoo's own files: never the place a user's error is reported at.
+_ZOO_SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_error(exc: BaseException, called: str, who: str = "your policy class") -> ZooError:
+    """One line for an exception raised by the user's code: the exception, what zoo called, and the line
+    of the user's code it came from (the innermost frame outside the installed libraries)."""
+    import sysconfig
+    import traceback
+
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    frames = traceback.extract_tb(exc.__traceback__)
+    skipped = (_ZOO_SOURCE, *{sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")})
+    mine = [f for f in frames if not f.filename.startswith(skipped)]
+    frame = (mine or frames or [None])[-1]
+    where = f"{os.path.basename(frame.filename)}:{frame.lineno}, in {frame.name}; " if frame else ""
+    return ZooError(f"{who} raised: {type(exc).__name__}{': ' + first if first else ''}",
+                    hint=f"{where}zoo called {called}")  # fmt: skip

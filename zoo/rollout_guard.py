@@ -126,7 +126,7 @@ def env_error(exc: Exception, who: str, called: str) -> ZooError:
     from; zoo's own errors (a refused wrapper, a missing extra) are passed on as they are."""
     if isinstance(exc, ZooError):
         return exc
-    from zoo.frameworks.custom.userclass import user_error
+    from zoo.errors import user_error
 
     said = user_error(exc, called, who)
     return RolloutError(said.message, said.hint)

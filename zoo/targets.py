@@ -141,7 +141,9 @@ class EvalPlan:
     video_dir: Path | None
     options: LoadOptions
     source: dict | None = None  # where the model came from (zoo enjoy), recorded in eval.json
-    model_sha256: str | None = None  # of the model file, hashed when planned (before anything reads it to load)
+    model_sha256: str | None = (
+        None  # of the model file, hashed when planned (before anything reads it to load)
+    )
     #: The rollout's bounds (:mod:`zoo.rollout_guard`): steps per episode (None: the env's own time limit, else the
     #: default cap) and seconds of rollout (None: the default budget).
     max_steps: int | None = None

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import zoo
+from zoo.artifacts.forking import fork_is_safe
 
 _SCHEMA = 3
 #: Distributions whose version (or absence) changes what ``zoo check`` says about a run.
@@ -176,7 +177,7 @@ class CheckMemo:
 
     def save(self) -> None:
         """Write what is still pending and commit (detached: in a forked process this one does not wait for)."""
-        if self.detached and self.enabled and (self._pending or self._discovery) and hasattr(os, "fork"):
+        if self.detached and self.enabled and (self._pending or self._discovery) and fork_is_safe():
             if os.fork() != 0:
                 self._pending, self._discovery = [], None
                 return

@@ -85,7 +85,9 @@ def framework_packages(adapter, *, loading: bool, training: bool, script: str | 
             checks.append(Check("training script", OK if found else FAIL, f"{script} {'found' if found else 'not found'}",
                                 None if found else "set script: to the training script's path"))  # fmt: skip
         for module, requirement in adapter.training_modules.items():
-            checks.append(module_check(module, f"{adapter.name} training imports it", f"pip install {requirement}"))
+            checks.append(
+                module_check(module, f"{adapter.name} training imports it", f"pip install {requirement}")
+            )
     return checks
 
 

@@ -64,7 +64,9 @@ def extras() -> list[Extra]:
     for name, extra in found.items():
         for requirement in _requirements(meta, name):
             _expand(requirement, extra, EXTRA_DEPTH)
-        extra.missing += [m for m in EXTRA_MODULES.get(name, ()) if m not in extra.missing and find_spec(m) is None]
+        extra.missing += [
+            m for m in EXTRA_MODULES.get(name, ()) if m not in extra.missing and find_spec(m) is None
+        ]
     return list(found.values())
 
 

@@ -200,7 +200,8 @@ def _missing(run, registry: Registry, failed: Mapping[str, str]) -> str:
     verdict = get_adapter(run.framework).inspect_run(run, registry)
     if verdict.status == "error":
         return f"no eval.json, and its model cannot be evaluated: {verdict.reason}" + (
-            f" ({verdict.hint})" if verdict.hint else "")
+            f" ({verdict.hint})" if verdict.hint else ""
+        )
     return f"no eval.json: run zoo eval {run.path}, or zoo leaderboard --eval"
 
 

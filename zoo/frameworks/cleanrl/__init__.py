@@ -158,9 +158,7 @@ class CleanRLAdapter(Adapter):
     def describe(self, report: RunReport, registry: Registry) -> None:
         run = report.run
         if run.name_problem and run.model_file is None:
-            raise LayoutMismatch(
-                run.name_problem, "pass --exp-name and --env-id, or rename the run dir"
-            )
+            raise LayoutMismatch(run.name_problem, "pass --exp-name and --env-id, or rename the run dir")
         if run.name_problem and registry.find(run.exp_name or "") is None:  # a lone file, named otherwise
             raise LayoutMismatch(f"cannot tell the experiment: {run.name_problem}, and {run.exp_name!r} is not "
                                  "a registry entry", "pass --exp-name (zoo registry list shows them)")  # fmt: skip
@@ -267,7 +265,12 @@ class CleanRLAdapter(Adapter):
         )
         table = text_summary(run.events_file) if run.events_file else None
         command, not_upstream = train_command(entry, table)
-        return {"layout": layout["kind"], "layout_text": text, "train_command": command, "not_upstream": not_upstream}
+        return {
+            "layout": layout["kind"],
+            "layout_text": text,
+            "train_command": command,
+            "not_upstream": not_upstream,
+        }
 
 
 def train_command(entry: Entry, hyperparameters: str | None) -> tuple[str | None, list[str]]:

@@ -19,7 +19,15 @@ _C51 = (*_Q, "n_atoms", "v_min", "v_max")
 _DQN = (*_Q, "tau")
 _QDAGGER = (*_DQN, "teacher_policy_hf_repo", "teacher_model_exp_name", "teacher_eval_episodes", "teacher_steps",
             "offline_steps", "temperature")  # fmt: skip
-_DDPG = ("buffer_size", "gamma", "tau", "batch_size", "exploration_noise", "learning_starts", "policy_frequency")
+_DDPG = (
+    "buffer_size",
+    "gamma",
+    "tau",
+    "batch_size",
+    "exploration_noise",
+    "learning_starts",
+    "policy_frequency",
+)
 _TD3 = (*_DDPG, "policy_noise", "noise_clip")
 _PPO = ("num_envs", "num_steps", "anneal_lr", "gamma", "gae_lambda", "num_minibatches", "update_epochs",
         "norm_adv", "clip_coef", "clip_vloss", "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "batch_size",

@@ -104,7 +104,7 @@ def describe_untrusted(facts: PickleFacts) -> str:
 
 def load_trusted(facts: PickleFacts, path: Path) -> Any:
     """The object, fully unpickled (the user passed ``--trust-pickle``); its failures in one line."""
-    from zoo.frameworks.custom.userclass import user_error
+    from zoo.errors import user_error
 
     try:
         return pickle.loads(facts.data)  # noqa: S301 - the user trusts this file (--trust-pickle)

@@ -16,13 +16,11 @@ import difflib
 import importlib
 import inspect
 import re
-import sysconfig
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from zoo.errors import UsageError, ZooError
+from zoo.errors import UsageError, ZooError, user_error
 
 #: ``module.path:Class`` (a nested class as ``module:Outer.Inner``).
 _REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -33,8 +31,6 @@ CONSTRUCTORS = {("env", "seed"): "env", ("observation_space", "action_space"): "
 _CONTRACT_HINT = "see docs/frameworks/custom.md for the two constructors and three action methods zoo calls"
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-#: zoo's own files: never the place a user's error is reported at.
-_ZOO = str(Path(__file__).resolve().parents[2])
 
 
 def parse_policy_class(ref: str) -> str:
@@ -127,19 +123,6 @@ def call_user(fn: Callable, *args: Any, called: str, who: str = "your policy cla
         return fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - whatever the user's code raises is reported as theirs
         raise user_error(exc, called, who) from None
-
-
-def user_error(exc: BaseException, called: str, who: str = "your policy class") -> ZooError:
-    """One line for an exception raised by the user's code: the exception, what zoo called, and the line
-    of the user's code it came from (the innermost frame outside the installed libraries)."""
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
-    frames = traceback.extract_tb(exc.__traceback__)
-    skipped = (_ZOO, *{sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")})
-    mine = [f for f in frames if not f.filename.startswith(skipped)]
-    frame = (mine or frames or [None])[-1]
-    where = f"{Path(frame.filename).name}:{frame.lineno}, in {frame.name}; " if frame else ""
-    return ZooError(f"{who} raised: {type(exc).__name__}{': ' + first if first else ''}",
-                    hint=f"{where}zoo called {called}")  # fmt: skip
 
 
 def seed_user_code(seed: int) -> None:

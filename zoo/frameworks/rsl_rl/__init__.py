@@ -216,7 +216,9 @@ class RslRlAdapter(Adapter):
         loaded = load_checkpoint(model_file, checkpoint.info, trust_pickle=options.trust_pickle)
         weights = policy_weights(loaded)
         arch = architecture(weights.state, config.model(weights.role))
-        spaces = self.fitting_spaces(entry, env_id, ACTS_ON, self.eval_env(entry, env_id, options, model_file))
+        spaces = self.fitting_spaces(
+            entry, env_id, ACTS_ON, self.eval_env(entry, env_id, options, model_file)
+        )
         if spaces is None:  # a user's tensor env: the checkpoint says the spaces, the first step checks them
             spaces = _checkpoint_spaces(arch, config.model(weights.role).obs_groups)
         layout = _fit(env_id, arch, weights, config, spaces)
