@@ -370,3 +370,21 @@ def test_a_caller_holding_threads_is_never_forked(tmp_path, monkeypatch, holds):
     finally:
         stop.set()
     assert [r.status for r in reports] == ["ok"] * 3
+
+
+def test_a_training_that_logged_nan_is_shown_as_written_in_strict_json(tmp_path):
+    """A diverged training logs a NaN return; ``--json`` stays JSON every parser reads ("nan", a string,
+    as the log has it) and the table shows it."""
+    import json
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = make_run(tmp_path, "CartPole-v1", "dqn")
+    with SummaryWriter(str(run)) as writer:
+        writer.add_scalar("charts/episodic_return", 120.0, 1000)
+        writer.add_scalar("charts/episodic_return", float("nan"), 2000)
+    result = zoo("check", run, "--json", "--no-cache")
+    (report,) = json.loads(result.stdout, parse_constant=lambda token: pytest.fail(f"not JSON: {token}"))
+    assert report["details"]["train_return"] == {"step": 2000, "value": "nan"}
+    table = zoo("check", run, "--no-cache")
+    assert table.exit_code == 0 and " nan " in table.stdout

@@ -25,6 +25,7 @@ from zoo.artifacts.runs import Run, RunFilter, shared_listings
 from zoo.errors import ZooError
 from zoo.frameworks import BEST_MODEL, get_adapter
 from zoo.registry import Entry, Registry
+from zoo.strict_json import dumps, jsonable
 
 #: Runs to read before more than one process is worth its start-up.
 PARALLEL_FROM = 64
@@ -290,7 +291,8 @@ def inspect(run: Run, registry: Registry, logged: tuple | None | str = UNREAD) -
     if "train_return" not in report.details:
         last = train_return(report.run) if logged == UNREAD else logged
         if last is not None:
-            report.details["train_return"] = {"step": int(last[0]), "value": float(last[1])}
+            # a diverged training logs NaN: shown as written ("nan"), as JSON has no NaN
+            report.details["train_return"] = {"step": int(last[0]), "value": jsonable(float(last[1]))}
     _watch_details(report)
     return report.to_json()
 
@@ -323,7 +325,7 @@ def _inspect_key(task: tuple[str, tuple | None | str], registry: Registry) -> tu
     """``(status, report JSON)`` of the run a memo key describes (a key is the run's JSON)."""
     key, logged = task
     report = inspect(Run.from_json(json.loads(key)), registry, logged)
-    return report["status"], json.dumps(report)
+    return report["status"], dumps(report, what="the --json output")
 
 
 def _inspect_in_worker(task: tuple[str, tuple | None | str]) -> tuple[str, str]:

@@ -217,7 +217,7 @@ def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
         best = _best_eval(d["watch"]) if "watch" in d else "-"
         table.add_row(
             f"[{_STYLE[r.status]}]{r.status}[/]", escape(name), model,
-            f"{train['value']:.1f}" if train else "-", *((best,) if watched else ()), reason,
+            ("-" if not train else train["value"] if isinstance(train["value"], str) else f"{train['value']:.1f}"), *((best,) if watched else ()), reason,
         )  # fmt: skip
     if shown:
         out().print(table)

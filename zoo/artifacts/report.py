@@ -43,7 +43,9 @@ class RunReport:
                    data["notes"])  # fmt: skip
 
     def json_text(self) -> str:
-        return json.dumps(self.to_json())
+        from zoo.strict_json import dumps
+
+        return dumps(self.to_json(), what="the --json output")
 
 
 class RememberedReport:
