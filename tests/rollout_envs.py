@@ -2,11 +2,14 @@
 ``rollout_envs`` (conftest puts tests/ on sys.path), in CartPole's spaces so that a CartPole model acts in them.
 
 gymnasium envs registered on import, none with a time limit (``max_episode_steps`` unset): one that never
-ends, one whose rewards turn NaN, and ones that raise in ``step``, ``reset`` or their constructor; and batched tensor envs
+ends, one whose step never returns, one whose rewards turn NaN, and ones that raise in ``step``, ``reset`` or their constructor; and batched tensor envs
 (``--env-factory rollout_envs:...``) for the same cases on the tensor path.
 """
 
 from __future__ import annotations
+
+import contextlib
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -53,6 +56,21 @@ class RaisesInStep(Endless):
         return super().step(action)
 
 
+class HangsInStep(Endless):
+    """Its third step never returns (a loop in Python, as a user's env with a bug would)."""
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.t += 1
+        while self.t == 3:
+            with contextlib.suppress(Exception):  # a user's blanket except: the budget must get through it
+                time.sleep(0.05)
+        return super().step(action)
+
+
 class RaisesInReset(Endless):
     def reset(self, *, seed=None, options=None):
         raise RuntimeError("boom in reset")
@@ -66,6 +84,7 @@ class RaisesInInit(Endless):
 gym.register("ZooEndless-v0", entry_point="rollout_envs:Endless")
 gym.register("ZooNaNReward-v0", entry_point="rollout_envs:NaNReward")
 gym.register("ZooRaisesInStep-v0", entry_point="rollout_envs:RaisesInStep")
+gym.register("ZooHangsInStep-v0", entry_point="rollout_envs:HangsInStep")
 gym.register("ZooRaisesInReset-v0", entry_point="rollout_envs:RaisesInReset")
 gym.register("ZooRaisesInInit-v0", entry_point="rollout_envs:RaisesInInit")
 

@@ -7,7 +7,6 @@ The envs are in tests/rollout_envs.py (registered with gymnasium on import, none
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import signal
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 import rollout_envs
 import torch
-from helpers import EXAMPLES, save_model, zoo
+from helpers import EXAMPLES, hang_guard, save_model, zoo
 
 import zoo as zoo_api
 from zoo.errors import RolloutError, ZooError
@@ -47,22 +46,6 @@ def _strict(text: str):
         raise ValueError(f"not JSON: {token}")
 
     return json.loads(text, parse_constant=refuse)
-
-
-@contextlib.contextmanager
-def hang_guard(seconds: int = 300):
-    """Fail the test instead of hanging if a bound does not stop the rollout (generous: never a timing check)."""
-
-    def fail(*_):
-        raise AssertionError(f"still running after {seconds} s: the bound did not stop the rollout")
-
-    before = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, before)
 
 
 # ----------------------------------------------------------------------------- NaN is not a score
@@ -215,7 +198,7 @@ def test_a_nan_rsl_rl_model_fails_on_the_tensor_path(pendulum_runs, tmp_path):
 # ----------------------------------------------------------------------------- bounded rollouts
 def test_an_env_without_a_time_limit_is_bounded_by_max_steps(tmp_path):
     out = tmp_path / "eval.json"
-    with hang_guard():
+    with hang_guard(300):
         result = zoo("eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", "ZooEndless-v0", "-n", "3",
                      "--num-envs", "2", "--max-steps", "25", "--out", out, "-q")  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -226,7 +209,7 @@ def test_an_env_without_a_time_limit_is_bounded_by_max_steps(tmp_path):
 
 def test_a_policy_class_on_an_env_without_a_limit_is_bounded(tmp_path):
     out = tmp_path / "eval.json"
-    with hang_guard():
+    with hang_guard(300):
         result = zoo("eval", "--policy-class", "custom_policies:SpacesAct", "--env-id", "ZooEndless-v0", "-n", "2",
                      "--num-envs", "2", "--max-steps", "9", "--out", out, "-q")  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -240,7 +223,7 @@ def test_without_max_steps_an_env_without_a_limit_gets_the_default_cap(tmp_path,
     monkeypatch.setattr(
         zoo.rollout_guard, "DEFAULT_MAX_STEPS", 40
     )  # the cap's rule, at a size a test can run
-    with hang_guard():
+    with hang_guard(300):
         result = zoo_api.evaluate(TRAINED_DQN, exp_name="dqn", env_id="ZooEndless-v0", episodes=2, num_envs=2,
                                   out=tmp_path / "eval.json")  # fmt: skip
     assert [(e.length, e.truncated) for e in result.episodes] == [(40, True), (40, True)]
@@ -275,12 +258,27 @@ def test_bounds_that_are_not_hit_change_no_episode():
 
 def test_a_budget_that_no_episode_can_meet_fails_in_one_line(tmp_path):
     out = tmp_path / "eval.json"
-    with hang_guard():
+    with hang_guard(300):
         result = zoo("eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", "ZooEndless-v0", "--max-steps",
                      "1000000000", "--max-seconds", "1", "-n", "2", "--out", out, "-q")  # fmt: skip
     error = _one_error(result)
     assert "no episode finished within the --max-seconds 1 budget" in error
     assert "raise --max-seconds" in result.stderr and not out.exists()
+
+
+def test_a_step_that_never_returns_is_interrupted_past_the_budget(tmp_path):
+    """The budget is looked at between steps; a step that hangs is interrupted STUCK_GRACE after it, in one
+    line, and an alarm the caller had armed (here hang_guard's, later) still fires afterwards."""
+
+    out = tmp_path / "eval.json"
+    with hang_guard(300):
+        result = zoo("eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", "ZooHangsInStep-v0", "--max-seconds",
+                     "1", "-n", "2", "--num-envs", "1", "--out", out, "-q")  # fmt: skip
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+    error = _one_error(result)
+    assert "a step did not return within the --max-seconds 1 budget" in error and not out.exists()
+    assert "py-spy dump" in result.stderr
+    assert 0 < left < 300  # the caller's own alarm (hang_guard's 300 s) was re-armed with what it had left
 
 
 def test_a_budget_that_runs_out_midway_says_how_many_episodes_finished():
@@ -319,7 +317,7 @@ def test_the_tensor_path_cuts_an_episode_at_max_steps_and_counts_the_env_s_next_
 def test_a_tensor_env_without_a_limit_gives_one_cut_episode_per_env_or_says_why_not():
     from test_tensor_rollout import ZeroPolicy
 
-    with hang_guard():
+    with hang_guard(300):
         episodes = tensor_rollout(ZeroPolicy(), rollout_envs.TensorEndless(2, "cpu", 0), 2, True, "endless",
                                   max_steps=7)  # fmt: skip
         assert [(e.length, e.return_, e.truncated) for e in episodes] == [(7, 7.0, True)] * 2
@@ -332,14 +330,14 @@ def test_a_tensor_env_without_a_limit_gives_one_cut_episode_per_env_or_says_why_
 def test_the_tensor_path_keeps_the_wall_time_budget():
     from test_tensor_rollout import ZeroPolicy
 
-    with hang_guard(), pytest.raises(RolloutError, match="no episode finished within the --max-seconds 0.5"):
+    with hang_guard(300), pytest.raises(RolloutError, match="no episode finished within the --max-seconds 0.5"):
         tensor_rollout(ZeroPolicy(), rollout_envs.TensorEndless(2, "cpu", 0), 2, True, "endless",
                        max_steps=10**9, max_seconds=0.5)  # fmt: skip
 
 
 def test_the_cli_bounds_a_tensor_env_without_a_limit(pendulum_runs, tmp_path):
     out = tmp_path / "eval.json"
-    with hang_guard():
+    with hang_guard(300):
         result = zoo("eval", pendulum_runs["mlp"].run_dir, "--env-id", "Pendulum-v1", "--env-factory",
                      "rollout_envs:make_tensor_endless", "-n", "2", "--num-envs", "2", "--max-steps", "30",
                      "--device", "cpu", "--out", out, "-q")  # fmt: skip
@@ -389,7 +387,7 @@ def _runs(root: Path, count: int) -> Path:
 
 def test_a_sweep_carries_the_bounds_and_resumes_whatever_the_budget(tmp_path):
     runs = _runs(tmp_path, 2)
-    with hang_guard():
+    with hang_guard(300):
         first = zoo("eval", runs, "--all", "--max-steps", "20", "-n", "2", "--num-envs", "2", "--json", "-q")
         assert first.exit_code == 0, first.stderr
         assert [r["status"] for r in _strict(first.stdout)["runs"]] == ["evaluated", "evaluated"]
@@ -406,7 +404,7 @@ def test_a_sweep_carries_the_bounds_and_resumes_whatever_the_budget(tmp_path):
 def test_enjoy_bounds_a_model_on_an_env_without_a_limit(tmp_path):
     runs = _runs(tmp_path, 1)
     out = tmp_path / "enjoyed.json"
-    with hang_guard():
+    with hang_guard(300):
         result = zoo("enjoy", "--exp-name", "dqn", "--env-id", "ZooEndless-v0", "--runs-dir", runs, "--max-steps",
                      "12", "--max-seconds", "600", "-n", "2", "--num-envs", "2", "--out", out, "-q")  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -419,7 +417,7 @@ def test_leaderboard_eval_carries_the_bounds_and_refuses_them_without_eval(tmp_p
     runs = _runs(tmp_path, 1)
     refused = zoo("leaderboard", runs, "--max-steps", "20")
     assert refused.exit_code == 2 and "--max-steps" in refused.stderr
-    with hang_guard():
+    with hang_guard(300):
         board = zoo(
             "leaderboard", runs, "--eval", "--max-steps", "20", "-n", "2", "--num-envs", "2", "--json"
         )
@@ -429,7 +427,7 @@ def test_leaderboard_eval_carries_the_bounds_and_refuses_them_without_eval(tmp_p
 
 def test_watch_carries_the_bounds(tmp_path):
     run = _runs(tmp_path, 1) / "ZooEndless-v0__dqn__1__1700000000"
-    with hang_guard():
+    with hang_guard(300):
         result = zoo_api.watch(run, idle=0.3, poll=0.05, nice=0, max_cpu=None, episodes=2, num_envs=2,
                                max_steps=15)  # fmt: skip
     assert [line["metrics"]["length_mean"] for line in result.evaluations] == [15.0]
@@ -439,7 +437,7 @@ def test_watch_carries_the_bounds(tmp_path):
 
 def test_watch_records_a_failed_rollout_at_once_without_retrying(tmp_path):
     run = _runs(tmp_path, 1) / "ZooEndless-v0__dqn__1__1700000000"
-    with hang_guard():
+    with hang_guard(300):
         result = zoo_api.watch(run, idle=0.3, poll=0.05, nice=0, max_cpu=None, episodes=2, num_envs=2,
                                max_steps=10**9, max_seconds=0.5)  # fmt: skip
     (line,) = result.evaluations

@@ -123,37 +123,37 @@ def rollout(policy: Policy, envs, episodes: int, seed: int, deterministic: bool,
     error when it raises."""
     num_envs = envs.num_envs
     log = _Quotas(episodes, num_envs, on_episode)
-    try:
-        obs, _ = envs.reset(seed=seed)
-    except Exception as exc:  # noqa: BLE001 - whatever the env raises is the env's, said in one line
-        raise env_error(exc, who, f"reset(seed={seed})") from None
-    deadline = Deadline(max_seconds)
     state = None
     prev_done = np.zeros(num_envs, dtype=bool)
     masked = getattr(policy, "uses_action_masks", False)
     steps = 0
-    while not log.filled:
-        if masked:
-            actions, state = policy.act(obs, state, deterministic, action_masks=action_masks(envs))
-        else:
-            actions, state = policy.act(obs, state, deterministic)
-        if type(actions) is np.ndarray and actions.dtype.kind == "f":
-            require_finite(actions, "actions")
+    with Deadline(max_seconds) as deadline:
         try:
-            obs, _rew, terminated, truncated, info = envs.step(actions)
-        except Exception as exc:  # noqa: BLE001
-            raise env_error(exc, who, f"step(actions) at step {steps + 1}") from None
-        steps += 1
-        log.record(info)
-        if deadline.passed() and not log.filled:
-            raise deadline.error(log.finished, episodes, steps)
-        if policy.is_recurrent:
-            # NEXT_STEP autoreset: an env done at step t ignores the action of step t+1 and returns
-            # its reset observation then, so recurrent state is cleared after both steps.
-            done = np.logical_or(terminated, truncated)
-            if (done | prev_done).any():
-                policy.reset(done | prev_done)
-            prev_done = done
+            obs, _ = envs.reset(seed=seed)
+        except Exception as exc:  # noqa: BLE001 - whatever the env raises is the env's, said in one line
+            raise env_error(exc, who, f"reset(seed={seed})") from None
+        while not log.filled:
+            if masked:
+                actions, state = policy.act(obs, state, deterministic, action_masks=action_masks(envs))
+            else:
+                actions, state = policy.act(obs, state, deterministic)
+            if type(actions) is np.ndarray and actions.dtype.kind == "f":
+                require_finite(actions, "actions")
+            try:
+                obs, _rew, terminated, truncated, info = envs.step(actions)
+            except Exception as exc:  # noqa: BLE001
+                raise env_error(exc, who, f"step(actions) at step {steps + 1}") from None
+            steps += 1
+            log.record(info)
+            if deadline.passed() and not log.filled:
+                raise deadline.error(log.finished, episodes, steps)
+            if policy.is_recurrent:
+                # NEXT_STEP autoreset: an env done at step t ignores the action of step t+1 and returns
+                # its reset observation then, so recurrent state is cleared after both steps.
+                done = np.logical_or(terminated, truncated)
+                if (done | prev_done).any():
+                    policy.reset(done | prev_done)
+                prev_done = done
     found = log.in_env_order()
     check_returns(found)
     return found

@@ -41,6 +41,9 @@ DEFAULT_MAX_STEPS = 100_000
 DEFAULT_MAX_SECONDS = 3600.0
 #: The info key of the step on which the step bound cut an episode (:class:`zoo.step_bound.StepBound`).
 CUT_INFO = "zoo_max_steps"
+#: Seconds past the budget after which a call that has not returned is interrupted (:class:`Deadline`): the
+#: budget itself is looked at between steps, so only a call that hangs ever reaches this.
+STUCK_GRACE = 2.0
 #: The largest ``--max-seconds`` accepted (a year): a finite number, which eval.json can record.
 MAX_SECONDS_LIMIT = 365 * 24 * 3600.0
 
@@ -100,15 +103,62 @@ def check_returns(episodes: list) -> None:
                            hint="a mean of NaN or infinity is no score; check the env's reward")  # fmt: skip
 
 
+class _Stuck(BaseException):
+    """Raised by the alarm inside a call that outlived the budget (a BaseException: a user's ``except
+    Exception`` around its own code does not swallow it)."""
+
+
 class Deadline:
-    """The wall-time budget of one rollout, started when the rollout starts."""
+    """The wall-time budget of one rollout, started when the rollout starts; a context manager.
+
+    The budget is looked at between steps. A single call that never returns (an env's ``step`` stuck in a
+    loop, a policy waiting on a lock) is not between steps, so inside ``with`` an alarm (SIGALRM, in the
+    main thread where the platform has it) interrupts whatever Python code runs :data:`STUCK_GRACE` after
+    the budget, and the rollout fails in one line. An alarm the caller armed already (a harness's own
+    guard) that fires first is left as it is; one that fires later is re-armed on exit.
+    """
 
     def __init__(self, max_seconds: float | None):
         self.max_seconds = DEFAULT_MAX_SECONDS if max_seconds is None else float(max_seconds)
         self.at = time.perf_counter() + self.max_seconds
+        self._restore: tuple | None = None
 
     def passed(self) -> bool:
         return time.perf_counter() > self.at
+
+    def __enter__(self) -> Deadline:
+        import signal
+        import threading
+
+        if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+            return self
+        delay = self.at - time.perf_counter() + STUCK_GRACE
+        outer, interval = signal.getitimer(signal.ITIMER_REAL)
+        handler = signal.getsignal(signal.SIGALRM)
+        # the caller's alarm fires first, or is not Python's: it stays the bound
+        if (outer and outer <= delay) or handler is None:
+            return self
+        self._restore = (handler, outer, interval, time.perf_counter())
+        signal.signal(signal.SIGALRM, _raise_stuck)
+        signal.setitimer(signal.ITIMER_REAL, delay)
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if self._restore is not None:
+            import signal
+
+            handler, outer, interval, armed = self._restore
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, handler)
+            if outer:
+                left = max(outer - (time.perf_counter() - armed), 1e-3)
+                signal.setitimer(signal.ITIMER_REAL, left, interval)
+            self._restore = None
+        if kind is _Stuck:
+            budget = f"--max-seconds {self.max_seconds:g}"
+            raise RolloutError(f"a step did not return within the {budget} budget (the env's step or the "
+                               "policy's forward pass hangs)", hint="find where it waits (py-spy dump --pid PID "
+                               "shows the stack), or raise --max-seconds") from None  # fmt: skip
 
     def error(self, finished: int, episodes: int, steps: int) -> RolloutError:
         """The one line for a budget that ran out with ``finished`` of ``episodes`` done after ``steps`` steps."""
@@ -119,6 +169,10 @@ class Deadline:
         return RolloutError(f"the {budget} budget ran out with {finished} of {episodes} episodes finished",
                             hint="raise --max-seconds, or ask for fewer --episodes (a partial evaluation is not "
                             "recorded: it would favour short episodes)")  # fmt: skip
+
+
+def _raise_stuck(_signum, _frame) -> None:
+    raise _Stuck
 
 
 def env_error(exc: Exception, who: str, called: str) -> ZooError:

@@ -86,8 +86,8 @@ def tensor_rollout(policy, env, episodes: int, deterministic: bool, where: str,
     # cut episode's steps include the env's own end of it (its limit, or as long again as the bound)
     per_episode = limit if cut_at is None else cut_at + (limit or cut_at)
     most_steps = (max_quota + 1) * (per_episode + 1) + SYNC_EVERY
-    deadline, check_actions = Deadline(max_seconds), None
-    with torch.inference_mode():
+    check_actions = None
+    with torch.inference_mode(), Deadline(max_seconds) as deadline:
         while True:
             actions, state = policy.act_tensor(obs, state, deterministic)
             if check_actions is None:
