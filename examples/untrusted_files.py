@@ -5,6 +5,8 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
     python examples/untrusted_files.py pickles DIR   # DIR/policy.pickle, DIR/evil.pickle
     python examples/untrusted_files.py cleanrl RUNS  # two CleanRL dqn runs under RUNS/ (seeds 5 and 7)
     python examples/untrusted_files.py broken RUNS   # one CleanRL run per other kind of problem, under RUNS/
+    python examples/untrusted_files.py rl_zoo3 RUN   # code planted in an rl_zoo3 run dir (a copy), in place
+    python examples/untrusted_files.py no-optimizer RUN  # an rl_zoo3 run dir's model zip without its optimizer
 
 - ``policy.pickle``: a :class:`my_policies.GaussianSwingUp` pickled, as MJRL saves a policy. Benign, but
   unpickling it imports and runs that class's code: ``zoo eval`` loads it only with ``--trust-pickle``.
@@ -19,8 +21,13 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
   registry does not know (``ddqn``), a ``data.pkl`` that hides ``os.system`` behind strings it pops (``__6``),
   one byte of a tensor flipped (``__8``, only the CRC tells), ``data.pkl`` replaced by 512 MiB of zeros
   deflated to half a MiB (``__9``), a symlink to itself (``__10``); and the model alone at the top of RUNS.
+- ``rl_zoo3``: in a run dir that ``python -m rl_zoo3.train`` wrote, the model zip's ``data['lr_schedule']`` becomes
+  a pickle calling ``os.system`` (SB3's ``load`` unpickles every ``:serialized:`` value), and ``config.yml`` gets
+  an ``env_wrapper`` tagged ``!!python/object/apply:os.system`` (rl_zoo3 reads it with ``yaml.UnsafeLoader``).
+- ``no-optimizer``: the same run dir's model zip without ``policy.optimizer.pth``, as some hub zips are: SB3's
+  ``PPO.load`` fails on it, zoo evaluates it.
 
-docs/frameworks/custom.md and docs/frameworks/cleanrl.md run these; nothing here runs the payloads.
+docs/frameworks/custom.md, docs/frameworks/cleanrl.md and docs/push.md run these; nothing here runs the payloads.
 """
 
 from __future__ import annotations
@@ -142,7 +149,53 @@ def broken(out: Path) -> list[Path]:
     return [Path(p) for p in written] + [evasion, flipped, bomb, loop]
 
 
-KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken}
+def _model_zip(run: Path) -> Path:
+    """An rl_zoo3 run dir's model: ``logs/ppo/CartPole-v1_1/CartPole-v1.zip``."""
+    return run / f"{run.name.rsplit('_', 1)[0]}.zip"
+
+
+def _rezipped(model: Path, member: str, data: bytes | None) -> None:
+    """``model`` rewritten in place with ``member`` replaced by ``data``, or left out when ``data`` is None."""
+    import zipfile
+
+    with zipfile.ZipFile(model) as old:
+        members = [(info, old.read(info)) for info in old.infolist()]
+    with zipfile.ZipFile(model, "w", zipfile.ZIP_DEFLATED) as new:
+        for info, raw in members:
+            if info.filename != member:
+                new.writestr(info, raw)
+            elif data is not None:
+                new.writestr(info, data)
+
+
+def rl_zoo3(run: Path) -> list[Path]:
+    import base64
+    import json
+    import zipfile
+
+    model, config = _model_zip(run), next(run.glob("*/config.yml"))
+    with zipfile.ZipFile(model) as archive:
+        data = json.loads(archive.read("data"))
+    data["lr_schedule"][":serialized:"] = base64.b64encode(pickle.dumps(RunsACommand(), protocol=4)).decode()
+    _rezipped(model, "data", json.dumps(data, indent=4).encode())
+    with config.open("a") as out:  # one more [key, value] pair of rl_zoo3's OrderedDict dump
+        out.write(f"  - - env_wrapper\n    - !!python/object/apply:os.system\n      - {PAYLOAD}\n")
+    return [model, config]
+
+
+def no_optimizer(run: Path) -> list[Path]:
+    model = _model_zip(run)
+    _rezipped(model, "policy.optimizer.pth", None)
+    return [model]
+
+
+KINDS = {
+    "pickles": pickles,
+    "cleanrl": cleanrl,
+    "broken": broken,
+    "rl_zoo3": rl_zoo3,
+    "no-optimizer": no_optimizer,
+}
 
 
 def main() -> None:

@@ -26,13 +26,17 @@ from docs_transcripts import REPO, PageError, PageRun, base_env, describe, parse
 PAGES: dict[str, tuple] = {
     "README.md": (),
     "docs/adding-a-framework.md": (),
+    "docs/benchmarks.md": (),  # measured figures, shown as text: nothing to run
+    "docs/doctor.md": (),
     "docs/examples.md": (),
     "docs/export.md": (pytest.mark.trains,),  # an rsl_rl LSTM run, 4 iterations
     "docs/frameworks/cleanrl.md": (),
     "docs/frameworks/custom.md": (),
     "docs/frameworks/genesis.md": (pytest.mark.trains, pytest.mark.slow, pytest.mark.genesis),
     "docs/frameworks/myosuite.md": (),
+    "docs/hub-serve.md": (),
     "docs/leaderboard.md": (),
+    "docs/push.md": (pytest.mark.trains,),  # an rl_zoo3 PPO run, 2,048 steps
     "docs/python-api.md": (),
     "docs/registry.md": (),
     "docs/report.md": (),
@@ -42,8 +46,7 @@ PAGES: dict[str, tuple] = {
 
 #: Pages not converted yet: their commands still name folders a reader does not have. Not run.
 NOT_CONVERTED = {
-    "docs/check.md", "docs/eval.md", "docs/enjoy.md", "docs/watch.md", "docs/push.md", "docs/doctor.md",
-    "docs/hub-serve.md", "docs/benchmarks.md", "docs/frameworks/sb3.md", "docs/frameworks/skrl.md",
+    "docs/check.md", "docs/eval.md", "docs/enjoy.md", "docs/watch.md", "docs/frameworks/sb3.md", "docs/frameworks/skrl.md",
     "docs/frameworks/rsl_rl.md",
 }  # fmt: skip
 
@@ -53,6 +56,7 @@ NOT_RUN: dict[str, set[str]] = {
     "docs/adding-a-framework.md": {"# fragment: zoo/frameworks/mylib/__init__.py, the methods' bodies are yours"},
     "docs/examples.md": {"python examples/train_examples.py", "python examples/train_examples.py --only dqn,c51 --out /tmp/runs"},
     "docs/frameworks/genesis.md": {"pip install 'rl-zoo-hub[genesis,rsl]'"},
+    "docs/hub-serve.md": {"# fragment: serve from Python with raised limits (it blocks until Ctrl-C, as zoo hub serve does)"},
     "docs/frameworks/myosuite.md": {
         "pip install torch==2.13.0 && pip install 'rl-zoo-hub[sb3,myosuite]'", "zoo check logs",
         "zoo eval logs/ppo/myoElbowPose1D6MRandom-v0_1 --episodes 10 --deterministic",
