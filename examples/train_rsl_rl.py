@@ -109,6 +109,14 @@ class PrivilegedVecEnv(GymVecEnv):
         return TensorDict({"policy": obs, "privileged": privileged}, batch_size=[self.num_envs])
 
 
+class _Plain(yaml.SafeDumper):
+    """Writes a value the config holds twice (the camera's CNN, in the actor and the critic) twice, as Isaac Lab's
+    dumps do, rather than as a YAML anchor and alias."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
 def train_cfg(rnn_type: str | None) -> dict:
     """An rsl-rl-lib 5.x runner config (the dict Isaac Lab's ``RslRlOnPolicyRunnerCfg`` turns into)."""
     actor = {"class_name": "RNNModel" if rnn_type else "MLPModel", "hidden_dims": [32, 32],
@@ -171,8 +179,8 @@ def train(run_dir: Path, cfg: dict, env: GymVecEnv, checkpoints: int = 2, iterat
     from rsl_rl.runners import DistillationRunner, OnPolicyRunner
 
     (run_dir / "params").mkdir(parents=True)
-    (run_dir / "params" / "agent.yaml").write_text(yaml.dump(cfg, sort_keys=False))
-    (run_dir / "params" / "env.yaml").write_text(yaml.dump(env.cfg, sort_keys=False))
+    (run_dir / "params" / "agent.yaml").write_text(yaml.dump(cfg, Dumper=_Plain, sort_keys=False))
+    (run_dir / "params" / "env.yaml").write_text(yaml.dump(env.cfg, Dumper=_Plain, sort_keys=False))
     torch.manual_seed(cfg["seed"])
     distill = cfg["algorithm"]["class_name"] == "Distillation"
     with contextlib.redirect_stdout(io.StringIO()):  # the runner prints its models and a table per iteration

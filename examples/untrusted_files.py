@@ -5,6 +5,7 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
     python examples/untrusted_files.py pickles DIR   # DIR/policy.pickle, DIR/evil.pickle
     python examples/untrusted_files.py cleanrl RUNS  # two CleanRL dqn runs under RUNS/ (seeds 5 and 7)
     python examples/untrusted_files.py broken RUNS   # one CleanRL run per other kind of problem, under RUNS/
+    python examples/untrusted_files.py rsl_rl LOGS   # LOGS/evil/cfgs.pkl, LOGS/rsl_rl/evil/.../model_9.pt
 
 - ``policy.pickle``: a :class:`my_policies.GaussianSwingUp` pickled, as MJRL saves a policy. Benign, but
   unpickling it imports and runs that class's code: ``zoo eval`` loads it only with ``--trust-pickle``.
@@ -19,8 +20,11 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
   registry does not know (``ddqn``), a ``data.pkl`` that hides ``os.system`` behind strings it pops (``__6``),
   one byte of a tensor flipped (``__8``, only the CRC tells), ``data.pkl`` replaced by 512 MiB of zeros
   deflated to half a MiB (``__9``), a symlink to itself (``__10``); and the model alone at the top of RUNS.
+- ``rsl_rl``: ``LOGS/evil/cfgs.pkl``, a Genesis config list whose second item calls ``os.system`` (beside a
+  ``model_{iter}.pt`` it is an rsl_rl run in Genesis' layout: the docs copy one there), and
+  ``LOGS/rsl_rl/evil/2026-11-30_11-00-00/model_9.pt``, a checkpoint in Isaac Lab's layout that does the same.
 
-docs/frameworks/custom.md and docs/frameworks/cleanrl.md run these; nothing here runs the payloads.
+docs/frameworks/custom.md, cleanrl.md and rsl_rl.md run these; nothing here runs the payloads.
 """
 
 from __future__ import annotations
@@ -142,7 +146,19 @@ def broken(out: Path) -> list[Path]:
     return [Path(p) for p in written] + [evasion, flipped, bomb, loop]
 
 
-KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken}
+def rsl_rl(out: Path) -> list[Path]:
+    import torch
+
+    config = out / "evil" / "cfgs.pkl"
+    checkpoint = out / "rsl_rl" / "evil" / "2026-11-30_11-00-00" / "model_9.pt"
+    for path in (config, checkpoint):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    config.write_bytes(pickle.dumps([{"algorithm": {}}, RunsACommand()], protocol=4))
+    torch.save({"actor_state_dict": {"mlp.0.weight": torch.zeros(2)}, "payload": RunsACommand()}, checkpoint)
+    return [config, checkpoint]
+
+
+KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken, "rsl_rl": rsl_rl}
 
 
 def main() -> None:

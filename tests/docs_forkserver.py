@@ -62,9 +62,12 @@ def serve(path: str, repo: str) -> None:
     import importlib
     import select
 
+    before = dict(os.environ)
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    # what importing them sets (gymnasium: PYGAME_HIDE_SUPPORT_PROMPT), which a command's own import would set too
+    imports_set = {key: value for key, value in os.environ.items() if before.get(key) != value}
     own = set(os.environ.get("PYTHONPATH", "").split(os.pathsep)) | {sys.path[0]}
     site = [p for p in sys.path[1:] if p not in own]
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -86,7 +89,7 @@ def serve(path: str, repo: str) -> None:
             if pid == 0:
                 listener.close()
                 conn.close()
-                _become(json.loads(body), fds, repo, site)
+                _become(json.loads(body), fds, repo, site, imports_set)
             for fd in fds:
                 os.close(fd)
             conn.sendall(f"{pid}\n".encode())
@@ -99,14 +102,17 @@ def serve(path: str, repo: str) -> None:
                 conn.close()
 
 
-def _become(request: dict, fds: list[int], repo: str, site: list[str]) -> None:
-    """In the child: take the client's fds, folder and environment, run its command, exit with its status."""
+def _become(request: dict, fds: list[int], repo: str, site: list[str], imports_set: dict[str, str]) -> None:
+    """In the child: take the client's fds, folder and environment, run its command, exit with its status.
+    ``imports_set``: what the preloaded imports put in the environment, where the client's has nothing."""
     for target, fd in zip((0, 1, 2), fds, strict=True):
         os.dup2(fd, target)
         os.close(fd)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    for key, value in imports_set.items():
+        os.environ.setdefault(key, value)
     user_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join([repo, *user_path])  # as the shim sets it for what zoo starts
     argv = request["argv"]
