@@ -6,6 +6,7 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
     python examples/untrusted_files.py cleanrl RUNS  # two CleanRL dqn runs under RUNS/ (seeds 5 and 7)
     python examples/untrusted_files.py broken RUNS   # one CleanRL run per other kind of problem, under RUNS/
     python examples/untrusted_files.py rsl_rl LOGS   # LOGS/evil/cfgs.pkl, LOGS/rsl_rl/evil/.../model_9.pt
+    python examples/untrusted_files.py skrl DIR      # DIR/logs/skrl/Pendulum-v1/..._ppo_torch/checkpoints/agent_2000.pt
 
 - ``policy.pickle``: a :class:`my_policies.GaussianSwingUp` pickled, as MJRL saves a policy. Benign, but
   unpickling it imports and runs that class's code: ``zoo eval`` loads it only with ``--trust-pickle``.
@@ -23,8 +24,10 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
 - ``rsl_rl``: ``LOGS/evil/cfgs.pkl``, a Genesis config list whose second item calls ``os.system`` (beside a
   ``model_{iter}.pt`` it is an rsl_rl run in Genesis' layout: the docs copy one there), and
   ``LOGS/rsl_rl/evil/2026-11-30_11-00-00/model_9.pt``, a checkpoint in Isaac Lab's layout that does the same.
+- ``skrl``: an skrl checkpoint (a dict of module state dicts) whose ``observation_preprocessor`` holds the same
+  call, in Isaac Lab's skrl layout.
 
-docs/frameworks/custom.md, cleanrl.md and rsl_rl.md run these; nothing here runs the payloads.
+docs/frameworks/custom.md, cleanrl.md, rsl_rl.md and skrl.md run these; nothing here runs the payloads.
 """
 
 from __future__ import annotations
@@ -158,7 +161,18 @@ def rsl_rl(out: Path) -> list[Path]:
     return [config, checkpoint]
 
 
-KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken, "rsl_rl": rsl_rl}
+def skrl(out: Path) -> list[Path]:
+    import torch
+
+    checkpoint = out / "logs/skrl/Pendulum-v1/2026-11-30_12-00-00_ppo_torch/checkpoints/agent_2000.pt"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    modules = {"policy": {"net_container.0.weight": torch.zeros(32, 3)}, "observation_preprocessor": {
+        "running_mean": torch.zeros(3), "payload": RunsACommand()}}  # fmt: skip
+    torch.save(modules, checkpoint)
+    return [checkpoint]
+
+
+KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken, "rsl_rl": rsl_rl, "skrl": skrl}
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ PAGES: dict[str, tuple] = {
     "docs/frameworks/genesis.md": (pytest.mark.trains, pytest.mark.slow, pytest.mark.genesis),
     "docs/frameworks/myosuite.md": (),
     "docs/frameworks/rsl_rl.md": (pytest.mark.trains,),  # 5 rsl_rl runs (MLP, LSTM, CNN, distillation), 4 its
+    "docs/frameworks/skrl.md": (pytest.mark.trains,),  # 7 skrl runs, 256 to 1,000 steps x 4 envs
     "docs/leaderboard.md": (),
     "docs/python-api.md": (),
     "docs/registry.md": (),
@@ -44,7 +45,7 @@ PAGES: dict[str, tuple] = {
 #: Pages not converted yet: their commands still name folders a reader does not have. Not run.
 NOT_CONVERTED = {
     "docs/check.md", "docs/eval.md", "docs/enjoy.md", "docs/watch.md", "docs/push.md", "docs/doctor.md",
-    "docs/hub-serve.md", "docs/benchmarks.md", "docs/frameworks/sb3.md", "docs/frameworks/skrl.md",
+    "docs/hub-serve.md", "docs/benchmarks.md", "docs/frameworks/sb3.md",
 }  # fmt: skip
 
 #: What converted pages show but do not run (each line says why in its page: ``# not run here: REASON``).
