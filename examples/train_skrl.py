@@ -1,23 +1,26 @@
 """Train small, real skrl runs (skrl's ``Runner`` and ``SequentialTrainer``, PPO) in Isaac Lab's skrl layout.
 
 zoo's docs show its skrl support on these runs, and the tests build their skrl configs with the same functions
-(``tests/skrl_helpers.py`` imports them from here). Each run is what Isaac Lab's skrl ``train.py`` leaves::
+(``tests/skrl_helpers.py`` and the skrl test modules import them from here). Each run is what Isaac Lab's skrl ``train.py`` leaves::
 
     {out}/skrl/{env_id}/{stamp}_ppo_torch/params/agent.yaml              # the Runner config
     {out}/skrl/{env_id}/{stamp}_ppo_torch/checkpoints/agent_{step}.pt    # every --timesteps / 4, and best_agent.pt
     {out}/skrl/{env_id}/{stamp}_ppo_torch/events.out.tfevents.*          # skrl's TensorBoard log
 
 with ``kind`` one of ``gaussian`` (``GaussianMixin`` on Pendulum-v1), ``multivariate``
-(``MultivariateGaussianMixin`` on Pendulum-v1) or ``categorical`` (``CategoricalMixin`` on CartPole-v1); the
-observations go through a ``RunningStandardScaler``. The env is a gymnasium vector env of 4 behind skrl's
-``GymnasiumWrapper``.
+(``MultivariateGaussianMixin`` on Pendulum-v1), ``categorical`` (``CategoricalMixin`` on CartPole-v1),
+``asymmetric`` (a Gaussian policy on Pendulum-v1 whose critic reads a privileged ``STATES`` vector through its own
+``state_preprocessor``) or ``cnn`` (a shared CNN policy/value on ``PixelTarget-v0``, examples/pixel_target.py); the
+observations go through a ``RunningStandardScaler`` (the asymmetric policy's do not). The env is a gymnasium vector
+env of 4 behind skrl's ``GymnasiumWrapper``. ``gru`` and ``lstm`` are skrl ``PPO_RNN`` runs in skrl's own layout
+instead, ``{out}/torch/{env_id}/{stamp}_PPO_RNN`` (examples/skrl_rnn.py).
 
 Why: a thousand timesteps are far from solving either task, but the files are skrl's own, so ``zoo check``,
 ``eval`` and ``export`` have a true skrl checkpoint and config to read. Seeded (the config's seed 42) and on
 one torch thread::
 
-    python examples/train_skrl.py [gaussian|multivariate|categorical] [--out logs] [--timesteps 1000]
-                                  [--stamp 2026-11-30_10-00-00]
+    python examples/train_skrl.py [gaussian|multivariate|categorical|asymmetric|cnn|gru|lstm] [--out logs]
+                                  [--timesteps 1000] [--stamp 2026-11-30_10-00-00]
 
 It needs the ``skrl`` extra; about 10 s per 1,000 timesteps on one CPU core.
 """
@@ -98,38 +101,102 @@ CATEGORICAL = {"class": "CategoricalMixin", "unnormalized_log_prob": True,
 MULTIVARIATE = {"class": "MultivariateGaussianMixin", "clip_actions": False, "clip_log_std": True,
                 "min_log_std": -20.0, "max_log_std": 2.0, "initial_log_std": 0.0,
                 "network": mlp(layers=(32,), activations="tanh"), "output": "2 * tanh(ACTIONS)"}  # fmt: skip
-KINDS = {  # kind: (env id, policy)
-    "gaussian": ("Pendulum-v1", gaussian_policy(output="2 * tanh(ACTIONS)")),
-    "multivariate": ("Pendulum-v1", MULTIVARIATE),
-    "categorical": ("CartPole-v1", CATEGORICAL),
-}
+
+
+def asymmetric_cfg(timesteps: int = 512) -> dict:
+    """The asymmetric actor-critic: the critic reads the privileged STATES through its own scaler, the policy
+    reads OBSERVATIONS unscaled."""
+    policy = {**MULTIVARIATE, "class": "GaussianMixin", "network": mlp()}
+    return ppo_cfg(policy, value_network=mlp("STATES"), timesteps=timesteps, observation_preprocessor=None,
+                   state_preprocessor="RunningStandardScaler", state_preprocessor_kwargs=None)  # fmt: skip
+
+
+#: Isaac Lab's skrl camera configs' shape: a ``features_extractor`` container permutes the NHWC images to NCHW and
+#: runs ``conv2d`` layers and ``flatten``, a ``net`` container of linear layers follows; one shared policy/value.
+CNN_NETWORK = [
+    {"name": "features_extractor", "input": "permute(OBSERVATIONS, (0, 3, 1, 2))",
+     "layers": [{"conv2d": {"out_channels": 8, "kernel_size": 3, "stride": 2, "padding": 0}},
+                {"conv2d": {"out_channels": 8, "kernel_size": 3, "stride": 1, "padding": 1}}, "flatten"],
+     "activations": "relu"},
+    {"name": "net", "input": "features_extractor", "layers": [32], "activations": "elu"},
+]  # fmt: skip
+#: The kinds in Isaac Lab's layout: (env id, the Runner config for ``timesteps``).
+KINDS = {
+    "gaussian": ("Pendulum-v1", lambda t: ppo_cfg(gaussian_policy(output="2 * tanh(ACTIONS)"), timesteps=t)),
+    "multivariate": ("Pendulum-v1", lambda t: ppo_cfg(MULTIVARIATE, timesteps=t)),
+    "categorical": ("CartPole-v1", lambda t: ppo_cfg(CATEGORICAL, timesteps=t)),
+    "asymmetric": ("Pendulum-v1", asymmetric_cfg),
+    "cnn": ("PixelTarget-v0", lambda t: ppo_cfg(gaussian_policy(CNN_NETWORK), value_network=CNN_NETWORK,
+                                                separate=False, timesteps=t)),
+}  # fmt: skip
+#: The kinds in skrl's own layout, ``PPO_RNN`` (examples/skrl_rnn.py).
+RNN_KINDS = ("gru", "lstm")
+
+
+def privileged_pendulum() -> type:
+    """A skrl env wrapper: Pendulum-v1 with a state for the critic, the true angle, the velocity and its
+    square (3 values, the size of the observations). Built on call: skrl is imported lazily."""
+    import gymnasium
+    import numpy as np
+    import torch
+    from skrl.envs.wrappers.torch.gymnasium_envs import GymnasiumWrapper
+
+    class PrivilegedPendulum(GymnasiumWrapper):
+        @property
+        def state_space(self):
+            return gymnasium.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+
+        def state(self):
+            theta, velocity = np.array([env.unwrapped.state for env in self._env.envs]).T
+            angle = (theta + np.pi) % (2 * np.pi) - np.pi
+            return torch.tensor(np.stack([angle, velocity, velocity**2 / 8], axis=1), dtype=torch.float32)
+
+    return PrivilegedPendulum
+
+
+def configure(kind: str, timesteps: int = 512) -> tuple[str, dict, type | None]:
+    """One Isaac Lab-style kind: its env id, its Runner config (a log every tenth of ``timesteps``, a checkpoint
+    every quarter) and the skrl env wrapper it needs (None: skrl's)."""
+    if kind == "cnn":
+        import pixel_target  # noqa: F401 - registers the env; this folder is on the path when run as a script
+    env_id, cfg = KINDS[kind]
+    cfg = cfg(timesteps)
+    cfg["agent"]["experiment"].update(write_interval=max(1, timesteps // 10),
+                                      checkpoint_interval=max(1, timesteps // 4))  # fmt: skip
+    return env_id, cfg, privileged_pendulum() if kind == "asymmetric" else None
 
 
 def main() -> None:
     import logging
 
     import torch
+    from skrl import logger  # skrl sets its logger's level when imported: after that
 
-    logging.getLogger("skrl").setLevel(logging.WARNING)  # its INFO lines (the seed) go to stderr in colour
+    logger.setLevel(logging.WARNING)  # its INFO lines (the seed) go to stderr in colour
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=sorted(KINDS), nargs="?", default="gaussian")
+    parser.add_argument("kind", choices=[*KINDS, *RNN_KINDS], nargs="?", default="gaussian")
     parser.add_argument("--out", type=Path, default=Path("logs"), help="logs folder to write into [logs]")
     parser.add_argument("--timesteps", type=int, default=1000, help="training timesteps (x 4 envs) [1000]")
     parser.add_argument(
         "--stamp", default=time.strftime("%Y-%m-%d_%H-%M-%S"), help="the run dir's date [now]"
     )
     cli = parser.parse_args()
-    env_id, policy = KINDS[cli.kind]
-    cfg = ppo_cfg(policy, timesteps=cli.timesteps)
-    cfg["agent"]["experiment"].update(
-        write_interval=max(1, cli.timesteps // 10), checkpoint_interval=max(1, cli.timesteps // 4)
-    )
+    torch.set_num_threads(1)
+    if cli.kind in RNN_KINDS:
+        import skrl_rnn
+
+        name = f"{cli.stamp}_PPO_RNN"
+        if (cli.out / "torch" / skrl_rnn.RUNS[cli.kind][0] / name).exists():
+            parser.error(f"{name} exists in {cli.out}: give another --stamp or --out")
+        run, final = skrl_rnn.train(cli.kind, cli.out, name, cli.timesteps)
+        print(f"{cli.kind}: {run} ({final.name})")
+        return
+    env_id, cfg, wrapper = configure(cli.kind, cli.timesteps)
     logs = cli.out / "skrl" / env_id
     if (logs / f"{cli.stamp}_ppo_torch").exists():
         parser.error(f"{logs / cli.stamp}_ppo_torch exists: give another --stamp or --out")
-    torch.set_num_threads(1)
-    run, final = train_isaac_lab_style(cfg, logs, f"{cli.stamp}_ppo_torch", env_id)
+    run, final = train_isaac_lab_style(cfg, logs, f"{cli.stamp}_ppo_torch", env_id, wrapper)
     print(f"{cli.kind}: {run} ({final.name})")
 
 

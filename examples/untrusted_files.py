@@ -7,6 +7,8 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
     python examples/untrusted_files.py broken RUNS   # one CleanRL run per other kind of problem, under RUNS/
     python examples/untrusted_files.py rl_zoo3 RUN   # code planted in an rl_zoo3 run dir (a copy), in place
     python examples/untrusted_files.py no-optimizer RUN  # an rl_zoo3 run dir's model zip without its optimizer
+    python examples/untrusted_files.py rsl_rl LOGS   # LOGS/evil/cfgs.pkl, LOGS/rsl_rl/evil/.../model_9.pt
+    python examples/untrusted_files.py skrl DIR      # DIR/logs/skrl/Pendulum-v1/..._ppo_torch/checkpoints/agent_2000.pt
 
 - ``policy.pickle``: a :class:`my_policies.GaussianSwingUp` pickled, as MJRL saves a policy. Benign, but
   unpickling it imports and runs that class's code: ``zoo eval`` loads it only with ``--trust-pickle``.
@@ -26,8 +28,13 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
   an ``env_wrapper`` tagged ``!!python/object/apply:os.system`` (rl_zoo3 reads it with ``yaml.UnsafeLoader``).
 - ``no-optimizer``: the same run dir's model zip without ``policy.optimizer.pth``, as some hub zips are: SB3's
   ``PPO.load`` fails on it, zoo evaluates it.
+- ``rsl_rl``: ``LOGS/evil/cfgs.pkl``, a Genesis config list whose second item calls ``os.system`` (beside a
+  ``model_{iter}.pt`` it is an rsl_rl run in Genesis' layout: the docs copy one there), and
+  ``LOGS/rsl_rl/evil/2026-11-30_11-00-00/model_9.pt``, a checkpoint in Isaac Lab's layout that does the same.
+- ``skrl``: an skrl checkpoint (a dict of module state dicts) whose ``observation_preprocessor`` holds the same
+  call, in Isaac Lab's skrl layout.
 
-docs/frameworks/custom.md, docs/frameworks/cleanrl.md and docs/push.md run these; nothing here runs the payloads.
+docs/frameworks/custom.md, cleanrl.md, rsl_rl.md, skrl.md and docs/push.md run these; nothing here runs the payloads.
 """
 
 from __future__ import annotations
@@ -189,13 +196,31 @@ def no_optimizer(run: Path) -> list[Path]:
     return [model]
 
 
-KINDS = {
-    "pickles": pickles,
-    "cleanrl": cleanrl,
-    "broken": broken,
-    "rl_zoo3": rl_zoo3,
-    "no-optimizer": no_optimizer,
-}
+def rsl_rl(out: Path) -> list[Path]:
+    import torch
+
+    config = out / "evil" / "cfgs.pkl"
+    checkpoint = out / "rsl_rl" / "evil" / "2026-11-30_11-00-00" / "model_9.pt"
+    for path in (config, checkpoint):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    config.write_bytes(pickle.dumps([{"algorithm": {}}, RunsACommand()], protocol=4))
+    torch.save({"actor_state_dict": {"mlp.0.weight": torch.zeros(2)}, "payload": RunsACommand()}, checkpoint)
+    return [config, checkpoint]
+
+
+def skrl(out: Path) -> list[Path]:
+    import torch
+
+    checkpoint = out / "logs/skrl/Pendulum-v1/2026-11-30_12-00-00_ppo_torch/checkpoints/agent_2000.pt"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    modules = {"policy": {"net_container.0.weight": torch.zeros(32, 3)}, "observation_preprocessor": {
+        "running_mean": torch.zeros(3), "payload": RunsACommand()}}  # fmt: skip
+    torch.save(modules, checkpoint)
+    return [checkpoint]
+
+
+KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken, "rl_zoo3": rl_zoo3, "no-optimizer": no_optimizer,
+         "rsl_rl": rsl_rl, "skrl": skrl}  # fmt: skip
 
 
 def main() -> None:

@@ -21,13 +21,13 @@ import torch
 import yaml
 from helpers import (
     Canary,
-    GymVecEnv,
     assert_exports_act_like_checkpoint,
     make_run,
-    rsl_rl_train_cfg,
     write_malicious,
     zoo,
 )
+from rsl_rl_layouts import genesis_cfgs, legacy_checkpoint
+from train_rsl_rl import configure, train
 
 from zoo.envs import EnvSpec, make_vector_env
 from zoo.evaluator import rollout
@@ -46,22 +46,10 @@ class Trained:
 
 
 def _train(root: Path, rnn_type: str | None) -> Trained:
-    from rsl_rl.runners import OnPolicyRunner
-
-    cfg = rsl_rl_train_cfg(rnn_type)
-    env = GymVecEnv(ENV_ID, 8, seed=cfg["seed"])
+    """A run of examples/train_rsl_rl.py's, keeping the runner (rsl_rl's own inference policy is the reference)."""
     run_dir = root / "logs" / "rsl_rl" / f"pendulum_{rnn_type or 'mlp'}" / "2026-11-30_10-00-00"
-    (run_dir / "params").mkdir(parents=True)
-    (run_dir / "params" / "agent.yaml").write_text(yaml.dump(cfg, sort_keys=False))
-    (run_dir / "params" / "env.yaml").write_text(yaml.dump(env.cfg, sort_keys=False))
-    torch.manual_seed(cfg["seed"])
-    runner = OnPolicyRunner(env, cfg, log_dir=None, device="cpu")
-    checkpoints = []
-    for _ in range(2):
-        runner.learn(2)
-        checkpoints.append(run_dir / f"model_{runner.current_learning_iteration}.pt")
-        runner.save(str(checkpoints[-1]))
-    env.envs.close()
+    cfg, env = configure(rnn_type or "mlp")
+    runner, checkpoints = train(run_dir, cfg, env)
     return Trained(run_dir, runner, cfg, checkpoints)
 
 
@@ -418,47 +406,11 @@ def test_export_spec_of_untrained_actor_variants_matches_act():
                     assert np.abs(out.numpy() - expected).max() <= 1e-6, (dist, norm, rnn)
 
 
-def _legacy_checkpoint(src: Path, dst: Path, normalizer_outside: bool) -> Path:
-    """A real 5.x checkpoint renamed to the rsl-rl-lib < 4 ``ActorCritic[Recurrent]`` key names.
-
-    The mapping is the old versions' own, read from rsl-rl-lib 2.2.4's and 3.1.1's source
-    (``OnPolicyRunner.save`` writes ``model_state_dict`` of the ``ActorCritic[Recurrent]``, whose
-    attributes are ``actor``, ``memory_a``, ``actor_obs_normalizer``, ``std``). ``normalizer_outside``
-    writes the 2.x layout (``obs_norm_state_dict`` beside the model), else the 3.x one
-    (``actor_obs_normalizer.*`` inside ``model_state_dict``). Files written by those versions
-    themselves are tested in test_rsl_rl_legacy.py; this covers the 3.x recurrent layout they lack.
-    """
-    ckpt = torch.load(src, weights_only=True)
-    renames = (("mlp.", "actor."), ("rnn.", "memory_a."), ("obs_normalizer.", "actor_obs_normalizer."),
-               ("distribution.std_param", "std"))  # fmt: skip
-    model, norm = {}, {}
-    for key, value in ckpt["actor_state_dict"].items():
-        if normalizer_outside and key.startswith("obs_normalizer."):
-            norm[key.removeprefix("obs_normalizer.")] = value
-            continue
-        new = next((n + key[len(o) :] for o, n in renames if key.startswith(o)), key)
-        model[new] = value
-    model.update(
-        {f"critic.{k.removeprefix('mlp.')}": v for k, v in ckpt["critic_state_dict"].items() if "mlp." in k}
-    )
-    legacy = {
-        "model_state_dict": model,
-        "optimizer_state_dict": ckpt["optimizer_state_dict"],
-        "iter": 3,
-        "infos": None,
-    }
-    if normalizer_outside:
-        legacy["obs_norm_state_dict"] = norm
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(legacy, dst)
-    return dst
-
-
 @pytest.mark.parametrize("kind", ["mlp", "lstm"])
 def test_legacy_model_state_dict_checkpoint_gives_the_same_returns(trained, kind, tmp_path):
     run = trained[kind]
     legacy_dir = tmp_path / "logs" / "rsl_rl" / "legacy" / "2024-01-01_00-00-00"
-    _legacy_checkpoint(run.model, legacy_dir / "model_3.pt", normalizer_outside=kind == "mlp")
+    legacy_checkpoint(run.model, legacy_dir / "model_3.pt", normalizer_outside=kind == "mlp")
     policy = {"class_name": "ActorCriticRecurrent" if kind == "lstm" else "ActorCritic", "activation": "elu",
               "actor_hidden_dims": [32, 32], "rnn_type": "lstm" if kind == "lstm" else None}  # fmt: skip
     (legacy_dir / "params").mkdir()
@@ -478,11 +430,8 @@ def test_genesis_layout_with_cfgs_pkl(trained, tmp_path):
     log_dir = tmp_path / "logs" / "pendulum-walking"
     log_dir.mkdir(parents=True)
     (log_dir / "model_3.pt").write_bytes(run.model.read_bytes())
-    env_cfg = {"num_actions": 1, "clip_actions": 100.0, "episode_length_s": 20.0}
-    obs_cfg, reward_cfg, command_cfg = {"num_obs": 3}, {"reward_scales": {}}, {"num_commands": 0}
-    train = {**run.cfg, "runner": {"experiment_name": "pendulum-walking", "max_iterations": 4}}
     with (log_dir / "cfgs.pkl").open("wb") as fh:  # as Genesis' examples write it
-        pickle.dump([env_cfg, obs_cfg, reward_cfg, command_cfg, train], fh)
+        pickle.dump(genesis_cfgs(run.cfg, "pendulum-walking", num_actions=1, num_obs=3), fh)
     report = zoo("check", tmp_path / "logs", "--json").json()[0]
     assert report["run"]["path"] == str(log_dir) and report["details"]["config"] == "cfgs.pkl"
     assert report["details"]["clip_actions"] == 100.0 and report["run"]["seed"] == 7

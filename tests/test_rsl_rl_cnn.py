@@ -1,17 +1,17 @@
 """rsl_rl CNN actors: a ``CNNModel`` trained by the real ``OnPolicyRunner`` on image observations.
 
-gymnasium ships no continuous-control env with image observations that is installed here, so the test
-registers one: Pendulum-v1 seen through a 12x12 camera (the rod drawn from its angle, ``(1, 12, 12)``
-float32) beside two 1-D groups, ``velocity`` and ``height`` (the angular velocity and cos of the angle),
-as a Dict observation. rsl_rl's VecEnv gives the same groups by name. The run config lists the actor's
+gymnasium ships no continuous-control env with image observations that is installed here, so the docs' example
+registers one (examples/pendulum_camera.py): Pendulum-v1 seen through a 12x12 camera (the rod drawn from its angle,
+``(1, 12, 12)`` float32) beside two 1-D groups, ``velocity`` and ``height`` (the angular velocity and cos of the
+angle), as a Dict observation. rsl_rl's VecEnv gives the same groups by name. The run config lists the actor's
 groups as ``[velocity, height, camera]``, not in the Dict's (sorted) key order, so a zoo that read
 the groups in the env's order would feed the normalizer swapped values and the parity would fail.
-PPO trains the CNN actor (BatchNorm in its first layer, a CNN critic) for 4 iterations on 8 envs.
+PPO trains the CNN actor (BatchNorm in its first layer, a CNN critic) for 4 iterations on 8 envs, as
+examples/train_rsl_rl.py's ``camera`` run does.
 """
 
 from __future__ import annotations
 
-import copy
 import shutil
 from pathlib import Path
 
@@ -20,65 +20,13 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from helpers import GymVecEnv, assert_exports_act_like_checkpoint, zoo
+from helpers import assert_exports_act_like_checkpoint, zoo
+from pendulum_camera import ENV_ID, SIZE
 from test_rsl_rl import onnx_session, rsl_rl_returns, zoo_eval, zoo_returns
+from train_rsl_rl import CNN_CFG, configure, train
 
 from zoo.exporter.obs import flatten_obs
 from zoo.exporter.parity import sample_batch
-
-ENV_ID = "ZooTest/PendulumCamera-v0"
-SIZE = 12
-CNN_CFG = {"output_channels": [4, 8], "kernel_size": 3, "stride": 2, "norm": ["batch", "none"],
-           "activation": "elu"}  # fmt: skip
-GROUPS = ["velocity", "height", "camera"]
-
-
-class PendulumCamera(gym.ObservationWrapper):
-    """Pendulum-v1 observed as a camera image of the rod plus its angular velocity and height."""
-
-    def __init__(self, env):
-        super().__init__(env)
-        self.observation_space = gym.spaces.Dict({
-            "camera": gym.spaces.Box(0.0, 1.0, (1, SIZE, SIZE), np.float32),
-            "velocity": gym.spaces.Box(-8.0, 8.0, (1,), np.float32),
-            "height": gym.spaces.Box(-1.0, 1.0, (1,), np.float32),
-        })  # fmt: skip
-
-    def observation(self, obs):
-        cos, sin, velocity = obs
-        image = np.zeros((1, SIZE, SIZE), np.float32)
-        for r in np.linspace(0.0, SIZE / 2 - 1, 12):
-            image[0, int(SIZE / 2 - r * cos), int(SIZE / 2 + r * sin)] = 1.0
-        return {"camera": image, "velocity": np.array([velocity], np.float32),
-                "height": np.array([cos], np.float32)}  # fmt: skip
-
-
-gym.register(
-    ENV_ID, entry_point=lambda **kw: PendulumCamera(gym.make("Pendulum-v1", **kw)), max_episode_steps=200
-)
-
-
-class CameraVecEnv(GymVecEnv):
-    """rsl_rl's VecEnv over the Dict env: one TensorDict group per key."""
-
-    def _tensordict(self, obs):
-        from tensordict import TensorDict
-
-        groups = {key: torch.as_tensor(value, dtype=torch.float32) for key, value in obs.items()}
-        return TensorDict(groups, batch_size=[self.num_envs])
-
-
-def _train_cfg() -> dict:
-    gaussian = {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}
-    model = {"class_name": "CNNModel", "hidden_dims": [32, 32], "activation": "elu", "obs_normalization": True,
-             "cnn_cfg": CNN_CFG}  # fmt: skip
-    return {
-        "seed": 7, "num_steps_per_env": 32, "save_interval": 50, "clip_actions": None,
-        "obs_groups": {"actor": GROUPS, "critic": GROUPS},
-        "algorithm": {"class_name": "PPO", "num_learning_epochs": 2, "num_mini_batches": 2, "learning_rate": 1e-3},
-        "actor": {**model, "distribution_cfg": gaussian},
-        "critic": model,
-    }  # fmt: skip
 
 
 class CnnRun:
@@ -88,25 +36,14 @@ class CnnRun:
 
 @pytest.fixture(scope="module")
 def rsl_cnn_run(tmp_path_factory) -> CnnRun:
-    from rsl_rl.runners import OnPolicyRunner
-
+    """examples/train_rsl_rl.py's camera run, 4 iterations in one go."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        cfg = _train_cfg()
         run_dir = (
             tmp_path_factory.mktemp("rsl_cnn") / "logs" / "rsl_rl" / "pendulum_camera" / "2026-12-01_10-00-00"
         )
-        (run_dir / "params").mkdir(parents=True)
-        (run_dir / "params" / "agent.yaml").write_text(yaml.dump(cfg, sort_keys=False))
-        env = CameraVecEnv(ENV_ID, 8, seed=cfg["seed"])
-        (run_dir / "params" / "env.yaml").write_text(yaml.dump(env.cfg, sort_keys=False))
-        torch.manual_seed(cfg["seed"])
-        runner = OnPolicyRunner(env, copy.deepcopy(cfg), log_dir=None, device="cpu")
-        runner.learn(4)
-        model = run_dir / f"model_{runner.current_learning_iteration}.pt"
-        runner.save(str(model))
-        env.envs.close()
+        runner, (model,) = train(run_dir, *configure("camera"), checkpoints=1, iterations=4)
         yield CnnRun(run_dir, runner, model)
     finally:
         torch.set_num_threads(threads)
@@ -167,7 +104,7 @@ def test_what_zoo_cannot_rebuild_is_one_error_line(rsl_cnn_run, tmp_path):
         "no cnn_cfg": ({**cfg, "actor": {k: v for k, v in cfg["actor"].items() if k != "cnn_cfg"}},
                        "a CNNModel actor (images ['camera']) needs the cnn_cfg of the run's config"),
         "other stride": ({**cfg, "actor": {**cfg["actor"], "cnn_cfg": {**CNN_CFG, "stride": 1}}},
-                         "the weights do not fit the actor rebuilt for ZooTest/PendulumCamera-v0's images: "
+                         f"the weights do not fit the actor rebuilt for {ENV_ID}'s images: "
                          "mlp.0.weight is (32, 34), the actor needs (32, 514)"),
         "a group the env lacks": ({**cfg, "obs_groups": {"actor": ["velocity", "depth", "camera"]}},
                                   "the actor reads the observation groups ['depth']"),

@@ -3,36 +3,22 @@
 A PPO teacher is trained (2 iterations, real ``OnPolicyRunner``) on a privileged observation group,
 Pendulum's observation plus the true angle, which a deployed robot would not have. rsl_rl's
 ``DistillationRunner`` then loads it as the teacher and distills an MLP and a GRU student that see only
-the ``policy`` group (2 iterations each). Their checkpoints hold ``student_state_dict`` and
-``teacher_state_dict``; zoo must rebuild the student from the ``student:`` config and match
-``runner.get_inference_policy()`` (the student) episode for episode on plain Pendulum-v1.
+the ``policy`` group (2 iterations each), as examples/train_rsl_rl.py's ``teacher`` and ``student`` runs are
+trained. Their checkpoints hold ``student_state_dict`` and ``teacher_state_dict``; zoo must rebuild the
+student from the ``student:`` config and match ``runner.get_inference_policy()`` (the student) episode for
+episode on plain Pendulum-v1.
 """
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-import yaml
-from helpers import GymVecEnv, assert_exports_act_like_checkpoint, rsl_rl_train_cfg, zoo
+from helpers import assert_exports_act_like_checkpoint, zoo
 from test_rsl_rl import ENV_ID, rsl_rl_returns, zoo_returns
-
-PRIVILEGED = {"actor": ["privileged"], "critic": ["privileged"]}
-
-
-class PrivilegedVecEnv(GymVecEnv):
-    """Pendulum with a ``privileged`` group beside ``policy``: the observation and the true angle."""
-
-    def _tensordict(self, obs):
-        from tensordict import TensorDict
-
-        angle = [[float(env.unwrapped.state[0])] for env in self.envs.envs]
-        obs = torch.as_tensor(obs, dtype=torch.float32)
-        privileged = torch.cat([obs, torch.tensor(angle, dtype=torch.float32)], dim=-1)
-        return TensorDict({"policy": obs, "privileged": privileged}, batch_size=[self.num_envs])
+from train_rsl_rl import PrivilegedVecEnv, configure, student_cfg, train
 
 
 class Distilled:
@@ -40,42 +26,22 @@ class Distilled:
         self.run_dir, self.runner, self.model = run_dir, runner, model
 
 
-def _train(runner_class, cfg: dict, run_dir: Path, teacher: Path | None = None):
-    env = PrivilegedVecEnv(ENV_ID, 8, seed=cfg["seed"])
-    (run_dir / "params").mkdir(parents=True)
-    (run_dir / "params" / "agent.yaml").write_text(yaml.dump(cfg, sort_keys=False))
-    (run_dir / "params" / "env.yaml").write_text(yaml.dump(env.cfg, sort_keys=False))
-    torch.manual_seed(cfg["seed"])
-    runner = runner_class(env, copy.deepcopy(cfg), log_dir=None, device="cpu")
-    if teacher is not None:
-        runner.load(str(teacher))  # an actor_state_dict: rsl_rl loads it as the teacher only
-    runner.learn(2)
-    model = run_dir / f"model_{runner.current_learning_iteration}.pt"
-    runner.save(str(model))
-    env.envs.close()
-    return runner, model
-
-
 @pytest.fixture(scope="module")
 def rsl_distilled(tmp_path_factory) -> dict[str, Distilled]:
-    from rsl_rl.runners import DistillationRunner, OnPolicyRunner
-
+    """examples/train_rsl_rl.py's teacher, and an MLP and a GRU student distilled from it (2 iterations each)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("rsl_distill") / "logs" / "rsl_rl"
     try:
-        teacher_cfg = {**rsl_rl_train_cfg(None), "obs_groups": PRIVILEGED}
-        _, teacher = _train(OnPolicyRunner, teacher_cfg, root / "pendulum_teacher" / "2026-12-01_09-00-00")
+        _, (teacher,) = train(root / "pendulum_teacher" / "2026-12-01_09-00-00", *configure("teacher"),
+                              checkpoints=1)  # fmt: skip
         runs = {}
         for kind in ("mlp", "gru"):
-            student = {**rsl_rl_train_cfg(kind if kind != "mlp" else None)["actor"]}
-            cfg = {"seed": 7, "num_steps_per_env": 32, "save_interval": 50, "clip_actions": None,
-                   "obs_groups": {"student": ["policy"], "teacher": ["privileged"]},
-                   "algorithm": {"class_name": "Distillation", "num_learning_epochs": 2, "gradient_length": 16,
-                                 "learning_rate": 1e-3},
-                   "student": student, "teacher": teacher_cfg["actor"]}  # fmt: skip
+            cfg = student_cfg(kind if kind != "mlp" else None)
             run_dir = root / f"pendulum_student_{kind}" / "2026-12-01_10-00-00"
-            runs[kind] = Distilled(run_dir, *_train(DistillationRunner, cfg, run_dir, teacher))
+            env = PrivilegedVecEnv(ENV_ID, 8, seed=cfg["seed"])
+            runner, (model,) = train(run_dir, cfg, env, checkpoints=1, teacher=teacher)
+            runs[kind] = Distilled(run_dir, runner, model)
         yield runs
     finally:
         torch.set_num_threads(threads)

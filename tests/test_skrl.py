@@ -3,8 +3,8 @@
 The session fixture trains skrl PPO (with a ``RunningStandardScaler`` observation preprocessor) on
 Pendulum-v1 through skrl's ``Runner`` and ``SequentialTrainer``, laid out like Isaac Lab's skrl
 ``train.py``: ``logs/skrl/{directory}/{time}_ppo_torch/{checkpoints,params/agent.yaml}``.
-Other layouts are written by skrl itself from the trained agent: ``write_checkpoint`` with
-``store_separately``. skrl 1.x cannot be installed next to 2.x, so the 1.x checkpoint layout is
+Other layouts are made by examples/skrl_layouts.py, as the docs make them: skrl's own ``write_checkpoint``
+with ``store_separately``; skrl 1.x cannot be installed next to 2.x, so the 1.x checkpoint layout is
 the real 2.x checkpoint with its ``observation_preprocessor`` key renamed to 1.x's ``state_preprocessor``.
 """
 
@@ -20,71 +20,12 @@ import pytest
 import yaml
 from helpers import Canary, assert_exports_act_like_checkpoint, zoo
 from skrl_helpers import loaded_agent, runner_for, skrl_returns, zoo_returns
+from skrl_layouts import bare, v1, write_modules
+from train_skrl import configure
 
 TIMESTEPS = 1000
 RUN = "2026-11-30_10-00-00_ppo_torch"
 SHARED = "2026-11-30_12-00-00_ppo_torch"
-AGENT_CFG = """
-seed: 42
-models:
-  separate: true
-  policy:
-    class: GaussianMixin
-    clip_actions: false
-    clip_log_std: true
-    min_log_std: -20.0
-    max_log_std: 2.0
-    initial_log_std: 0.0
-    network:
-      - name: net
-        input: OBSERVATIONS
-        layers: [32, 32]
-        activations: elu
-    output: 2 * tanh(ACTIONS)
-  value:
-    class: DeterministicMixin
-    clip_actions: false
-    network:
-      - name: net
-        input: OBSERVATIONS
-        layers: [32, 32]
-        activations: elu
-    output: ONE
-memory:
-  class: RandomMemory
-  memory_size: -1
-agent:
-  class: PPO
-  rollouts: 64
-  learning_epochs: 4
-  mini_batches: 2
-  learning_rate: 1.0e-03
-  observation_preprocessor: RunningStandardScaler
-  observation_preprocessor_kwargs: null
-  value_preprocessor: RunningStandardScaler
-  value_preprocessor_kwargs: null
-  experiment:
-    write_interval: 100
-    checkpoint_interval: 250
-trainer:
-  class: SequentialTrainer
-  timesteps: 1000
-  headless: true
-  disable_progressbar: true
-  close_environment_at_exit: false
-"""
-
-
-def _as_skrl_1(cfg: dict) -> dict:
-    """The same config in skrl 1.x's words: observations are "states", their scaler state_preprocessor."""
-    cfg = copy.deepcopy(cfg)
-    for model in cfg["models"].values():
-        if isinstance(model, dict):
-            for container in model.get("network", []):
-                container["input"] = "STATES"
-    for suffix in ("", "_kwargs"):
-        cfg["agent"][f"state_preprocessor{suffix}"] = cfg["agent"].pop(f"observation_preprocessor{suffix}")
-    return cfg
 
 
 def _copy_params(src: Path, dst: Path) -> None:
@@ -101,7 +42,7 @@ def skrl_runs(tmp_path_factory):
     try:
         root = tmp_path_factory.mktemp("skrl")
         logs = root / "logs" / "skrl" / "Pendulum-v1"
-        cfg = yaml.safe_load(AGENT_CFG)
+        cfg = configure("gaussian", TIMESTEPS)[1]  # examples/train_skrl.py's, as the docs train it
         cfg["agent"]["experiment"].update(directory=str(logs), experiment_name=RUN)
         runner = runner_for(cfg, "Pendulum-v1")
         run = logs / RUN
@@ -110,22 +51,13 @@ def skrl_runs(tmp_path_factory):
         runner.trainer.train()
         final = run / "checkpoints" / f"agent_{TIMESTEPS}.pt"
 
-        v1 = logs / f"{RUN}_v1"  # the 1.x layout: observation scaler saved as state_preprocessor
-        (v1 / "params").mkdir(parents=True)
-        (v1 / "params" / "agent.yaml").write_text(yaml.safe_dump(_as_skrl_1(cfg)))
-        modules = torch.load(final, weights_only=True)
-        modules["state_preprocessor"] = modules.pop("observation_preprocessor")
-        (v1 / "checkpoints").mkdir()
-        torch.save(modules, v1 / "checkpoints" / final.name)
+        v1_run = logs / f"{RUN}_v1"  # the 1.x layout: observation scaler saved as state_preprocessor
+        v1_run.mkdir()
+        v1(run, v1_run)
 
-        separate = logs / "2026-11-30_11-00-00_ppo_torch"  # skrl's own per-module writer
+        separate = logs / "2026-11-30_11-00-00_ppo_torch"  # skrl's per-module writer
         _copy_params(run, separate)
-        (separate / "checkpoints").mkdir()
-        agent = runner.agent
-        agent.experiment_dir = str(separate)
-        agent.cfg.experiment.store_separately = True
-        agent.checkpoint_best_modules["saved"] = True
-        agent.write_checkpoint(timestep=TIMESTEPS, timesteps=TIMESTEPS)
+        write_modules(runner.agent, separate, TIMESTEPS)
 
         shared_cfg = copy.deepcopy(cfg)  # Isaac Lab's default: one model for policy and value
         shared_cfg["models"]["separate"] = False
@@ -135,15 +67,12 @@ def skrl_runs(tmp_path_factory):
         (logs / SHARED / "params" / "agent.yaml").write_text(yaml.safe_dump(shared_cfg))
         runner_for(shared_cfg, "Pendulum-v1").trainer.train()
 
-        bare = root / "runs" / "torch" / "25-11-30_10-00-00-000000_PPO"  # skrl's default name, no agent.yaml
-        (bare / "checkpoints").mkdir(parents=True)
-        shutil.copy(final, bare / "checkpoints" / final.name)
-        (bare / "params").mkdir()
-        spec = json.loads(__import__("gymnasium").spec("Pendulum-v1").to_json())
-        (bare / "params" / "env.yaml").write_text(yaml.safe_dump(spec))
+        bare_run = root / "runs" / "torch" / "25-11-30_10-00-00-000000_PPO"  # skrl's name, no agent.yaml
+        bare_run.mkdir(parents=True)
+        bare(run, bare_run)
         model_config = root / "pendulum_policy.yaml"
         model_config.write_text(yaml.safe_dump(cfg["models"]["policy"]))
-        return {"root": root, "logs": logs, "run": run, "v1": v1, "separate": separate, "bare": bare,
+        return {"root": root, "logs": logs, "run": run, "v1": v1_run, "separate": separate, "bare": bare_run,
                 "final": final, "cfg": cfg, "shared_cfg": shared_cfg, "model_config": model_config}  # fmt: skip
     finally:
         torch.set_num_threads(threads)

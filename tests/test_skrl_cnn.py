@@ -3,70 +3,26 @@
 The config has the shape of Isaac Lab's skrl camera configs: one shared policy/value model
 (``separate: false``), a ``features_extractor`` container that ``permute``\\ s the NHWC images
 to NCHW and runs ``conv2d`` layers and ``flatten``, then a ``net`` container of linear layers.
-No cheap image env ships with gymnasium's classic set (rendering to pixels needs pygame and is
-slow), so :class:`PixelTarget` draws a 12x12 RGB image itself; it is registered in-process. Its
-pixels are float32 in [0, 1], as Isaac Lab's camera tasks give them (skrl's model instantiator
-initializes lazy layers with a sample of the observation space, which a uint8 space breaks).
+The env is examples/pixel_target.py's ``PixelTarget-v0`` (a 12x12 RGB image of a dot to steer to the
+centre) and the config examples/train_skrl.py's ``cnn`` kind, as the docs train it.
 """
 
 from __future__ import annotations
 
 import copy
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import yaml
 from helpers import assert_exports_act_like_checkpoint, zoo
-from skrl_helpers import (
-    gaussian_policy,
-    loaded_agent,
-    ppo_cfg,
-    skrl_returns,
-    train_isaac_lab_style,
-    zoo_returns,
-)
+from pixel_target import ENV_ID, SIZE
+from skrl_helpers import loaded_agent, skrl_returns, train_isaac_lab_style, zoo_returns
+from train_skrl import configure
 
 from zoo.evaluator import single_cpu_thread
 
-ENV_ID, SIZE = "PixelTarget-v0", 12
 EPISODES, NUM_ENVS = 8, 4
-
-
-class PixelTarget(gym.Env):
-    """Steer a dot to the image centre: the dot is drawn red, its row green, on a 12x12 RGB image."""
-
-    observation_space = gym.spaces.Box(0.0, 1.0, (SIZE, SIZE, 3), np.float32)
-    action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.position = self.np_random.uniform(-1.0, 1.0, 2)
-        return self._image(), {}
-
-    def step(self, action):
-        self.position = np.clip(self.position + 0.25 * np.clip(action, -1.0, 1.0), -1.0, 1.0)
-        distance = float(np.linalg.norm(self.position))
-        return self._image(), -distance, distance < 0.15, False, {}
-
-    def _image(self) -> np.ndarray:
-        image = np.zeros((SIZE, SIZE, 3), np.float32)
-        row, col = np.round((self.position + 1.0) / 2.0 * (SIZE - 1)).astype(int)
-        image[row, :, 1] = 0.4
-        image[row, col, 0] = 1.0
-        return image
-
-
-if ENV_ID not in gym.registry:
-    gym.register(ENV_ID, entry_point=PixelTarget, max_episode_steps=25)
-
-FEATURES = {"name": "features_extractor", "input": "permute(OBSERVATIONS, (0, 3, 1, 2))",
-            "layers": [{"conv2d": {"out_channels": 8, "kernel_size": 3, "stride": 2, "padding": 0}},
-                       {"conv2d": {"out_channels": 8, "kernel_size": 3, "stride": 1, "padding": 1}}, "flatten"],
-            "activations": "relu"}  # fmt: skip
-NETWORK = [FEATURES, {"name": "net", "input": "features_extractor", "layers": [32], "activations": "elu"}]
-POLICY = gaussian_policy(NETWORK)
-CFG = ppo_cfg(POLICY, value_network=NETWORK, separate=False, timesteps=256)
+CFG = configure("cnn", timesteps=256)[1]
 
 
 @pytest.fixture(scope="session")

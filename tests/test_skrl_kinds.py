@@ -1,6 +1,7 @@
 """skrl policy kinds beyond the Gaussian MLP: categorical, multivariate Gaussian, asymmetric actor-critic.
 
-One session fixture trains three real skrl 2.x PPO runs through skrl's ``Runner`` (Isaac Lab's layout):
+One session fixture trains three real skrl 2.x PPO runs through skrl's ``Runner`` (Isaac Lab's layout), as
+examples/train_skrl.py's kinds of the same names:
 ``CategoricalMixin`` on CartPole-v1, ``MultivariateGaussianMixin`` on Pendulum-v1, and an asymmetric
 actor-critic on Pendulum-v1 whose critic reads a privileged ``STATES`` vector (its own
 ``state_preprocessor``, of the observations' size) while the policy reads ``OBSERVATIONS``, unscaled.
@@ -13,54 +14,18 @@ import numpy as np
 import pytest
 import yaml
 from helpers import assert_exports_act_like_checkpoint, zoo
-from skrl_helpers import (
-    CATEGORICAL,
-    MULTIVARIATE,
-    loaded_agent,
-    mlp,
-    ppo_cfg,
-    skrl_returns,
-    train_isaac_lab_style,
-    zoo_returns,
-)
+from skrl_helpers import loaded_agent, mlp, skrl_returns, train_isaac_lab_style, zoo_returns
+from train_skrl import configure
 
 from zoo.evaluator import single_cpu_thread
 
 EPISODES, NUM_ENVS = 10, 4
-GAUSSIAN = {**MULTIVARIATE, "class": "GaussianMixin", "network": mlp()}
-
-
-def privileged_pendulum() -> type:
-    """A skrl env wrapper: Pendulum-v1 with a state for the critic, the true angle, the velocity and its
-    square (3 values, the size of the observations). Built on call: skrl is imported lazily."""
-    import gymnasium
-    import torch
-    from skrl.envs.wrappers.torch.gymnasium_envs import GymnasiumWrapper
-
-    class PrivilegedPendulum(GymnasiumWrapper):
-        @property
-        def state_space(self):
-            return gymnasium.spaces.Box(-np.inf, np.inf, (3,), np.float32)
-
-        def state(self):
-            theta, velocity = np.array([env.unwrapped.state for env in self._env.envs]).T
-            angle = (theta + np.pi) % (2 * np.pi) - np.pi
-            return torch.tensor(np.stack([angle, velocity, velocity**2 / 8], axis=1), dtype=torch.float32)
-
-    return PrivilegedPendulum
-
-
-ASYMMETRIC = ppo_cfg(GAUSSIAN, value_network=mlp("STATES"), observation_preprocessor=None,
-                     state_preprocessor="RunningStandardScaler", state_preprocessor_kwargs=None)  # fmt: skip
-RUNS = {  # name: (env id, config)
-    "categorical": ("CartPole-v1", ppo_cfg(CATEGORICAL)),
-    "multivariate": ("Pendulum-v1", ppo_cfg(MULTIVARIATE)),
-    "asymmetric": ("Pendulum-v1", ASYMMETRIC),
-}
+NAMES = ("categorical", "multivariate", "asymmetric")  # examples/train_skrl.py's kinds
+RUNS = {name: configure(name)[:2] for name in NAMES}  # name: (env id, config)
 
 
 def _wrapper(name: str) -> type | None:
-    return privileged_pendulum() if name == "asymmetric" else None
+    return configure(name)[2]
 
 
 @pytest.fixture(scope="session")
