@@ -5,6 +5,8 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
     python examples/untrusted_files.py pickles DIR   # DIR/policy.pickle, DIR/evil.pickle
     python examples/untrusted_files.py cleanrl RUNS  # two CleanRL dqn runs under RUNS/ (seeds 5 and 7)
     python examples/untrusted_files.py broken RUNS   # one CleanRL run per other kind of problem, under RUNS/
+    python examples/untrusted_files.py diverged RUNS # a CleanRL dqn run whose last layer is NaN, under RUNS/
+    python examples/untrusted_files.py loaders DIR   # SB3 files the libraries' own loaders would run code from
 
 - ``policy.pickle``: a :class:`my_policies.GaussianSwingUp` pickled, as MJRL saves a policy. Benign, but
   unpickling it imports and runs that class's code: ``zoo eval`` loads it only with ``--trust-pickle``.
@@ -19,8 +21,17 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
   registry does not know (``ddqn``), a ``data.pkl`` that hides ``os.system`` behind strings it pops (``__6``),
   one byte of a tensor flipped (``__8``, only the CRC tells), ``data.pkl`` replaced by 512 MiB of zeros
   deflated to half a MiB (``__9``), a symlink to itself (``__10``); and the model alone at the top of RUNS.
+- ``diverged``: ``RUNS/CartPole-v1__dqn__9__1796039000``, the bundled dqn run (its training log too) with its last
+  layer's weights NaN, as a run that diverged saves them: it loads and acts, and only the values tell.
+- ``loaders``: what zoo never runs but SB3's ``load`` and rl_zoo3's YAML loading do, made from the rl_zoo3 run
+  ``DIR/logs/ppo/CartPole-v1_1`` (train it first: ``python -m rl_zoo3.train --algo ppo --env CartPole-v1 -f
+  DIR/logs``). That run's zip gets an ``os.system`` pickle as ``data['lr_schedule']`` and its ``config.yml`` an
+  ``env_wrapper`` tagged ``!!python/object/apply:os.system``; copies of its zip (made before) go to
+  ``DIR/hub/ppo-CartPole-v1.zip`` without ``policy.optimizer.pth``, ``DIR/hub/a2c-CartPole-v1.zip`` cut short (its first 8 KiB), and
+  ``DIR/old/ppo-CartPole-v1.zip`` with SB3 1.x's schedules (functions pickled by value).
 
-docs/frameworks/custom.md and docs/frameworks/cleanrl.md run these; nothing here runs the payloads.
+docs/check.md, docs/eval.md, docs/frameworks/custom.md and docs/frameworks/cleanrl.md run these; nothing here
+runs the payloads.
 """
 
 from __future__ import annotations
@@ -142,7 +153,81 @@ def broken(out: Path) -> list[Path]:
     return [Path(p) for p in written] + [evasion, flipped, bomb, loop]
 
 
-KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken}
+def diverged(out: Path) -> list[Path]:
+    import shutil
+
+    import torch
+
+    good = next((EXAMPLES / "runs").glob("CartPole-v1__dqn__*"))
+    run = out / "CartPole-v1__dqn__9__1796039000"
+    run.mkdir(parents=True, exist_ok=True)
+    weights = torch.load(good / "dqn.cleanrl_model", weights_only=True)
+    weights["network.4.weight"] = torch.full_like(weights["network.4.weight"], float("nan"))
+    torch.save(weights, run / "dqn.cleanrl_model")
+    events = Path(shutil.copy(next(good.glob("events.out.tfevents.*")), run))
+    return [run / "dqn.cleanrl_model", events]
+
+
+def _edit_sb3_zip(
+    src: bytes, dst: Path, data=None, drop: str | None = None, version: str | None = None
+) -> Path:
+    """An SB3 zip (``src``'s bytes) written to ``dst``: its ``data`` JSON updated with ``data``, the member ``drop``
+    left out, its ``_stable_baselines3_version`` set to ``version``."""
+    import io
+    import json
+    import zipfile
+
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(io.BytesIO(src)) as old, zipfile.ZipFile(dst, "w") as new:
+        for info in (i for i in old.infolist() if i.filename != drop):
+            raw = old.read(info)
+            if info.filename == "data" and data:
+                raw = json.dumps({**json.loads(raw), **data}, indent=4).encode()
+            elif info.filename == "_stable_baselines3_version" and version:
+                raw = version.encode()
+            new.writestr(info, raw)
+    return dst
+
+
+def _serialized(value, dumps=pickle.dumps) -> dict:
+    """SB3's data entry for a pickled value: what its ``load`` unpickles."""
+    import base64
+
+    return {
+        ":type:": f"<class '{type(value).__name__}'>",
+        ":serialized:": base64.b64encode(dumps(value)).decode(),
+    }
+
+
+def loaders(out: Path) -> list[Path]:
+    import cloudpickle
+
+    run = out / "logs" / "ppo" / "CartPole-v1_1"
+    model, config = run / "CartPole-v1.zip", run / "CartPole-v1" / "config.yml"
+    if not model.is_file() or not config.is_file():
+        sys.exit(
+            f"error: no rl_zoo3 run at {run}\nhint: python -m rl_zoo3.train --algo ppo --env CartPole-v1 -f {out / 'logs'}"
+        )
+    clean = model.read_bytes()
+
+    def constant(_progress: float) -> float:  # SB3 1.x's constant_fn returned such a closure
+        return 3e-4
+
+    written = [
+        _edit_sb3_zip(clean, model, data={"lr_schedule": _serialized(RunsACommand())}),
+        _edit_sb3_zip(clean, out / "hub" / "ppo-CartPole-v1.zip", drop="policy.optimizer.pth"),
+        _edit_sb3_zip(clean, out / "old" / "ppo-CartPole-v1.zip", version="1.6.2",
+                      data={key: _serialized(constant, cloudpickle.dumps) for key in ("lr_schedule", "clip_range")}),
+    ]  # fmt: skip
+    cut = out / "hub" / "a2c-CartPole-v1.zip"  # a download that stopped inside the first entry
+    cut.write_bytes(clean[:8192])
+    # rl_zoo3 dumps config.yml as an OrderedDict of [key, value] pairs: one more pair, whose value is a call
+    with config.open("a") as yml:
+        yml.write(f"  - - env_wrapper\n    - !!python/object/apply:os.system\n      - {PAYLOAD}\n")
+    return [*written, cut, config]
+
+
+KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken, "diverged": diverged, "loaders": loaders}
 
 
 def main() -> None:
