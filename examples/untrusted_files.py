@@ -9,6 +9,8 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
     python examples/untrusted_files.py no-optimizer RUN  # an rl_zoo3 run dir's model zip without its optimizer
     python examples/untrusted_files.py rsl_rl LOGS   # LOGS/evil/cfgs.pkl, LOGS/rsl_rl/evil/.../model_9.pt
     python examples/untrusted_files.py skrl DIR      # DIR/logs/skrl/Pendulum-v1/..._ppo_torch/checkpoints/agent_2000.pt
+    python examples/untrusted_files.py diverged RUNS # a CleanRL dqn run whose last layer is NaN, under RUNS/
+    python examples/untrusted_files.py loaders DIR   # SB3 files the libraries' own loaders would run code from
 
 - ``policy.pickle``: a :class:`my_policies.GaussianSwingUp` pickled, as MJRL saves a policy. Benign, but
   unpickling it imports and runs that class's code: ``zoo eval`` loads it only with ``--trust-pickle``.
@@ -34,7 +36,18 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
 - ``skrl``: an skrl checkpoint (a dict of module state dicts) whose ``observation_preprocessor`` holds the same
   call, in Isaac Lab's skrl layout.
 
-docs/frameworks/custom.md, cleanrl.md, rsl_rl.md, skrl.md and docs/push.md run these; nothing here runs the payloads.
+- ``diverged``: ``RUNS/CartPole-v1__dqn__9__1796039000``, the bundled dqn run (its training log too) with its last
+  layer's weights NaN, as a run that diverged saves them: it loads and acts, and only the values tell.
+- ``loaders``: what zoo never runs but SB3's ``load`` and rl_zoo3's YAML loading do, made from the rl_zoo3 run
+  ``DIR/logs/ppo/CartPole-v1_1`` (train it first: ``python -m rl_zoo3.train --algo ppo --env CartPole-v1 -f
+  DIR/logs``). That run's zip gets an ``os.system`` pickle as ``data['lr_schedule']`` and its ``config.yml`` an
+  ``env_wrapper`` tagged ``!!python/object/apply:os.system``; copies of its zip (made before) go to
+  ``DIR/hub/ppo-CartPole-v1.zip`` without ``policy.optimizer.pth``, ``DIR/hub/a2c-CartPole-v1.zip`` cut short (its first 8 KiB), and
+  ``DIR/old/ppo-CartPole-v1.zip`` with SB3 1.x's schedules (functions pickled by value).
+
+
+docs/check.md, eval.md, push.md, frameworks/custom.md, cleanrl.md, rsl_rl.md and skrl.md run these; nothing here
+runs the payloads.
 """
 
 from __future__ import annotations
@@ -156,44 +169,100 @@ def broken(out: Path) -> list[Path]:
     return [Path(p) for p in written] + [evasion, flipped, bomb, loop]
 
 
+def diverged(out: Path) -> list[Path]:
+    import shutil
+
+    import torch
+
+    good = next((EXAMPLES / "runs").glob("CartPole-v1__dqn__*"))
+    run = out / "CartPole-v1__dqn__9__1796039000"
+    run.mkdir(parents=True, exist_ok=True)
+    weights = torch.load(good / "dqn.cleanrl_model", weights_only=True)
+    weights["network.4.weight"] = torch.full_like(weights["network.4.weight"], float("nan"))
+    torch.save(weights, run / "dqn.cleanrl_model")
+    events = Path(shutil.copy(next(good.glob("events.out.tfevents.*")), run))
+    return [run / "dqn.cleanrl_model", events]
+
+
+def _edit_sb3_zip(
+    src: bytes, dst: Path, data=None, drop: str | None = None, version: str | None = None
+) -> Path:
+    """An SB3 zip (``src``'s bytes) written to ``dst``: its ``data`` JSON updated with ``data``, the member ``drop``
+    left out, its ``_stable_baselines3_version`` set to ``version``."""
+    import io
+    import json
+    import zipfile
+
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(io.BytesIO(src)) as old, zipfile.ZipFile(dst, "w") as new:
+        for info in (i for i in old.infolist() if i.filename != drop):
+            raw = old.read(info)
+            if info.filename == "data" and data:
+                raw = json.dumps({**json.loads(raw), **data}, indent=4).encode()
+            elif info.filename == "_stable_baselines3_version" and version:
+                raw = version.encode()
+            new.writestr(info, raw)
+    return dst
+
+
+def _serialized(value, dumps=pickle.dumps) -> dict:
+    """SB3's data entry for a pickled value: what its ``load`` unpickles."""
+    import base64
+
+    return {
+        ":type:": f"<class '{type(value).__name__}'>",
+        ":serialized:": base64.b64encode(dumps(value)).decode(),
+    }
+
+
+def loaders(out: Path) -> list[Path]:
+    import cloudpickle
+
+    run = out / "logs" / "ppo" / "CartPole-v1_1"
+    model, config = run / "CartPole-v1.zip", run / "CartPole-v1" / "config.yml"
+    if not model.is_file() or not config.is_file():
+        sys.exit(
+            f"error: no rl_zoo3 run at {run}\nhint: python -m rl_zoo3.train --algo ppo --env CartPole-v1 -f {out / 'logs'}"
+        )
+    clean = model.read_bytes()
+
+    def constant(_progress: float) -> float:  # SB3 1.x's constant_fn returned such a closure
+        return 3e-4
+
+    planted, tagged = _plant(clean, model, config)
+    written = [
+        planted,
+        _edit_sb3_zip(clean, out / "hub" / "ppo-CartPole-v1.zip", drop="policy.optimizer.pth"),
+        _edit_sb3_zip(clean, out / "old" / "ppo-CartPole-v1.zip", version="1.6.2",
+                      data={key: _serialized(constant, cloudpickle.dumps) for key in ("lr_schedule", "clip_range")}),
+    ]  # fmt: skip
+    cut = out / "hub" / "a2c-CartPole-v1.zip"  # a download that stopped inside the first entry
+    cut.write_bytes(clean[:8192])
+    return [*written, cut, tagged]
+
+
 def _model_zip(run: Path) -> Path:
     """An rl_zoo3 run dir's model: ``logs/ppo/CartPole-v1_1/CartPole-v1.zip``."""
     return run / f"{run.name.rsplit('_', 1)[0]}.zip"
 
 
-def _rezipped(model: Path, member: str, data: bytes | None) -> None:
-    """``model`` rewritten in place with ``member`` replaced by ``data``, or left out when ``data`` is None."""
-    import zipfile
-
-    with zipfile.ZipFile(model) as old:
-        members = [(info, old.read(info)) for info in old.infolist()]
-    with zipfile.ZipFile(model, "w", zipfile.ZIP_DEFLATED) as new:
-        for info, raw in members:
-            if info.filename != member:
-                new.writestr(info, raw)
-            elif data is not None:
-                new.writestr(info, data)
+def _plant(clean: bytes, model: Path, config: Path) -> list[Path]:
+    """``model`` (from the zip ``clean``) with an ``os.system`` pickle as ``data['lr_schedule']``, and rl_zoo3's
+    ``config.yml`` with one more ``[key, value]`` pair of its OrderedDict dump, whose value is a call."""
+    _edit_sb3_zip(clean, model, data={"lr_schedule": _serialized(RunsACommand())})
+    with config.open("a") as yml:
+        yml.write(f"  - - env_wrapper\n    - !!python/object/apply:os.system\n      - {PAYLOAD}\n")
+    return [model, config]
 
 
 def rl_zoo3(run: Path) -> list[Path]:
-    import base64
-    import json
-    import zipfile
-
-    model, config = _model_zip(run), next(run.glob("*/config.yml"))
-    with zipfile.ZipFile(model) as archive:
-        data = json.loads(archive.read("data"))
-    data["lr_schedule"][":serialized:"] = base64.b64encode(pickle.dumps(RunsACommand(), protocol=4)).decode()
-    _rezipped(model, "data", json.dumps(data, indent=4).encode())
-    with config.open("a") as out:  # one more [key, value] pair of rl_zoo3's OrderedDict dump
-        out.write(f"  - - env_wrapper\n    - !!python/object/apply:os.system\n      - {PAYLOAD}\n")
-    return [model, config]
+    model = _model_zip(run)
+    return _plant(model.read_bytes(), model, next(run.glob("*/config.yml")))
 
 
 def no_optimizer(run: Path) -> list[Path]:
     model = _model_zip(run)
-    _rezipped(model, "policy.optimizer.pth", None)
-    return [model]
+    return [_edit_sb3_zip(model.read_bytes(), model, drop="policy.optimizer.pth")]
 
 
 def rsl_rl(out: Path) -> list[Path]:
@@ -219,8 +288,8 @@ def skrl(out: Path) -> list[Path]:
     return [checkpoint]
 
 
-KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken, "rl_zoo3": rl_zoo3, "no-optimizer": no_optimizer,
-         "rsl_rl": rsl_rl, "skrl": skrl}  # fmt: skip
+KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken, "diverged": diverged, "loaders": loaders,
+         "rl_zoo3": rl_zoo3, "no-optimizer": no_optimizer, "rsl_rl": rsl_rl, "skrl": skrl}  # fmt: skip
 
 
 def main() -> None:

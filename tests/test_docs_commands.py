@@ -27,16 +27,19 @@ PAGES: dict[str, tuple] = {
     "README.md": (),
     "docs/adding-a-framework.md": (),
     "docs/benchmarks.md": (),  # measured figures, shown as text: nothing to run
+    "docs/check.md": (pytest.mark.trains,),  # an rl_zoo3 PPO run, 256 steps
     "docs/doctor.md": (),
+    "docs/enjoy.md": (),
+    "docs/eval.md": (),
     "docs/examples.md": (),
     "docs/export.md": (pytest.mark.trains,),  # an rsl_rl LSTM run, 4 iterations
     "docs/frameworks/cleanrl.md": (),
     "docs/frameworks/custom.md": (),
     "docs/frameworks/genesis.md": (pytest.mark.trains, pytest.mark.slow, pytest.mark.genesis),
     "docs/frameworks/myosuite.md": (),
-    "docs/hub-serve.md": (),
     "docs/frameworks/rsl_rl.md": (pytest.mark.trains,),  # 5 rsl_rl runs (MLP, LSTM, CNN, distillation), 4 its
     "docs/frameworks/skrl.md": (pytest.mark.trains,),  # 7 skrl runs, 256 to 1,000 steps x 4 envs
+    "docs/hub-serve.md": (),
     "docs/leaderboard.md": (),
     "docs/push.md": (pytest.mark.trains,),  # an rl_zoo3 PPO run, 2,048 steps
     "docs/python-api.md": (),
@@ -44,17 +47,19 @@ PAGES: dict[str, tuple] = {
     "docs/report.md": (),
     "docs/scale-out.md": (pytest.mark.slow,),  # starts a local Ray
     "docs/tensor-envs.md": (pytest.mark.trains,),  # an rsl_rl MLP run, 4 iterations
+    "docs/watch.md": (pytest.mark.trains,),  # an rl_zoo3 PPO run of 4,096 steps; SB3 PPO, 1,024 steps
 }
 
 #: Pages not converted yet: their commands still name folders a reader does not have. Not run.
 NOT_CONVERTED = {
-    "docs/check.md", "docs/eval.md", "docs/enjoy.md", "docs/watch.md", "docs/frameworks/sb3.md",
+    "docs/frameworks/sb3.md",
 }  # fmt: skip
 
 #: What converted pages show but do not run (each line says why in its page: ``# not run here: REASON``).
 NOT_RUN: dict[str, set[str]] = {
     "README.md": {"python3 dev.py demo", "python3 dev.py test", "pip install torch==2.13.0 -e ."},
     "docs/adding-a-framework.md": {"# fragment: zoo/frameworks/mylib/__init__.py, the methods' bodies are yours"},
+    "docs/enjoy.md": {"export HF_ENDPOINT=http://hub.internal:8000 HF_HUB_DISABLE_XET=1 HF_TOKEN=..."},
     "docs/examples.md": {"python examples/train_examples.py", "python examples/train_examples.py --only dqn,c51 --out /tmp/runs"},
     "docs/frameworks/genesis.md": {"pip install 'rl-zoo-hub[genesis,rsl]'"},
     "docs/hub-serve.md": {"# fragment: serve from Python with raised limits (it blocks until Ctrl-C, as zoo hub serve does)"},

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from helpers import EXAMPLES
@@ -105,6 +106,21 @@ def pushed_repo(hub, tmp_path):
                   "--stage-dir", tmp_path / "stage", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
     assert result.returncode == 0, result.stderr
     return "demo/CartPole-v1-dqn-seed1"
+
+
+def test_a_relative_hf_home_names_one_absolute_file_downloaded_or_cached(hub, tmp_path, pushed_repo):
+    """``HF_HOME=hf-home``: the download and the later cache hit are the same absolute path in eval.json, which
+    holds wherever eval.json is read from."""
+    sources = []
+    for consent in (["--allow-download"], []):
+        result = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--hf-repository", pushed_repo,
+                      "--runs-dir", "none", "--episodes", "1", "--out", "e.json", *consent, hub_url=hub.url,
+                      home="hf-home", cwd=tmp_path)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        sources.append(json.loads((tmp_path / "e.json").read_text())["source"])
+    assert [s["kind"] for s in sources] == ["download", "cache"]
+    assert sources[0]["path"] == sources[1]["path"]
+    assert Path(sources[1]["path"]).is_relative_to(tmp_path / "hf-home" / "hub")
 
 
 def _enjoy(hub, tmp_path, *args, home="cache", token=SENTINEL):

@@ -780,6 +780,11 @@ def test_a_corrupt_model_where_a_run_expects_one_is_that_runs_error_row(models, 
         rows["Pendulum-v1.zip"]["status"] == "error"
         and "the zip has no policy.pth" in rows["Pendulum-v1.zip"]["reason"]
     )
+    alone = zoo("check", hub, "--json")  # named on the command line: the same row, and eval's same words
+    assert alone.exit_code == 1 and "cut short or corrupt" in alone.json()[0]["reason"]
+    evaluated = zoo("eval", hub, "-n", "1")
+    assert evaluated.exit_code == 1 and "cut short or corrupt" in evaluated.stderr
+    assert "--exp-name" not in evaluated.stderr
     (tmp_path / "empty").mkdir()
     empty = zoo("check", tmp_path / "empty", "--json")
     assert empty.exit_code == 1 and empty.json() == [] and "no runs found" in empty.stderr

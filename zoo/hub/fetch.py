@@ -88,14 +88,15 @@ def hub_file(entry: Entry, *, env_id: str, run_seed: int, hf_entity: str | None,
 
 
 def from_cache(target: HubFile) -> Path | None:
-    """The cached file, or None. A cached "does not exist" answer is an error unless we may ask again."""
+    """The cached file, or None. A cached "does not exist" answer is an error unless we may ask again. The path is
+    absolute, as a download's is, whatever ``HF_HOME`` is relative to: eval.json records it."""
     from huggingface_hub import try_to_load_from_cache
     from huggingface_hub.file_download import _CACHED_NO_EXIST
 
     cached = try_to_load_from_cache(target.repo_id, target.filename, revision=target.revision)
     if cached is _CACHED_NO_EXIST:
         return None
-    return Path(cached) if isinstance(cached, str) else None
+    return Path(cached).absolute() if isinstance(cached, str) else None
 
 
 def cached_absence(target: HubFile) -> bool:

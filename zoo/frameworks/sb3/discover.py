@@ -142,11 +142,12 @@ def _sb3_zips(entries: list[os.DirEntry]) -> list[Path]:
 
 
 def discover(root: Path) -> Iterator[Run]:
-    """Every SB3 model under ``root``; a zip given by name that is not SB3's is reported, not skipped."""
+    """Every SB3 model under ``root``; a zip given by name that is not SB3's is reported, not skipped, and one
+    named as a model (a corrupt download) is that model's run, as in a folder."""
     if root.is_file():
         if root.name.endswith(".zip"):
             note_read(root)
-            if is_sb3_zip(root):
+            if is_sb3_zip(root) or _named_as_model(root):
                 run = _zoo_run(root.parent, [root]) if _ZOO_RUN_DIR.match(root.parent.name) else None
                 yield run if run is not None and run.model_file == root else run_for_file(root)
             else:
