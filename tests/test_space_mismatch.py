@@ -144,34 +144,26 @@ def untrained(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
     """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env."""
+    import skrl_rnn
     import yaml
-    from skrl_helpers import ppo_cfg, train_isaac_lab_style
     from test_rsl_rl import _train
-    from test_skrl_kinds import CATEGORICAL, GAUSSIAN
-    from test_skrl_rnn import RUNS, _agent, _model_config
+    from test_skrl_rnn import _model_config
+    from train_skrl import CATEGORICAL, gaussian_policy, ppo_cfg, train_isaac_lab_style
 
     from zoo.evaluator import single_cpu_thread
 
     root = tmp_path_factory.mktemp("kinds-trained")
     runs = {"rsl_ppo": (_train(root / "rsl", None).run_dir, ())}
     with single_cpu_thread("cpu"):
-        for case, policy in (("skrl_ppo", GAUSSIAN), ("skrl_ppo:categorical", CATEGORICAL)):
+        for case, policy in (("skrl_ppo", gaussian_policy()), ("skrl_ppo:categorical", CATEGORICAL)):
             env_id = {**WRONG_KIND, **MORE}[case][0]
             run, _ = train_isaac_lab_style(ppo_cfg(policy, timesteps=64), root / case, "2026-12-01_10-00-00_ppo_torch",
                                            env_id)  # fmt: skip
             runs[case] = (run, ("--exp-name", "skrl_ppo"))
-        from skrl.trainers.torch import SequentialTrainer, SequentialTrainerCfg
-        from skrl_helpers import vec_env
-
-        env_id = RUNS["lstm"][0]
-        env = vec_env(env_id, 4)
-        name = "26-12-01_10-00-00-000000_PPO_RNN"
-        agent = _agent("lstm", env, root / "rnn", name, timesteps=64)
-        cfg = SequentialTrainerCfg(timesteps=64, headless=True, disable_progressbar=True, close_environment_at_exit=False)
-        SequentialTrainer(env=env, agents=agent, cfg=cfg).train()
+        run, _ = skrl_rnn.train("lstm", root / "rnn", "26-12-01_10-00-00-000000_PPO_RNN", timesteps=64)
         config = root / "lstm.yaml"
         config.write_text(yaml.safe_dump(_model_config("lstm")))
-        runs["skrl_ppo_rnn"] = (root / "rnn" / name, ("--exp-name", "skrl_ppo_rnn", "--model-config", config))
+        runs["skrl_ppo_rnn"] = (run, ("--exp-name", "skrl_ppo_rnn", "--model-config", config))
     return runs
 
 
