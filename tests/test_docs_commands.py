@@ -36,6 +36,7 @@ PAGES: dict[str, tuple] = {
     "docs/frameworks/myosuite.md": (),
     "docs/hub-serve.md": (),
     "docs/frameworks/rsl_rl.md": (pytest.mark.trains,),  # 5 rsl_rl runs (MLP, LSTM, CNN, distillation), 4 its
+    "docs/frameworks/sb3.md": (pytest.mark.trains,),  # 3 rl_zoo3 runs (Breakout 64 steps) and 10 SB3 zips, <= 800 steps
     "docs/frameworks/skrl.md": (pytest.mark.trains,),  # 7 skrl runs, 256 to 1,000 steps x 4 envs
     "docs/leaderboard.md": (),
     "docs/push.md": (pytest.mark.trains,),  # an rl_zoo3 PPO run, 2,048 steps
@@ -48,7 +49,7 @@ PAGES: dict[str, tuple] = {
 
 #: Pages not converted yet: their commands still name folders a reader does not have. Not run.
 NOT_CONVERTED = {
-    "docs/check.md", "docs/eval.md", "docs/enjoy.md", "docs/watch.md", "docs/frameworks/sb3.md",
+    "docs/check.md", "docs/eval.md", "docs/enjoy.md", "docs/watch.md",
 }  # fmt: skip
 
 #: What converted pages show but do not run (each line says why in its page: ``# not run here: REASON``).
