@@ -7,6 +7,8 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
     python examples/untrusted_files.py broken RUNS   # one CleanRL run per other kind of problem, under RUNS/
     python examples/untrusted_files.py rl_zoo3 RUN   # code planted in an rl_zoo3 run dir (a copy), in place
     python examples/untrusted_files.py no-optimizer RUN  # an rl_zoo3 run dir's model zip without its optimizer
+    python examples/untrusted_files.py sb3 TREE      # TREE/models/ppo-CartPole-v1-planted.zip, TREE/custom/ppo-CartPole-v1.zip
+    python examples/untrusted_files.py sb3-broken TREE  # TREE/bad/logs/..., TREE/damaged/...: spoiled SB3 files
     python examples/untrusted_files.py rsl_rl LOGS   # LOGS/evil/cfgs.pkl, LOGS/rsl_rl/evil/.../model_9.pt
     python examples/untrusted_files.py skrl DIR      # DIR/logs/skrl/Pendulum-v1/..._ppo_torch/checkpoints/agent_2000.pt
     python examples/untrusted_files.py diverged RUNS # a CleanRL dqn run whose last layer is NaN, under RUNS/
@@ -30,6 +32,15 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
   an ``env_wrapper`` tagged ``!!python/object/apply:os.system`` (rl_zoo3 reads it with ``yaml.UnsafeLoader``).
 - ``no-optimizer``: the same run dir's model zip without ``policy.optimizer.pth``, as some hub zips are: SB3's
   ``PPO.load`` fails on it, zoo evaluates it.
+- ``sb3``: in a TREE holding ``hub/ppo-CartPole-v1.zip`` (an SB3 ``model.save``), two copies of that zip:
+  ``models/ppo-CartPole-v1-planted.zip``, whose ``data['observation_space']`` pickle calls ``os.system``, and
+  ``custom/ppo-CartPole-v1.zip``, whose ``policy_kwargs`` name ``torch.nn.Hardtanh`` (benign, but a class zoo
+  cannot check without running it).
+- ``sb3-broken``: from the same TREE's zip and its rl_zoo3 run ``logs/ppo/Pendulum-v1_1`` (trained with
+  ``normalize``): ``bad/logs/ppo/Pendulum-v1_1``, whose ``vecnormalize.pkl`` calls ``os.system``; and under
+  ``damaged/``, the zip with one byte of ``policy.pth`` flipped (``flipped/``), the zip whose ``policy.pth`` holds
+  an ``os.system`` payload beside the weights (``planted/``), the run whose ``data`` inflates to 512 MiB
+  (``logs/ppo/Pendulum-v1_2``) and the run with a sparse 8 GiB ``vecnormalize.pkl`` (``logs/ppo/Pendulum-v1_3``).
 - ``rsl_rl``: ``LOGS/evil/cfgs.pkl``, a Genesis config list whose second item calls ``os.system`` (beside a
   ``model_{iter}.pt`` it is an rsl_rl run in Genesis' layout: the docs copy one there), and
   ``LOGS/rsl_rl/evil/2026-11-30_11-00-00/model_9.pt``, a checkpoint in Isaac Lab's layout that does the same.
@@ -45,9 +56,8 @@ Each kind is a subcommand; each writes into the folder it is given (created if m
   ``DIR/hub/ppo-CartPole-v1.zip`` without ``policy.optimizer.pth``, ``DIR/hub/a2c-CartPole-v1.zip`` cut short (its first 8 KiB), and
   ``DIR/old/ppo-CartPole-v1.zip`` with SB3 1.x's schedules (functions pickled by value).
 
-
-docs/check.md, eval.md, push.md, frameworks/custom.md, cleanrl.md, rsl_rl.md and skrl.md run these; nothing here
-runs the payloads.
+docs/check.md, eval.md, push.md, frameworks/custom.md, cleanrl.md, rsl_rl.md, sb3.md and skrl.md run these;
+nothing here runs the payloads.
 """
 
 from __future__ import annotations
@@ -126,9 +136,25 @@ def _evasion_pickle() -> bytes:
             + b"\x93" + text(PAYLOAD) + b"\x85" + b"R" + b".")  # fmt: skip
 
 
+def _flipped(src: Path, dst: Path, member: str) -> Path:
+    """``src`` written to ``dst`` with one byte in the middle of ``member``'s stored bytes flipped: the archive
+    still opens, only the member's CRC-32 tells."""
+    import zipfile
+
+    raw = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as archive:
+        info = archive.getinfo(member)
+    local = raw[info.header_offset : info.header_offset + 30]  # the entry's local header
+    names = int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")  # name, extra
+    start = info.header_offset + 30 + names
+    raw[start + info.compress_size // 2] ^= 0xFF
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(bytes(raw))
+    return dst
+
+
 def broken(out: Path) -> list[Path]:
     import shutil
-    import zipfile
 
     good = next((EXAMPLES / "runs").glob("CartPole-v1__dqn__*")) / "dqn.cleanrl_model"
     runs = {name: out / name for name in (
@@ -147,21 +173,7 @@ def broken(out: Path) -> list[Path]:
     written += [truncated, Path(shutil.copy(events, runs["CartPole-v1__dqn__3__1796031100"]))]
     evasion = runs["CartPole-v1__dqn__6__1796031600"] / "dqn.cleanrl_model"
     _rewritten(good, evasion, "data.pkl", data=_evasion_pickle())
-    flipped = runs["CartPole-v1__dqn__8__1796031800"] / "dqn.cleanrl_model"
-    raw = bytearray(good.read_bytes())
-    with zipfile.ZipFile(good) as archive:
-        info = archive.getinfo("dqn/data/2")
-    local = raw[
-        info.header_offset : info.header_offset + 30
-    ]  # the entry's local header: its name and extra sizes
-    start = (
-        info.header_offset
-        + 30
-        + int.from_bytes(local[26:28], "little")
-        + int.from_bytes(local[28:30], "little")
-    )
-    raw[start + info.file_size // 2] ^= 0xFF
-    flipped.write_bytes(bytes(raw))
+    flipped = _flipped(good, runs["CartPole-v1__dqn__8__1796031800"] / "dqn.cleanrl_model", "dqn/data/2")
     bomb = runs["CartPole-v1__dqn__9__1796031900"] / "dqn.cleanrl_model"
     _rewritten(good, bomb, "data.pkl", zeros=512 * 2**20)
     loop = runs["CartPole-v1__dqn__10__1796032000"] / "dqn.cleanrl_model"
@@ -246,6 +258,39 @@ def _model_zip(run: Path) -> Path:
     return run / f"{run.name.rsplit('_', 1)[0]}.zip"
 
 
+def _rezipped(model: Path, member: str, data: bytes | None, zeros: int = 0) -> None:
+    """``model`` rewritten in place with ``member`` replaced by ``data``, by ``zeros`` zero bytes deflated (a zip
+    bomb's member), or left out when both are unset."""
+    import zipfile
+
+    with zipfile.ZipFile(model) as old:
+        members = [(info, old.read(info)) for info in old.infolist()]
+    with zipfile.ZipFile(model, "w", zipfile.ZIP_DEFLATED) as new:
+        for info, raw in members:
+            if info.filename != member:
+                new.writestr(info, raw)
+            elif data is not None:
+                new.writestr(info, data)
+            elif zeros:
+                bomb = zipfile.ZipInfo(member)
+                bomb.compress_type = zipfile.ZIP_DEFLATED
+                with new.open(bomb, "w", force_zip64=True) as out:
+                    for _ in range(zeros // 2**20):
+                        out.write(bytes(2**20))
+
+
+def _sb3_data(model: Path, key: str, value: bytes) -> None:
+    """``model`` (an SB3 zip) rewritten in place with ``data[key]``'s pickle replaced by ``value``."""
+    import base64
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(model) as archive:
+        data = json.loads(archive.read("data"))
+    data[key][":serialized:"] = base64.b64encode(value).decode()
+    _rezipped(model, "data", json.dumps(data, indent=4).encode())
+
+
 def _plant(clean: bytes, model: Path, config: Path) -> list[Path]:
     """``model`` (from the zip ``clean``) with an ``os.system`` pickle as ``data['lr_schedule']``, and rl_zoo3's
     ``config.yml`` with one more ``[key, value]`` pair of its OrderedDict dump, whose value is a call."""
@@ -263,6 +308,50 @@ def rl_zoo3(run: Path) -> list[Path]:
 def no_optimizer(run: Path) -> list[Path]:
     model = _model_zip(run)
     return [_edit_sb3_zip(model.read_bytes(), model, drop="policy.optimizer.pth")]
+
+
+def sb3(tree: Path) -> list[Path]:
+    import shutil
+
+    import torch
+
+    model = tree / "hub" / "ppo-CartPole-v1.zip"
+    planted, custom = tree / "models" / "ppo-CartPole-v1-planted.zip", tree / "custom" / "ppo-CartPole-v1.zip"
+    for path in (planted, custom):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(model, path)
+    _sb3_data(planted, "observation_space", pickle.dumps(RunsACommand(), protocol=4))
+    _sb3_data(custom, "policy_kwargs", pickle.dumps({"activation_fn": torch.nn.Hardtanh}, protocol=4))
+    return [planted, custom]
+
+
+def sb3_broken(tree: Path) -> list[Path]:
+    import io
+    import shutil
+    import zipfile
+
+    import torch
+
+    model, run = tree / "hub" / "ppo-CartPole-v1.zip", tree / "logs" / "ppo" / "Pendulum-v1_1"
+    runs = {name: shutil.copytree(run, tree / name) for name in (
+        "bad/logs/ppo/Pendulum-v1_1", "damaged/logs/ppo/Pendulum-v1_2", "damaged/logs/ppo/Pendulum-v1_3")}  # fmt: skip
+    unsafe_stats = runs["bad/logs/ppo/Pendulum-v1_1"] / "Pendulum-v1" / "vecnormalize.pkl"
+    unsafe_stats.write_bytes(pickle.dumps(RunsACommand(), protocol=4))
+    bomb = _model_zip(runs["damaged/logs/ppo/Pendulum-v1_2"])
+    _rezipped(bomb, "data", None, zeros=512 * 2**20)
+    huge = runs["damaged/logs/ppo/Pendulum-v1_3"] / "Pendulum-v1" / "vecnormalize.pkl"
+    with huge.open("r+b") as out:
+        out.truncate(8 * 2**30)  # sparse: 8 GiB on paper, nothing on disk
+    flipped = _flipped(model, tree / "damaged" / "flipped" / "ppo-CartPole-v1.zip", "policy.pth")
+    planted = tree / "damaged" / "planted" / "ppo-CartPole-v1.zip"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(model, planted)
+    with zipfile.ZipFile(model) as archive:
+        weights = torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+    payload = io.BytesIO()
+    torch.save({**weights, "payload": RunsACommand()}, payload)
+    _rezipped(planted, "policy.pth", payload.getvalue())
+    return [unsafe_stats, bomb, huge, flipped, planted]
 
 
 def rsl_rl(out: Path) -> list[Path]:
@@ -289,7 +378,8 @@ def skrl(out: Path) -> list[Path]:
 
 
 KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken, "diverged": diverged, "loaders": loaders,
-         "rl_zoo3": rl_zoo3, "no-optimizer": no_optimizer, "rsl_rl": rsl_rl, "skrl": skrl}  # fmt: skip
+         "rl_zoo3": rl_zoo3, "no-optimizer": no_optimizer, "sb3": sb3, "sb3-broken": sb3_broken, "rsl_rl": rsl_rl,
+         "skrl": skrl}  # fmt: skip
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Test set-up: tests/ importable (for helpers.py), headless MuJoCo, a private zoo cache per test."""
+"""Test set-up: tests/ and examples/ importable (helpers.py, the examples' modules), headless MuJoCo, a private zoo cache per test."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "examples"))
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 

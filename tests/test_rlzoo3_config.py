@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -215,22 +214,6 @@ def test_check_shows_the_config_and_agrees_with_policy_kwargs(rlzoo_runs):
 
 
 # ----------------------------------------------------------------------------- what is refused
-SHIFT_WRAPPER = '''
-import gymnasium as gym
-
-
-class Shift(gym.ObservationWrapper):
-    """Adds a constant to every observation: user code zoo must not run unless told to."""
-
-    def __init__(self, env, by=0.0):
-        super().__init__(env)
-        self.by = by
-
-    def observation(self, obs):
-        return obs + self.by
-'''
-
-
 def _with_config(run: Path, dest: Path, **changes) -> Path:
     """A copy of ``run`` whose config.yml has ``changes`` (written as rl_zoo3 writes it)."""
     from collections import OrderedDict
@@ -243,9 +226,8 @@ def _with_config(run: Path, dest: Path, **changes) -> Path:
     return dest
 
 
-def test_a_wrapper_off_the_allowlist_is_refused_until_the_user_names_it(rlzoo_runs, tmp_path, monkeypatch):
-    (tmp_path / "my_wrappers.py").write_text(textwrap.dedent(SHIFT_WRAPPER))
-    monkeypatch.syspath_prepend(str(tmp_path))
+def test_a_wrapper_off_the_allowlist_is_refused_until_the_user_names_it(rlzoo_runs, tmp_path):
+    # my_wrappers is examples/my_wrappers.py, importable here (conftest) as from a user's PYTHONPATH
     wrappers = [{"my_wrappers.Shift": {"by": 0.5}}, "sb3_contrib.common.wrappers.TimeFeatureWrapper",
                 {"rl_zoo3.wrappers.HistoryWrapper": {"horizon": 2}}]  # fmt: skip
     run = _with_config(rlzoo_runs["pendulum"], tmp_path / "run", env_wrapper=wrappers)

@@ -15,46 +15,16 @@ import json
 import pickle
 from pathlib import Path
 
-import gymnasium as gym
+import masked_env  # noqa: F401  (examples/masked_env.py: registers ZooSB3Masked-v0 and ZooSB3Unmasked-v0)
 import numpy as np
 import pytest
 import torch
 from helpers import assert_exports_act_like_checkpoint, zoo
-from sb3_contrib.common.envs import InvalidActionEnvDiscrete
-from stable_baselines3.common.envs import IdentityEnv
 from test_sb3 import EPISODES, NUM_ENVS, SEED, _check, _rewrite, _same, _zoo_episodes
 
 import zoo as zoo_api
 from zoo.envs import EnvSpec, make_vector_env
 from zoo.evaluator import rollout, single_cpu_thread
-
-
-class _MaskedEnv(InvalidActionEnvDiscrete):
-    """sb3-contrib's masked identity env (6 actions, 3 of them invalid each step), drawing its state
-    and invalid actions from the env's own seeded generator: the original draws from numpy's global
-    one, which two vector envs call in different orders, so no two loops would see the same masks."""
-
-    metadata = {"render_modes": ["rgb_array"]}
-
-    def __init__(self, render_mode=None):
-        super().__init__(dim=6, ep_length=16, n_invalid_actions=3)
-        self.render_mode = render_mode
-
-    def _choose_next_state(self) -> None:
-        self.state = int(self.np_random.integers(6))
-        others = [a for a in range(6) if a != self.state]
-        self.invalid_actions = self.np_random.choice(others, self.n_invalid_actions, replace=False).tolist()
-
-
-class _UnmaskedEnv(IdentityEnv):
-    """The same spaces as :class:`_MaskedEnv`, but no ``action_masks()``."""
-
-    def __init__(self, render_mode=None):
-        super().__init__(dim=6, ep_length=16)
-
-
-gym.register("ZooSB3Masked-v0", entry_point=_MaskedEnv)
-gym.register("ZooSB3Unmasked-v0", entry_point=_UnmaskedEnv)
 
 #: (file in the fixture tree, algorithm, env id, continuous actions)
 MODELS = [
