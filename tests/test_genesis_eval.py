@@ -99,12 +99,13 @@ def test_export_records_the_tasks_observation_terms_and_the_file_acts_like_the_c
 
 
 @pytest.mark.slow
-def test_push_then_enjoy_a_genesis_run_on_the_local_hub(go2_run, tmp_path):
-    """The repo holds what enjoy needs to rebuild the run elsewhere: checkpoints, cfgs.pkl, eval.json, card."""
+def test_push_then_enjoy_a_genesis_run_on_the_local_hub(short_run, tmp_path):
+    """The repo holds what enjoy needs to rebuild the run elsewhere: checkpoints, cfgs.pkl (its 1-second episodes
+    too), eval.json, card."""
     from test_hub_roundtrip import _zoo, token_hub
 
     run = tmp_path / "logs" / "go2-walking"
-    shutil.copytree(go2_run, run)
+    shutil.copytree(short_run, run)
     repo = "demo/Genesis-Go2Walking-v0-rsl_ppo-seed1"
     with token_hub(tmp_path) as (server, _log):
         pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--stage-dir", tmp_path / "stage",
@@ -122,6 +123,7 @@ def test_push_then_enjoy_a_genesis_run_on_the_local_hub(go2_run, tmp_path):
     remote = json.loads((tmp_path / "remote.json").read_text())
     assert remote["task"] == TASK and remote["checkpoint"].endswith("model_1.pt")
     assert remote["source"]["kind"] == "download" and remote["device"] == DEVICE
+    assert all(e["length"] <= 51 for e in remote["episodes"])  # the downloaded cfgs.pkl set the time limit
     pushed_eval = json.loads((tmp_path / "stage" / "eval.json").read_text())
     if DEVICE == "cpu":  # the push's own evaluation ran on the CPU with seed 0, as this one
         assert [e["return"] for e in remote["episodes"]] == [e["return"] for e in pushed_eval["episodes"]]
