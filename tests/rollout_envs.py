@@ -30,42 +30,40 @@ class Endless(gym.Env):
         return np.zeros(4, np.float32), 1.0, False, False, {}
 
 
-class NaNReward(Endless):
-    """Episodes of 5 steps; the third step pays NaN."""
+class Counted(Endless):
+    """Endless, counting its steps in ``t`` (from 0 at each reset), for the envs that misbehave on a given step."""
 
     def reset(self, *, seed=None, options=None):
         self.t = 0
         return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.t += 1
+        return super().step(action)
+
+
+class NaNReward(Counted):
+    """Episodes of 5 steps; the third step pays NaN."""
 
     def step(self, action):
         self.t += 1
         return np.zeros(4, np.float32), float("nan") if self.t == 3 else 1.0, self.t >= 5, False, {}
 
 
-class RaisesInStep(Endless):
+class RaisesInStep(Counted):
     """Raises on its third step."""
 
-    def reset(self, *, seed=None, options=None):
-        self.t = 0
-        return super().reset(seed=seed, options=options)
-
     def step(self, action):
-        self.t += 1
-        if self.t == 3:
+        if self.t == 2:
             raise ValueError("boom in step")
         return super().step(action)
 
 
-class HangsInStep(Endless):
+class HangsInStep(Counted):
     """Its third step never returns (a loop in Python, as a user's env with a bug would)."""
 
-    def reset(self, *, seed=None, options=None):
-        self.t = 0
-        return super().reset(seed=seed, options=options)
-
     def step(self, action):
-        self.t += 1
-        while self.t == 3:
+        while self.t == 2:
             with contextlib.suppress(Exception):  # a user's blanket except: the budget must get through it
                 time.sleep(0.05)
         return super().step(action)
