@@ -202,6 +202,13 @@ def check_cmd(ctx, paths, exp_name, env_id, run_seed, as_json, quiet, no_cache) 
     sys.exit(EXIT_PROBLEM if any(r.status == "error" for r in reports) else 0)
 
 
+def _train_cell(train: dict | None) -> str:
+    """The last training return, or "-"; a non-finite one is kept as the report spells it ("nan")."""
+    if not train:
+        return "-"
+    return train["value"] if isinstance(train["value"], str) else f"{train['value']:.1f}"
+
+
 def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
     shown = [(r, name) for r, name in zip(reports, row_names([r.run.path for r in reports], paths), strict=True)
              if not (quiet and r.status == "ok")]  # fmt: skip
@@ -217,7 +224,7 @@ def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
         best = _best_eval(d["watch"]) if "watch" in d else "-"
         table.add_row(
             f"[{_STYLE[r.status]}]{r.status}[/]", escape(name), model,
-            ("-" if not train else train["value"] if isinstance(train["value"], str) else f"{train['value']:.1f}"), *((best,) if watched else ()), reason,
+            _train_cell(train), *((best,) if watched else ()), reason,
         )  # fmt: skip
     if shown:
         out().print(table)

@@ -344,9 +344,8 @@ def _make_envpool(spec: EnvSpec, record: bool):
         raise ZooError("EnvPool Atari envs need the atari extra: pip install 'rl-zoo-hub[atari]'") from None
     from zoo.envpool_atari import EnvPoolAtari
 
-    if not _ENVPOOL_ID.fullmatch(
-        spec.env_id
-    ):  # another gymnasium env: made, for the fit check to say what it is
+    # another gymnasium env: made, for the fit check to say what it is
+    if not _ENVPOOL_ID.fullmatch(spec.env_id):
         _refuse_unwrappable(_make_base(dataclasses.replace(spec, preset="classic"), record=False), spec)
     try:
         env = EnvPoolAtari(spec.env_id, episodic_life=True, reward_clip=False, episode="game",

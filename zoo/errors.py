@@ -111,7 +111,7 @@ class RefusedError(ZooError):
 
 
 #: zoo's own files: never the place a user's error is reported at.
-_ZOO_SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ZOO_SOURCE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 def user_error(exc: BaseException, called: str, who: str = "your policy class") -> ZooError:
