@@ -45,8 +45,12 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
     """One run from ``path``; ``exp_name``/``env_id``/``run_seed`` narrow a folder of runs and override
     what names say."""
     from zoo.exporter.runtime import is_exported
+    from zoo.release.config import release_config
 
     path = Path(path)
+    config = release_config(path)
+    if config is not None:  # a release's framework-free form first: no pickle, no training framework
+        return release_target(config, registry, env_id)
     if is_exported(path):
         return _exported_target(path, registry, env_id)
     runs = list(discover_runs([path], registry, RunFilter()))
@@ -112,11 +116,20 @@ def class_target(registry: Registry, policy_class: str, *, exp_name: str | None 
     return Target(run, entry, env_id, None)
 
 
-def _exported_target(path: Path, registry: Registry, env_id: str | None) -> Target:
-    """An exported policy file: its sidecar names the experiment, the env and the env's wrappers."""
+def release_target(config: Path, registry: Registry, env_id: str | None) -> Target:
+    """A release's ``model.safetensors`` + ``config.json``: evaluated like an exported file, its config the
+    sidecar."""
+    from zoo.release.config import WEIGHTS_FILE, read_config
+
+    return _exported_target(config.with_name(WEIGHTS_FILE), registry, env_id, read_config(config))
+
+
+def _exported_target(path: Path, registry: Registry, env_id: str | None, meta: dict | None = None) -> Target:
+    """An exported policy file: its sidecar (``meta``, read here unless given) names the experiment, the env
+    and the env's wrappers."""
     from zoo.exporter.runtime import read_sidecar
 
-    meta = read_sidecar(path)
+    meta = read_sidecar(path) if meta is None else meta
     name = meta.get("exp_name")
     entry = registry.find(name) if name else None
     if entry is None:

@@ -71,8 +71,9 @@ class StatefulRecurrent(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         if self.h.size(1) != obs.size(0):
-            self.h = torch.zeros(self.num_layers, obs.size(0), self.hidden_dim, dtype=obs.dtype)
-            self.c = torch.zeros(self.num_layers, obs.size(0), self.hidden_dim, dtype=obs.dtype)
+            # float32 whatever the input's dtype: a leaderboard agent takes uint8 frames and float64 vectors
+            self.h = torch.zeros(self.num_layers, obs.size(0), self.hidden_dim)
+            self.c = torch.zeros(self.num_layers, obs.size(0), self.hidden_dim)
         actions, h, c = self.core(obs, self.h, self.c)
         self.h = h
         self.c = c

@@ -120,8 +120,13 @@ class OnnxRunner:
                 value[:, mask] = 0.0
 
 
-def open_runner(path: Path, fmt: str, recurrent: dict | None):
-    """The runner for an exported file of format ``fmt``."""
+def open_runner(path: Path, fmt: str, recurrent: dict | None, meta: dict | None = None):
+    """The runner for an exported file of format ``fmt`` (a release's ``model.safetensors``: ``meta`` is its
+    checked config.json)."""
+    from zoo.release.config import CONFIG_FILE, FORMAT, GraphRunner
+
+    if fmt == FORMAT:
+        return GraphRunner(path.with_name(CONFIG_FILE), meta)
     if fmt == "torchscript":
         return TorchScriptRunner(path, recurrent is not None)
     try:
@@ -166,7 +171,7 @@ class ExportedPolicy:
         self.action_space = action_space
         self.is_recurrent = bool(meta["is_recurrent"])
         self.obs_groups = meta["obs_groups"]
-        self.runner = open_runner(path, meta["format"], meta.get("recurrent"))
+        self.runner = open_runner(path, meta["format"], meta.get("recurrent"), meta)
 
     def act(self, obs_batch: Any, state: Any = None, deterministic: bool = True) -> tuple[np.ndarray, Any]:
         return self.runner(flatten_obs(obs_batch, self.obs_groups)), state

@@ -1,0 +1,118 @@
+"""The framework-free forms of a release, each proven to act like the policy before it is kept.
+
+``zoo push`` stages them beside the run's native files:
+
+- ``agent.pt``: TorchScript called the Open RL Leaderboard's way (:mod:`zoo.release.agent`);
+- ``model.safetensors`` + ``config.json``: the tensors and zoo's description of the computation
+  (:mod:`zoo.release.config`), which ``zoo eval`` / ``zoo enjoy`` load first, with torch alone;
+- ``policy.onnx`` + ``policy.onnx.metadata.json``: what ``zoo export`` writes.
+
+Each is written, loaded back the way its users load it, and compared with the policy's deterministic action
+on the parity check's observations (:func:`zoo.exporter.parity.check_parity`). The first form that fails
+stops the release: :class:`FormFailed` names it and how far it was off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from zoo.errors import ZooError
+from zoo.release.agent import AGENT_FILE
+from zoo.release.config import CONFIG_FILE, FORMAT, FORMAT_VERSION, WEIGHTS_FILE
+from zoo.strict_json import dumps
+
+ONNX_FILE = "policy.onnx"
+#: What each form is for, as the card's file table says it.
+PURPOSE = {
+    AGENT_FILE: "TorchScript for the Open RL Leaderboard and torch alone: raw observations in, env actions out",
+    WEIGHTS_FILE: "every tensor of the policy (normalizer included), nothing pickled",
+    CONFIG_FILE: "how to compute the action from model.safetensors (zoo-policy format)",
+    ONNX_FILE: "ONNX for onnxruntime and robots (zoo export)",
+    ONNX_FILE + ".metadata.json": "what policy.onnx takes and gives, and its parity evidence",
+}
+
+
+class FormFailed(ZooError):
+    """A form does not act like the policy; nothing of the release is uploaded."""
+
+
+@dataclass
+class Form:
+    name: str
+    path: Path
+    parity: dict
+
+
+def _proven(name: str, policy, runner, obs_groups: dict, tolerance: float) -> dict:
+    from zoo.exporter import _parity_failure
+    from zoo.exporter.parity import check_parity
+
+    parity = check_parity(policy, runner, obs_groups, tolerance=tolerance)
+    if not parity.ok:
+        raise FormFailed(f"{name} does not act like the model: {_parity_failure(parity)}; nothing was uploaded",
+                         hint="this is a bug in zoo's release forms for this policy; please report it "
+                              "(zoo export writes the other forms)")  # fmt: skip
+    return parity.to_json()
+
+
+def write_forms(policy, *, facts: dict, preset_notes: list[str], obs_terms: dict, folder: Path) -> list[Form]:
+    """Every framework-free form of ``policy`` in ``folder``, each proven; ``facts`` are the export sidecar's
+    (task, env, exp_name, framework, checkpoint). Raises FormFailed, or ZooError when the policy cannot be
+    exported at all."""
+    import numpy as np
+    import torch
+
+    from zoo.exporter import DEFAULT_TOLERANCE, _is_box, _spec, export_policy
+    from zoo.exporter.obs import flatten_obs
+    from zoo.exporter.parity import sample_batch
+
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx = export_policy(policy, target=facts, preset_notes=preset_notes, fmt="onnx", out=folder / ONNX_FILE,
+                         obs_terms=obs_terms)  # fmt: skip
+    spec = _spec(policy, facts.get("framework", "this framework's"))
+    tolerance = DEFAULT_TOLERANCE if _is_box(policy.action_space) else 0.0
+    example = torch.from_numpy(flatten_obs(sample_batch(policy.observation_space, 2, np.random.default_rng(1)),
+                                           spec.obs_groups))  # fmt: skip
+    forms = [Form(ONNX_FILE, onnx.path, onnx.meta["parity"]),
+             Form(ONNX_FILE + ".metadata.json", onnx.sidecar, onnx.meta["parity"])]  # fmt: skip
+    forms.append(_agent(policy, spec, facts["task"], example, folder, tolerance))
+    forms += _safetensors(policy, spec, onnx.meta, example, folder, tolerance)
+    return forms
+
+
+def _agent(policy, spec, env_id: str, example, folder: Path, tolerance: float) -> Form:
+    from zoo.release.agent import AgentRunner, write_agent
+
+    path = folder / AGENT_FILE
+    write_agent(spec, env_id, policy.action_space, example, path)
+    runner = AgentRunner(path, policy.observation_space, env_id, spec.obs_shape, policy.action_space,
+                         spec.recurrent is not None)  # fmt: skip
+    return Form(AGENT_FILE, path, _proven(AGENT_FILE, policy, runner, spec.obs_groups, tolerance))
+
+
+def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: float) -> list[Form]:
+    import torch
+    from safetensors.torch import save_file
+
+    from zoo.artifacts.digest import sha256_file
+    from zoo.exporter.writers import _core_inputs
+    from zoo.release.config import GraphRunner, read_config
+    from zoo.release.graph import trace
+
+    inputs = ["obs", "h", "c"] if spec.recurrent is not None else ["obs"]
+    graph, tensors = trace(spec.module, _core_inputs(spec, example), inputs)
+    weights = folder / WEIGHTS_FILE
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(weights),
+              metadata={"format": "pt", "zoo": FORMAT})  # fmt: skip
+    config = {key: value for key, value in sidecar.items() if key not in ("opset", "file_sha256", "exporter")}
+    config.update({"format": FORMAT, "format_version": FORMAT_VERSION, "inputs": inputs,
+                   "outputs": ["actions", "h", "c"] if spec.recurrent is not None else ["actions"],
+                   "exporter": {"name": "torch.export", "torch_version": torch.__version__},
+                   "weights": WEIGHTS_FILE, "file_sha256": sha256_file(weights), "graph": graph})  # fmt: skip
+    path = folder / CONFIG_FILE
+    path.write_text(dumps(config, what=CONFIG_FILE, indent=1) + "\n", encoding="utf-8")
+    runner = GraphRunner(path, read_config(path))  # read back as a downloader reads it
+    config["parity"] = _proven(f"{WEIGHTS_FILE} + {CONFIG_FILE}", policy, runner, spec.obs_groups, tolerance)
+    path.write_text(dumps(config, what=CONFIG_FILE, indent=1) + "\n", encoding="utf-8")
+    return [Form(WEIGHTS_FILE, weights, config["parity"]), Form(CONFIG_FILE, path, config["parity"])]
