@@ -346,7 +346,7 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
     from zoo.artifacts.cache import cache_dir
     from zoo.errors import UsageError
     from zoo.hub.consent import endpoint, require_network
-    from zoo.hub.push import check_publishable, latest_replay, prepare, upload
+    from zoo.hub.push import check_publishable, latest_replay, prepare, release_forms, upload
 
     target = resolve(run, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
     if repo_id is None:
@@ -383,8 +383,9 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
                     notify(f"warning: {warning}")
         hub_work = Path(work) / "hub"
         hub_work.mkdir()
+        forms = release_forms(target, Path(work) / "release", notify)
         staging = prepare(target, repo_id=repo_id, folder=folder, max_mb=max_file_mb, allow_large=allow_large,
-                          workdir=hub_work, made=made, strip=strip_unsafe)  # fmt: skip
+                          workdir=hub_work, made=made, strip=strip_unsafe, forms=forms)  # fmt: skip
     if notify:
         for warning in staging.warnings:
             notify(f"warning: {warning}")
@@ -416,7 +417,8 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
     from zoo.artifacts.runs import Run, RunFilter
     from zoo.checker import discover_runs
     from zoo.hub.fetch import hub_file, resolve_model
-    from zoo.targets import Target
+    from zoo.release.config import CONFIG_FILE, WEIGHTS_FILE
+    from zoo.targets import Target, release_target
 
     reg = _registry(registry)
     entry = reg.get(exp_name)
@@ -429,15 +431,30 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
             r for r in discover_runs([runs_dir], reg, RunFilter(exp_name, env_id, run_seed)) if r.model_file
         ]
         local = max(runs, key=lambda r: r.started_at or 0) if runs else None
-    source = resolve_model(where, local, allow_download, notify)
-    run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
-                            exp_name=entry.name, env_id=env_id, seed=run_seed)  # fmt: skip
-    target = Target(run, entry, env_id, source.path)
+    source = resolve_model(where, local, allow_download, notify, release=_release_first(entry, env_id, settings))
+    if source.kind != "local-run" and source.path.name == WEIGHTS_FILE:
+        target = dataclasses.replace(release_target(source.path.with_name(CONFIG_FILE), reg, env_id), entry=entry)
+    else:
+        run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
+                                exp_name=entry.name, env_id=env_id, seed=run_seed)  # fmt: skip
+        target = Target(run, entry, env_id, source.path)
     out = settings.pop("out", "default")
     if source.kind != "local-run":  # not into the Hugging Face cache: beside the caller
         out = Path("eval.json") if out == "default" else out
         settings.setdefault("video_dir", Path("videos") / f"{where.repo_id.replace('/', '--')}-eval")
     return plan(target, seed=seed, out=out, source=source.to_json(), **settings), source
+
+
+def _release_first(entry, env_id: str, settings: dict) -> bool:
+    """Whether ``zoo enjoy`` fetches a release's framework-free form (model.safetensors + config.json) before its
+    native file: when the evaluation is deterministic on the CPU with torch, all that form computes."""
+    from zoo.frameworks import get_adapter
+
+    deterministic = settings.get("deterministic")
+    if deterministic is None:
+        deterministic, _ = get_adapter(entry.framework).eval_mode(entry, env_id)
+    native_only = settings.get("engine", "torch") != "torch" or str(settings.get("device", "")).startswith("cuda")
+    return bool(deterministic) and not native_only and settings.get("policy_class") is None
 
 
 def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num_envs: int = 8, seed: int = 0,

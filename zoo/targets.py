@@ -28,6 +28,8 @@ class Target:
     env_id: str
     model_file: Path | None  # None: nothing on disk, the user's policy class alone (class_target)
     exported: dict | None = None  # the sidecar, when the target is a file zoo export wrote
+    #: A release's native model file, beside its framework-free form (:func:`release_target`); None otherwise.
+    native: Target | None = None
 
     @property
     def adapter(self) -> Adapter:
@@ -121,7 +123,20 @@ def release_target(config: Path, registry: Registry, env_id: str | None) -> Targ
     sidecar."""
     from zoo.release.config import WEIGHTS_FILE, read_config
 
-    return _exported_target(config.with_name(WEIGHTS_FILE), registry, env_id, read_config(config))
+    target = _exported_target(config.with_name(WEIGHTS_FILE), registry, env_id, read_config(config))
+    return dataclasses.replace(target, native=_native_beside(config.parent, registry, target))
+
+
+def _native_beside(folder: Path, registry: Registry, release: Target) -> Target | None:
+    """The release's native model file (what its framework saved), for what the framework-free form cannot do."""
+    try:
+        runs = [r for r in discover_runs([folder], registry, RunFilter())
+                if r.model_file is not None and r.framework == release.entry.framework]  # fmt: skip
+        if len(runs) != 1:
+            return None
+        return target_of_run(runs[0], registry, exp_name=release.entry.name, env_id=release.env_id)
+    except ZooError:
+        return None
 
 
 def _exported_target(path: Path, registry: Registry, env_id: str | None, meta: dict | None = None) -> Target:
@@ -203,11 +218,19 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
     from zoo.tensor_env import parse_factory
 
     check_bounds(max_steps, max_seconds)
+    if is_release(target):
+        target, deterministic, mode_source = release_or_native(target, deterministic,
+                                                              engine != "torch" or device.startswith("cuda"))  # fmt: skip
+    else:
+        mode_source = "flag"
     entry, run = target.entry, target.run
-    mode_source = "flag"
     if deterministic is None and target.exported is None:
         deterministic, mode_source = target.adapter.eval_mode(entry, target.env_id)
     if target.exported is not None:
+        if deterministic is False and is_release(target):
+            raise UsageError(f"{entry.name} is evaluated sampling ({mode_source}), but the release's framework-free "
+                             "form acts deterministically and no native model file lies beside it",
+                             hint="pass --deterministic, or get the release's native model file too")  # fmt: skip
         if deterministic is False:
             raise UsageError("an exported policy only acts deterministically", hint="drop --stochastic")
         if policy_class is not None:
@@ -217,7 +240,8 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
         if device.startswith("cuda"):
             raise UnsupportedError("zoo evaluates exported files on the CPU (onnxruntime's and TorchScript's CPU "
                              "runtimes)", hint="drop --device cuda, or evaluate the checkpoint on the GPU")  # fmt: skip
-        deterministic, device, mode_source = True, "cpu", "exported file"
+        deterministic, device = True, "cpu"
+        mode_source = mode_source if is_release(target) else "exported file"
         default_out = target.model_file.with_name(target.model_file.name + ".eval.json")
     else:
         default_out = (run.path if run.path.is_dir() else run.path.parent) / "eval.json"
@@ -248,6 +272,28 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
         model_sha256=sha256_file(target.model_file) if target.model_file and target.model_file.is_file() else None,
         max_steps=max_steps, max_seconds=None if max_seconds is None else float(max_seconds),
     )  # fmt: skip
+
+
+def is_release(target: Target) -> bool:
+    """``target`` is a release's ``model.safetensors`` + ``config.json``."""
+    from zoo.release.config import FORMAT
+
+    return target.exported is not None and target.exported.get("format") == FORMAT
+
+
+def release_or_native(target: Target, deterministic: bool | None, needs_native: bool) -> tuple[Target, bool | None, str]:
+    """A release is evaluated through its framework-free form, which computes the deterministic action only. The
+    native file beside it is taken instead when the evaluation samples (``deterministic`` False, or left open and
+    the registry's protocol samples: CleanRL's epsilon-greedy) or ``needs_native`` (another engine, a GPU)."""
+    if deterministic is None:
+        deterministic, why = target.adapter.eval_mode(target.entry, target.env_id)
+    else:
+        why = "flag"
+    if deterministic and not needs_native:
+        return target, True, why
+    if target.native is None:
+        return target, deterministic, why  # plan_eval says what the framework-free form cannot do
+    return target.native, deterministic, why
 
 
 def _export_source(meta: dict | None) -> dict | None:

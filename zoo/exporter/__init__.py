@@ -191,13 +191,15 @@ def _record_terms(obs_groups: dict[str, dict], obs_terms: dict) -> None:
 
 def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, out: Path, opset: int = DEFAULT_OPSET,
                   exporter: str = "auto", tolerance: float | None = None,
-                  obs_terms: dict | None = None) -> ExportResult:  # fmt: skip
+                  obs_terms: dict | None = None, exported_at: str | None = None) -> ExportResult:  # fmt: skip
     """Write ``policy`` to ``out`` (+ sidecar) in ``fmt``, or raise ZooError leaving nothing behind.
 
     ``target`` holds the facts about the source (task, env, exp_name, framework, checkpoint) that the
     sidecar records; ``preset_notes`` what the eval env's wrappers do that a deployment must redo;
     ``obs_terms`` the terms of each observation group (:class:`zoo.tensor_env.Term`), which the task
-    definition knows and a deployment must compute: recorded as ``obs_groups[group]["terms"]``.
+    definition knows and a deployment must compute: recorded as ``obs_groups[group]["terms"]``;
+    ``exported_at`` the time recorded (default now; a release gives its checkpoint's, so that re-pushing an
+    unchanged run writes the same bytes).
     """
     import numpy as np
 
@@ -225,7 +227,7 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
                 spec, target=target, fmt=fmt, opset=onnx_opset(tmp) if fmt == "onnx" else None,
                 exporter={"name": used, "requested": exporter if fmt == "onnx" else None, "passed_over": passed_over},
                 recurrent=recurrent, inputs=inputs, outputs=outputs, action_space=policy.action_space, parity=parity.to_json(),
-                left_to_caller=[*preset_notes, *spec.left_to_caller],
+                left_to_caller=[*preset_notes, *spec.left_to_caller], exported_at=exported_at,
             )  # fmt: skip
             _stamp(tmp, fmt, meta)
             again = check_parity(policy, open_runner(tmp, fmt, recurrent), spec.obs_groups, tolerance=tol)

@@ -68,8 +68,8 @@ def recurrent_facts(spec: ExportSpec, inputs: list[str], outputs: list[str]) -> 
 
 def build_sidecar(spec: ExportSpec, *, target: dict, fmt: str, exporter: dict, opset: int | None,
                   recurrent: dict | None, inputs: list[str], outputs: list[str], action_space, parity: dict,
-                  left_to_caller: list[str]) -> dict:  # fmt: skip
-    """Every sidecar field but ``file_sha256``."""
+                  left_to_caller: list[str], exported_at: str | None = None) -> dict:  # fmt: skip
+    """Every sidecar field but ``file_sha256``; ``exported_at`` defaults to now."""
     import torch
 
     return {
@@ -91,7 +91,7 @@ def build_sidecar(spec: ExportSpec, *, target: dict, fmt: str, exporter: dict, o
         "exporter": exporter,
         "opset": opset,
         "parity": parity,
-        "exported_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "exported_at": exported_at or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "torch_version": torch.__version__,
         "zoo_version": zoo.__version__,
     }

@@ -237,14 +237,49 @@ def _snapshot_source(kind: str, target: HubFile, folder: Path) -> Source:
     return Source(kind, run.model_file, target.repo_id, target.revision, folder.name, run=run)
 
 
+def release_file(target: HubFile) -> HubFile:
+    """The release's framework-free form in the same repo: ``config.json``, with ``model.safetensors`` beside it."""
+    import dataclasses
+
+    from zoo.release.config import CONFIG_FILE, WEIGHTS_FILE
+
+    return dataclasses.replace(target, filename=CONFIG_FILE, companions=(WEIGHTS_FILE,), run_files=())
+
+
+def _release_source(source: Source) -> Source:
+    """A fetched config.json's source as the model that gets evaluated: the weights beside it."""
+    import dataclasses
+
+    from zoo.release.config import WEIGHTS_FILE
+
+    return dataclasses.replace(source, path=source.path.with_name(WEIGHTS_FILE))
+
+
+def _download_release(target: HubFile) -> Source | None:
+    """The release's framework-free form, downloaded and verified; None when the repo has none (an older release,
+    or one whose policy zoo cannot export)."""
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        return _release_source(download(release_file(target)))
+    except NetworkError as exc:
+        if isinstance(exc.__cause__ or exc.__context__, EntryNotFoundError):
+            return None
+        raise
+
+
 def resolve_model(target: HubFile, local: Run | None, allow_download: bool,
-                  notify: Callable[[str], None] | None = None) -> Source:  # fmt: skip
+                  notify: Callable[[str], None] | None = None, release: bool = False) -> Source:  # fmt: skip
     """Local run, then cache, then the network only with consent (HF_HUB_OFFLINE always wins). A repo that
     holds a run (the adapter's ``run_files``) is fetched and cached as one snapshot folder. ``notify`` hears,
     before the first request, which host is asked for what: an unreachable hub can take the client's
     retries (half a minute) to fail, and that wait must say what it waits for."""
     if local is not None:
         return Source("local-run", local.model_file, run=local)
+    cached_release = from_cache(release_file(target)) if release else None
+    if cached_release is not None:
+        return _release_source(Source("cache", cached_release, target.repo_id, target.revision,
+                                      _commit_of(cached_release)))  # fmt: skip
     if target.run_files:
         what = f"the run ({', '.join(target.run_files)})"
         folder = _run_snapshot(target, local_only=True)
@@ -255,6 +290,10 @@ def resolve_model(target: HubFile, local: Run | None, allow_download: bool,
         cached = from_cache(target)
         if cached is not None:
             return Source("cache", cached, target.repo_id, target.revision, _commit_of(cached))
+    if release:
+        from zoo.release.config import CONFIG_FILE, WEIGHTS_FILE
+
+        what = f"{CONFIG_FILE} + {WEIGHTS_FILE} (or else {what})"
     if offline():
         raise ZooError(f"offline (HF_HUB_OFFLINE=1) and {what} of {target.repo_id} @ "
                        f"{target.revision} is not in the cache", hint="unset HF_HUB_OFFLINE and pass --allow-download")  # fmt: skip
@@ -265,6 +304,9 @@ def resolve_model(target: HubFile, local: Run | None, allow_download: bool,
                     "--allow-download", allow_download)  # fmt: skip
     if notify is not None:
         notify(f"downloading {what} of {target.repo_id} @ {target.revision} from {endpoint()} ...")
+    fetched = _download_release(target) if release and not cached_absence(release_file(target)) else None
+    if fetched is not None:
+        return fetched
     if not target.run_files:
         return download(target)
     folder = _run_snapshot(target, local_only=False)

@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -491,16 +491,36 @@ def check_publishable(target, folder: Path, *, max_mb: float, allow_large: bool,
     return sources
 
 
+def release_forms(target, folder: Path, notify: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """The release's framework-free forms (:mod:`zoo.release.forms`), written and proven in ``folder``: ``{name in
+    the repo: path}``. A policy zoo cannot export goes without them (``notify`` hears why); a form that fails its
+    parity check stops the push (FormFailed)."""
+    from zoo.errors import UnsupportedError
+    from zoo.release.forms import forms_for_target
+
+    try:
+        return {form.name: form.path for form in forms_for_target(target, folder)}
+    except UnsupportedError as exc:
+        if notify:
+            notify(f"warning: no framework-free forms (agent.pt, model.safetensors, policy.onnx): {exc.message}")
+        return {}
+
+
 def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: bool, workdir: Path,
-            made: dict[str, Path] | None = None, strip: bool = False) -> Staging:  # fmt: skip
-    """Stage the run dir, the files ``made`` for this push (an eval.json, a replay the run lacks), the
-    model under its hub names (files the adapter makes for them go to ``workdir``) and the rendered card.
-    The run dir itself is never written to: ``strip`` stages copies without what would run code."""
+            made: dict[str, Path] | None = None, strip: bool = False,
+            forms: dict[str, Path] | None = None) -> Staging:  # fmt: skip
+    """Stage the run dir, the files ``made`` for this push (an eval.json, a replay the run lacks), the release's
+    framework-free ``forms`` (over a run file of the same name), the model under its hub names (files the
+    adapter makes for them go to ``workdir``) and the rendered card. The run dir itself is never written to:
+    ``strip`` stages copies without what would run code."""
     from zoo.artifacts.report import ERROR
     from zoo.hub.card import render_card
+    from zoo.release.forms import PURPOSE
 
     run = target.run
+    forms = forms or {}
     sources = check_publishable(target, folder, max_mb=max_mb, allow_large=allow_large, strip=strip)
+    sources = [(name, path) for name, path in sources if name not in forms] + list(forms.items())
     made = dict(made or {})
     replay = made.pop("replay.mp4", None) or latest_replay(target)
     if replay is not None:
@@ -510,6 +530,7 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
     sources += [(name, path) for name, path in made.items() if name not in taken]
     hub_sources, labels = _hub_names(target, {name for name, _ in sources}, workdir)
     sources += hub_sources
+    labels.update({name: PURPOSE[name] for name in forms})
     found = file_findings(target, sources)
     refuse_unsafe(found, strip=strip)
     rewritten = strip_unsafe(target, sources, found) if strip else {}

@@ -78,6 +78,42 @@ def write_agent(spec: ExportSpec, env_id: str, action_space, example: torch.Tens
             r = spec.recurrent
             module = torch.jit.script(StatefulRecurrent(module, r.num_layers, r.hidden_dim))
         torch.jit.save(module, str(path))
+    _fix_serialization_id(path)
+
+
+def _fix_serialization_id(path: Path) -> None:
+    """Replace the random id torch writes into every archive (``.data/serialization_id``) with one derived from
+    the rest of the file: the same policy then gives the same agent.pt, byte for byte. The record is stored
+    uncompressed, so only its bytes and its CRC-32 (in the local and the central header) change."""
+    import hashlib
+    import struct
+    import zipfile
+    import zlib
+
+    with zipfile.ZipFile(path) as archive:
+        info = next((i for i in archive.infolist() if i.filename.endswith(".data/serialization_id")), None)
+        if info is None or info.compress_type != zipfile.ZIP_STORED:
+            return
+        digest = hashlib.sha256()
+        for other in archive.infolist():
+            if other is not info:
+                digest.update(other.filename.encode() + archive.read(other))
+    new = str(int(digest.hexdigest(), 16))[: info.file_size].zfill(info.file_size).encode()
+    crc = struct.pack("<I", zlib.crc32(new))
+    blob = bytearray(path.read_bytes())
+    at = info.header_offset
+    name_len, extra_len = struct.unpack("<HH", blob[at + 26 : at + 30])
+    blob[at + 14 : at + 18] = crc
+    data = at + 30 + name_len + extra_len
+    blob[data : data + info.file_size] = new
+    central = blob.find(b"PK\x01\x02", data)
+    while central >= 0:
+        length = struct.unpack("<H", blob[central + 28 : central + 30])[0]
+        if blob[central + 46 : central + 46 + length] == info.filename.encode():
+            blob[central + 16 : central + 20] = crc
+            break
+        central = blob.find(b"PK\x01\x02", central + 4)
+    path.write_bytes(bytes(blob))
 
 
 class AgentRunner:

@@ -14,6 +14,7 @@ stops the release: :class:`FormFailed` names it and how far it was off.
 
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,10 +57,12 @@ def _proven(name: str, policy, runner, obs_groups: dict, tolerance: float) -> di
     return parity.to_json()
 
 
-def write_forms(policy, *, facts: dict, preset_notes: list[str], obs_terms: dict, folder: Path) -> list[Form]:
+def write_forms(policy, *, facts: dict, preset_notes: list[str], obs_terms: dict, folder: Path,
+                exported_at: str | None = None) -> list[Form]:  # fmt: skip
     """Every framework-free form of ``policy`` in ``folder``, each proven; ``facts`` are the export sidecar's
     (task, env, exp_name, framework, checkpoint). Raises FormFailed, or ZooError when the policy cannot be
-    exported at all."""
+    exported at all. The same policy and ``exported_at`` give the same bytes (a re-push of an unchanged run
+    changes nothing)."""
     import numpy as np
     import torch
 
@@ -69,7 +72,7 @@ def write_forms(policy, *, facts: dict, preset_notes: list[str], obs_terms: dict
 
     folder.mkdir(parents=True, exist_ok=True)
     onnx = export_policy(policy, target=facts, preset_notes=preset_notes, fmt="onnx", out=folder / ONNX_FILE,
-                         obs_terms=obs_terms)  # fmt: skip
+                         obs_terms=obs_terms, exported_at=exported_at)  # fmt: skip
     spec = _spec(policy, facts.get("framework", "this framework's"))
     tolerance = DEFAULT_TOLERANCE if _is_box(policy.action_space) else 0.0
     example = torch.from_numpy(flatten_obs(sample_batch(policy.observation_space, 2, np.random.default_rng(1)),
@@ -103,8 +106,8 @@ def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: 
     inputs = ["obs", "h", "c"] if spec.recurrent is not None else ["obs"]
     graph, tensors = trace(spec.module, _core_inputs(spec, example), inputs)
     weights = folder / WEIGHTS_FILE
-    save_file({k: v.contiguous() for k, v in tensors.items()}, str(weights),
-              metadata={"format": "pt", "zoo": FORMAT})  # fmt: skip
+    # one metadata key: safetensors writes a header's keys in no fixed order, and a re-push must write the same bytes
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(weights), metadata={"format": "pt"})
     config = {key: value for key, value in sidecar.items() if key not in ("opset", "file_sha256", "exporter")}
     config.update({"format": FORMAT, "format_version": FORMAT_VERSION, "inputs": inputs,
                    "outputs": ["actions", "h", "c"] if spec.recurrent is not None else ["actions"],
@@ -116,3 +119,24 @@ def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: 
     config["parity"] = _proven(f"{WEIGHTS_FILE} + {CONFIG_FILE}", policy, runner, spec.obs_groups, tolerance)
     path.write_text(dumps(config, what=CONFIG_FILE, indent=1) + "\n", encoding="utf-8")
     return [Form(WEIGHTS_FILE, weights, config["parity"]), Form(CONFIG_FILE, path, config["parity"])]
+
+
+def forms_for_target(target, folder: Path) -> list[Form]:
+    """:func:`write_forms` for a resolved target (:class:`zoo.targets.Target`): its policy loaded as ``zoo
+    eval`` loads it, on the CPU, the facts from its eval env. UnsupportedError when its policy has no export."""
+    from zoo.errors import UnsupportedError
+    from zoo.frameworks import LoadOptions
+    from zoo.targets import env_spec, load_target_policy
+
+    options = LoadOptions(device="cpu", seed=0)
+    policy = load_target_policy(target, options)
+    if getattr(policy, "export_spec", None) is None:
+        raise UnsupportedError(f"{target.entry.framework} policies cannot be exported yet")
+    spec = env_spec(target, options=options)
+    facts = {"task": target.env_id, "env": spec.to_json(), "exp_name": target.entry.name,
+             "framework": target.entry.framework, "checkpoint": target.model_file.name}  # fmt: skip
+    stamp = _dt.datetime.fromtimestamp(target.model_file.stat().st_mtime, _dt.UTC).isoformat(
+        timespec="seconds"
+    )
+    return write_forms(policy, facts=facts, preset_notes=spec.deployment_notes(), obs_terms=spec.obs_terms(),
+                       folder=folder, exported_at=stamp)  # fmt: skip

@@ -109,8 +109,10 @@ def trace(
 
     batch = torch.export.Dim("batch", min=1, max=1 << 20)
     shapes = tuple({0: batch} if i == 0 else {1: batch} for i in range(len(example)))
+    from zoo.exporter.writers import quiet
+
     try:
-        with torch.no_grad():
+        with quiet(), torch.no_grad():
             program = torch.export.export(module, example, dynamic_shapes=shapes, strict=False)
             program = program.run_decompositions({})  # inlines grad-mode regions; linear, lstm stay whole
     except Exception as exc:  # noqa: BLE001 - torch.export fails in many ways, each a finding
