@@ -34,10 +34,12 @@ def card_metadata(target, eval_data: dict):
         dataset_type=env_id, dataset_name=env_id, metric_type="mean_reward", metric_name="mean_reward",
         metric_value=f"{metrics['return_mean']:.2f} +/- {metrics['return_std']:.2f}",
     )  # fmt: skip
+    library = entry.hub.get("library_name", hub.library_name)
     tags = list(
         dict.fromkeys(
             [
                 env_id,
+                library,
                 *hub.tags,
                 *entry.hub.get("tags", ()),
                 "reinforcement-learning",
@@ -46,7 +48,6 @@ def card_metadata(target, eval_data: dict):
             ]
         )
     )
-    library = entry.hub.get("library_name", hub.library_name)
     return ModelCardData(library_name=library, tags=tags, model_name=entry.algorithm, eval_results=[result])
 
 

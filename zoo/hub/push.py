@@ -506,6 +506,21 @@ def release_forms(target, folder: Path, notify: Callable[[str], None] | None = N
         return {}
 
 
+def release_context(target, forms: dict[str, Path]) -> dict:
+    """What the card's "Use this model" section says of the framework-free forms: whether there are any, whether
+    agent.pt takes Atari frames or keeps a recurrent state, and whether the evaluation protocol samples (then
+    ``zoo enjoy`` takes the native file unless told ``--deterministic``)."""
+    from zoo.release.agent import is_atari
+    from zoo.release.config import CONFIG_FILE
+
+    if CONFIG_FILE not in forms:
+        return {"release": False, "atari": False, "recurrent": False, "samples": False}
+    config = json.loads(forms[CONFIG_FILE].read_text(encoding="utf-8"))
+    deterministic, _ = target.adapter.eval_mode(target.entry, target.env_id)
+    return {"release": True, "atari": is_atari(target.env_id), "recurrent": bool(config.get("is_recurrent")),
+            "samples": not deterministic}  # fmt: skip
+
+
 def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: bool, workdir: Path,
             made: dict[str, Path] | None = None, strip: bool = False,
             forms: dict[str, Path] | None = None) -> Staging:  # fmt: skip
@@ -550,6 +565,7 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
         "env_id": target.env_id, "seed": run.seed if run.seed is not None else 0, "repo_id": repo_id,
         "model_file": target.model_file.name, "eval": eval_data, "images": dict(images),
         "files": card_files(sources, target.model_file.name, labels), "exports": exported_policies(sources),
+        **release_context(target, forms),
     }  # fmt: skip
     card = render_card(target, context)
     staging = stage(repo_id, folder, sources, target.model_file.name, str(card), labels, rewritten)

@@ -1,0 +1,195 @@
+"""A release made by ``zoo push`` loads anywhere: pushed to ``zoo hub serve`` on 127.0.0.1, then evaluated by
+``zoo enjoy`` in a process where no training framework can be imported, through ``model.safetensors`` +
+``config.json``, with the very episodes the native file gives; and the card's "Use this model" snippets run.
+
+One run per framework, trained here by the real library (the examples' trainers): CleanRL's DQN (bundled),
+SB3's PPO with VecNormalize in rl_zoo3's layout, skrl's PPO, rsl_rl's LSTM actor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import EXAMPLES, episodes_of
+from test_hub_roundtrip import SENTINEL, token_hub
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: What a base install of zoo does not have.
+FRAMEWORKS = ("stable_baselines3", "sb3_contrib", "skrl", "rsl_rl")
+BLOCKER = f"""
+import importlib.abc
+import sys
+
+
+class _NoTrainingFrameworks(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {FRAMEWORKS!r}:
+            raise ImportError(f"{{name}}: not installed (a base install of zoo)")
+        return None
+
+
+sys.meta_path.insert(0, _NoTrainingFrameworks())
+"""
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    with token_hub(tmp_path_factory.mktemp("hub")) as (server, _log):
+        yield server
+
+
+@pytest.fixture(scope="module")
+def base_install(tmp_path_factory) -> dict:
+    """The environment of a process in which the training frameworks cannot be imported (a sitecustomize that
+    refuses them), checked to refuse them."""
+    folder = tmp_path_factory.mktemp("base-install")
+    (folder / "sitecustomize.py").write_text(textwrap.dedent(BLOCKER))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(folder), str(REPO_ROOT)]))
+    for name in FRAMEWORKS:
+        probe = subprocess.run([sys.executable, "-c", f"import {name}"], env=env, capture_output=True, text=True)
+        assert probe.returncode != 0 and "not installed (a base install of zoo)" in probe.stderr
+    return env
+
+
+def _train(*args: str) -> None:
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _sb3_vecnormalize(root: Path) -> Path:
+    """SB3's PPO on Pendulum with VecNormalize, in rl_zoo3's layout."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    run = root / "logs" / "ppo" / "Pendulum-v1_1"
+    (run / "Pendulum-v1").mkdir(parents=True)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        venv = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0))
+        PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=2, seed=0).learn(256).save(run / "Pendulum-v1.zip")
+        venv.save(run / "Pendulum-v1" / "vecnormalize.pkl")
+    finally:
+        torch.set_num_threads(threads)
+    return run
+
+
+def _only(folder: Path, pattern: str) -> Path:
+    (found,) = [p for p in folder.glob(pattern) if p.is_dir()]
+    return found
+
+
+#: name: (how to make the run, registry name, env id, enjoy flags)
+CASES = {
+    "cleanrl": ("dqn", "CartPole-v1", ["--deterministic"]),
+    "sb3": ("sb3_ppo", "Pendulum-v1", []),
+    "skrl": ("skrl_ppo", "Pendulum-v1", []),
+    "rsl_rl": ("rsl_ppo", "Pendulum-v1", []),
+}
+
+
+def _make_run(name: str, root: Path) -> Path:
+    if name == "cleanrl":
+        src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
+        shutil.copytree(src, root / "runs" / src.name)
+        return root / "runs" / src.name
+    if name == "sb3":
+        return _sb3_vecnormalize(root)
+    if name == "skrl":
+        _train(str(REPO_ROOT / "examples" / "train_skrl.py"), "gaussian", "--out", str(root), "--timesteps", "200")
+        return _only(root / "skrl" / "Pendulum-v1", "*_ppo_torch")
+    _train(str(REPO_ROOT / "examples" / "train_rsl_rl.py"), "--out", str(root), "--kinds", "lstm",
+           "--checkpoints", "1", "--iterations", "1")  # fmt: skip
+    return _only(root / "rsl_rl" / "pendulum_lstm", "*")
+
+
+def _hub_env(hub, home: Path, base: dict | None = None) -> dict:
+    env = {k: v for k, v in (base or os.environ).items() if not k.startswith(("HF_", "ZOO_ALLOW"))}
+    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(home),
+               HF_TOKEN=SENTINEL)  # fmt: skip
+    return env
+
+
+def _zoo(*args, env: dict, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zoo", *map(str, args)], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=600)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_release_evaluates_without_its_training_framework_episode_for_episode(name, hub, base_install, tmp_path):
+    exp_name, env_id, flags = CASES[name]
+    run = _make_run(name, tmp_path)
+    repo = f"demo/{env_id}-{exp_name}"
+    pushed = _zoo("push", run, "--repo-id", repo, "--exp-name", exp_name, "--env-id", env_id, "--yes", "--episodes",
+                  "2", "--json", "--stage-dir", tmp_path / "stage", env=_hub_env(hub, tmp_path / "pusher"))  # fmt: skip
+    assert pushed.returncode == 0, pushed.stderr[-3000:]
+    staged = {f["name"] for f in json.loads(pushed.stdout)["files"]}
+    assert {"agent.pt", "model.safetensors", "config.json", "policy.onnx", "policy.onnx.metadata.json"} <= staged
+
+    enjoyed = _zoo("enjoy", "--exp-name", exp_name, "--env-id", env_id, "--hf-repository", repo, "--allow-download",
+                   "--runs-dir", tmp_path / "none", "--episodes", "4", "--out", tmp_path / "remote.json", *flags,
+                   env=_hub_env(hub, tmp_path / "downloader", base_install), cwd=tmp_path)  # fmt: skip
+    assert enjoyed.returncode == 0, enjoyed.stderr[-3000:]
+    remote = json.loads((tmp_path / "remote.json").read_text())
+    assert Path(remote["checkpoint"]).name == "model.safetensors" and remote["source"]["kind"] == "download"
+    fetched = {p.name for p in (tmp_path / "downloader").rglob("*") if p.is_file() and "snapshots" in p.parts}
+    assert fetched == {"config.json", "model.safetensors"}  # nothing native, nothing pickled was even downloaded
+
+    native = _zoo("eval", run, "--exp-name", exp_name, "--env-id", env_id, "--deterministic", "--episodes", "4",
+                  "--quiet", "--out", tmp_path / "native.json", env=dict(os.environ))  # fmt: skip
+    assert native.returncode == 0, native.stderr[-3000:]
+    assert episodes_of(tmp_path / "remote.json") == episodes_of(tmp_path / "native.json")
+
+
+def _blocks(card: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", card, flags=re.S)
+
+
+def test_the_card_says_what_each_file_is_for_and_its_snippets_run(hub, base_install, tmp_path):
+    """The card's tags name the task, the env and the library; its torch-only snippet runs where zoo is not even
+    installed, and its zoo snippets run where no training framework is."""
+    run = _make_run("cleanrl", tmp_path)
+    repo = "demo/CartPole-v1-dqn-card"
+    pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--stage-dir", tmp_path / "stage",
+                  env=_hub_env(hub, tmp_path / "pusher"))  # fmt: skip
+    assert pushed.returncode == 0, pushed.stderr[-3000:]
+    card = (tmp_path / "stage" / "README.md").read_text()
+    header = card.split("---")[1]
+    for tag in ("reinforcement-learning", "CartPole-v1", "cleanrl"):
+        assert f"\n- {tag}\n" in header
+    for name in ("agent.pt", "model.safetensors", "config.json", "policy.onnx"):
+        assert re.search(rf"\| `?{re.escape(name)}`? \| [^|]*\| [A-Za-z]", card), name  # a row saying what it is for
+
+    torch_only, with_zoo = _blocks(card, "python")[:2]
+    assert "import zoo" not in torch_only and "from zoo" not in torch_only
+    no_zoo = tmp_path / "no-zoo"
+    no_zoo.mkdir()
+    (no_zoo / "zoo.py").write_text("raise ImportError('zoo is not installed here')\n")
+    env = _hub_env(hub, tmp_path / "torch-only", dict(os.environ, PYTHONPATH=str(no_zoo)))
+    ran = subprocess.run([sys.executable, "-c", torch_only], capture_output=True, text=True, env=env, cwd=no_zoo,
+                         timeout=300)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert re.fullmatch(r"return \d+\.\d\d\n", ran.stdout)
+
+    ran = subprocess.run([sys.executable, "-c", with_zoo], capture_output=True, text=True, timeout=300,
+                         env=_hub_env(hub, tmp_path / "zoo-snippet", base_install), cwd=tmp_path)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert float(ran.stdout.strip().splitlines()[-1]) > 0
+
+    (bash,) = _blocks(card, "bash")
+    enjoy = next(line for line in bash.splitlines() if line.startswith("zoo enjoy "))
+    argv = enjoy.split()[1:] + ["--episodes", "2", "--runs-dir", str(tmp_path / "none"), "--out", str(tmp_path / "e.json")]
+    enjoyed = _zoo(*argv, env=_hub_env(hub, tmp_path / "enjoy-snippet", base_install), cwd=tmp_path)
+    assert enjoyed.returncode == 0, enjoyed.stderr[-3000:]
+    assert json.loads((tmp_path / "e.json").read_text())["num_episodes"] == 2
