@@ -1,4 +1,5 @@
 """Local-first model resolution for ``zoo enjoy``: local run, then HF cache, then (consented) download.
+``zoo export ORG/REPO`` first reads the repo's model card the same way (:func:`fetch_card`).
 
 Every hub call goes through ``huggingface_hub``. A download is verified against the checksum the
 server reported in its metadata (sha256 for LFS files, the git blob sha1 otherwise) before the

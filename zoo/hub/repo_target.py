@@ -29,8 +29,8 @@ REPO_ID = re.compile(rf"(?!.*(?:--|\.\.)){_NAME}/{_NAME}", re.ASCII)
 #: (gymnasium imports that module, and a card must not choose code to run).
 _ENV_ID = re.compile(r"[A-Za-z0-9][\w./-]{0,199}", re.ASCII)
 _GYM_ID = re.compile(r"(?:[\w.-]+/)?[\w.-]+-v\d+", re.ASCII)
-#: The enjoy command a card shows (``zoo enjoy --exp-name dqn ...``, CleanRL's ``cleanrl_utils.enjoy --exp-name dqn``).
-_ENJOY_EXP = re.compile(r"\benjoy\b[^\n`]*?\s--exp-name[ =]([\w.-]{1,100})", re.ASCII)
+_EXP_FLAG = re.compile(r"\s--exp-name[ =]([\w.-]{1,100})", re.ASCII)
+_ENJOY = re.compile(r"\benjoy\b")
 
 
 def repo_id_of(target: str) -> str:
@@ -59,12 +59,22 @@ def read_card(text: str, registry: Registry) -> tuple[str | None, str | None]:
     shaped = list(dict.fromkeys(t for t in tags if isinstance(t, str) and _GYM_ID.fullmatch(t)))
     candidates = named[:1] or (shaped if len(shaped) == 1 else [])
     env_id = candidates[0] if candidates and _ENV_ID.fullmatch(candidates[0]) else None
-    enjoy = _ENJOY_EXP.search(text)
-    if enjoy:
-        return enjoy.group(1), env_id
+    named_exp = _enjoy_exp_name(text)
+    if named_exp:
+        return named_exp, env_id
     models = [m.get("name") for m in _dicts(meta.get("model-index"))]
     algorithm = next((name for name in models if isinstance(name, str)), None)
     return _entry_of(registry, meta.get("library_name"), algorithm), env_id
+
+
+def _enjoy_exp_name(text: str) -> str | None:
+    """The ``--exp-name`` of the first enjoy command the card shows: zoo's ``zoo enjoy --exp-name dqn ...``,
+    CleanRL's ``python -m cleanrl_utils.enjoy --exp-name dqn``. Line by line, in linear time whatever the card."""
+    for line in text.splitlines():
+        flag = _EXP_FLAG.search(line)
+        if flag and _ENJOY.search(line, 0, flag.start()):
+            return flag.group(1)
+    return None
 
 
 def _dicts(value: Any) -> list[dict]:
