@@ -41,9 +41,12 @@ def hub(tmp_path):
     assert log.getvalue().count("\n") > 3 and SENTINEL not in log.getvalue()
 
 
-def _zoo(*args, hub_url: str, home, token: str | None = SENTINEL, cwd=None) -> subprocess.CompletedProcess:
+def _zoo(*args, hub_url: str, home, token: str | None = SENTINEL, cwd=None,
+         offline: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "ZOO_ALLOW"))}
     env.update(HF_ENDPOINT=hub_url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(home))
+    if offline:
+        env["HF_HUB_OFFLINE"] = "1"
     if token:
         env["HF_TOKEN"] = token
     cmd = [sys.executable, "-m", "zoo", *map(str, args)]

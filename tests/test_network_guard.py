@@ -1,7 +1,8 @@
-"""No connection without consent: check, eval, enjoy (no --allow-download) and push (no --yes)."""
+"""No connection without consent: check, eval, enjoy and export (no --allow-download) and push (no --yes)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 
@@ -75,3 +76,39 @@ def test_session_consent_variable_is_consent(no_network, tmp_path, monkeypatch):
     first, *rest = result.stderr.splitlines()
     assert first == ("downloading dqn.cleanrl_model of cleanrl/CartPole-v1-dqn-seed1 @ main from "
                      "https://huggingface.co ...") and rest[0].startswith("error: cannot reach")  # fmt: skip
+
+
+def test_export_of_a_hub_repo_says_what_it_would_fetch_and_offline_wins(no_network, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("ZOO_ALLOW_NETWORK", raising=False)
+    repo = "demo/CartPole-v1-dqn-seed1"
+    card = zoo("export", repo, "--out", "f.onnx")
+    assert card.exit_code == 3
+    assert (f"zoo would download README.md of {repo} at revision main to learn what the repo holds, then the model "
+            "file it names") in card.stderr and "pass --allow-download" in card.stderr  # fmt: skip
+    # what the repo holds is said: the card is not needed, and the refusal names the model file
+    named = zoo(
+        "export", repo, "--exp-name", "dqn", "--env-id", "CartPole-v1", "--revision", "v2", "--out", "f.onnx"
+    )
+    assert named.exit_code == 3
+    assert f"zoo would download dqn.cleanrl_model from {repo} at revision v2" in named.stderr
+    offline = zoo("export", repo, "--allow-download", "--out", "f.onnx", env={"HF_HUB_OFFLINE": "1"})
+    assert offline.exit_code == 1
+    assert f"offline (HF_HUB_OFFLINE=1) and README.md of {repo} @ main is not in the cache" in offline.stderr
+    assert no_network == [] and not list(tmp_path.glob("*.onnx*"))
+
+
+def test_a_local_path_wins_over_the_repo_id_it_spells(no_network, runs, tmp_path, monkeypatch):
+    """``runs/CartPole-v1__dqn__1__1796029650`` is also a valid repo id; the folder of that name is exported."""
+    monkeypatch.chdir(tmp_path)
+    dqn = next(runs.glob("CartPole-v1__dqn__*")).relative_to(tmp_path)
+    result = zoo("export", dqn, "--out", "dqn.onnx", "--allow-download")
+    assert result.exit_code == 0, result.stderr
+    meta = json.loads((tmp_path / "dqn.onnx.metadata.json").read_text())
+    assert meta["checkpoint"] == f"{dqn}/dqn.cleanrl_model" and "source" not in meta
+    assert no_network == []
+    neither = zoo("export", "runs/no/such-run", "--out", "x.onnx")
+    assert neither.exit_code == 2 and neither.stderr.startswith(
+        "error: runs/no/such-run is neither an existing path nor a hub repo id (ORG/NAME)"
+    )

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from zoo.hub.push import Staging
     from zoo.policy import Policy
     from zoo.ranking import Leaderboard
-    from zoo.registry import Registry
+    from zoo.registry import Entry, Registry
     from zoo.reporting import ReportResult
     from zoo.sweep.outcome import Outcome, SweepResult
     from zoo.sweep.plan import SweepItem
@@ -280,21 +280,41 @@ def export(target: PathLike | Target, out: PathLike | None = None, *, format: st
            opset: int | None = None, exporter: str = "auto", tolerance: float | None = None,
            exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
            trust_pickle: bool = False, model_config: PathLike | None = None, trust_wrappers: Iterable[str] = (),
-           env_factory: str | None = None, env_module: str | None = None,
+           env_factory: str | None = None, env_module: str | None = None, revision: str | None = None,
+           allow_download: bool = False, notify: Callable[[str], None] | None = None,
            registry: Registry | PathLike | None = None) -> ExportResult:  # fmt: skip
     """``zoo export``: the target's policy as one ONNX or TorchScript file (raw observation in, env
     action out, normalizer and action head baked in) plus its sidecar, parity-checked against the
-    source policy; a file that does not act like it is not kept."""
+    source policy; a file that does not act like it is not kept.
+
+    ``target`` may be a hub repo id ``"ORG/NAME"`` where no local path has that name (a local path always
+    wins): its model card says what it holds (``exp_name``/``env_id`` say it instead), and its model comes as
+    :func:`enjoy` fetches one, at ``revision`` (default main): the Hugging Face cache first, the hub only with
+    ``allow_download``, verified against the hub's checksum, never unpickled beyond the allowlist. The file
+    then goes to the current folder unless ``out`` says otherwise, and its sidecar records the ``source``.
+    ``notify`` hears each download before it starts, then where the model came from."""
     from zoo.errors import UsageError, ZooError
     from zoo.exporter import DEFAULT_OPSET, export_paths, export_policy, onnx_exporters
     from zoo.frameworks import LoadOptions
-    from zoo.targets import env_spec
+    from zoo.targets import Target, env_spec
 
-    resolved = _target(target, exp_name, env_id, run_seed, registry, env_module)
+    source = None
+    if isinstance(target, Target) or Path(target).exists():
+        if revision is not None:
+            raise UsageError(f"--revision names a hub revision, but {target} is a local path",
+                             hint="drop --revision (a local path wins over a hub repo id of the same name)")  # fmt: skip
+        resolved = _target(target, exp_name, env_id, run_seed, registry, env_module)
+    else:
+        resolved, source = _repo_target(str(target), exp_name=exp_name, env_id=env_id, run_seed=run_seed,
+                                        trust_pickle=trust_pickle, revision=revision or "main",
+                                        allow_download=allow_download, registry=registry, notify=notify)  # fmt: skip
+        resolved = _target(resolved, None, None, None, registry, env_module)
     if resolved.exported is not None:
         raise ZooError(f"{resolved.model_file} is already an exported policy",
                        hint="export the run dir or checkpoint it came from")  # fmt: skip
-    fmt, out_path = export_paths(resolved.model_file, format, Path(out) if out is not None else None)
+    # a file fetched from the hub is exported into the current folder, never into the Hugging Face cache
+    beside = resolved.model_file if source is None else Path(resolved.model_file.name)
+    fmt, out_path = export_paths(beside, format, Path(out) if out is not None else None)
     if fmt == "torchscript" and (opset is not None or exporter != "auto"):
         raise UsageError("--opset and --exporter are ONNX settings; a TorchScript file has neither",
                          hint="drop them, or export --format onnx")  # fmt: skip
@@ -309,8 +329,45 @@ def export(target: PathLike | Target, out: PathLike | None = None, *, format: st
     facts = {"task": resolved.env_id, "env": spec.to_json(),
              "exp_name": resolved.entry.name, "framework": resolved.entry.framework,
              "checkpoint": str(resolved.model_file)}  # fmt: skip
+    if source is not None:
+        facts["source"] = source.to_json()
     return export_policy(policy, target=facts, preset_notes=spec.deployment_notes(), fmt=fmt, out=out_path,
                          opset=opset, exporter=exporter, tolerance=tolerance, obs_terms=spec.obs_terms())  # fmt: skip
+
+
+def _repo_target(repo: str, *, exp_name: str | None, env_id: str | None, run_seed: int | None, trust_pickle: bool,
+                 revision: str, allow_download: bool, registry: Registry | PathLike | None,
+                 notify: Callable[[str], None] | None) -> tuple[Target, Source]:  # fmt: skip
+    """The target a hub repo id names (no local path has its name), and where its model came from."""
+    from zoo.errors import UsageError
+    from zoo.hub.repo_target import repo_id_of, resolve_repo
+
+    repo_id = repo_id_of(repo)
+    if trust_pickle:
+        raise UsageError(f"--trust-pickle is for a file you trust on disk, and {repo_id} is a hub repo",
+                         hint="drop it: zoo reads what it downloads without unpickling what is off its allowlist")  # fmt: skip
+    if run_seed is not None:
+        raise UsageError(f"--run-seed picks a run in a folder, and {repo_id} is a hub repo (one release)",
+                         hint="drop --run-seed; --revision picks a branch, tag or commit of the repo")  # fmt: skip
+    entry, env, source = resolve_repo(repo_id, _registry(registry), exp_name=exp_name, env_id=env_id,
+                                      revision=revision, allow_download=allow_download, notify=notify)  # fmt: skip
+    if notify is not None:
+        notify(f"model: {source.describe()}")
+    return _fetched_target(source, entry, env, None, _registry(registry)), source
+
+
+def _fetched_target(source: Source, entry: Entry, env_id: str, run_seed: int | None, registry: Registry) -> Target:
+    """A model from the hub or its cache as a target: a release's framework-free form (model.safetensors +
+    config.json), the run its snapshot holds (rsl_rl, skrl), else the file."""
+    from zoo.artifacts.runs import Run
+    from zoo.release.config import CONFIG_FILE, WEIGHTS_FILE
+    from zoo.targets import Target, release_target
+
+    if source.kind != "local-run" and source.path.name == WEIGHTS_FILE:
+        return dataclasses.replace(release_target(source.path.with_name(CONFIG_FILE), registry, env_id), entry=entry)
+    run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
+                            exp_name=entry.name, env_id=env_id, seed=run_seed)  # fmt: skip
+    return Target(run, entry, env_id, source.path)
 
 
 @dataclass
@@ -414,11 +471,9 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
     first, then the Hugging Face cache, then, only with ``allow_download``, the hub) and where its model
     comes from. ``evaluate(plan)`` runs it. ``settings`` are :func:`plan`'s (``episodes``, ``out``, ...);
     ``notify`` hears which host is asked before a download starts."""
-    from zoo.artifacts.runs import Run, RunFilter
+    from zoo.artifacts.runs import RunFilter
     from zoo.checker import discover_runs
     from zoo.hub.fetch import hub_file, resolve_model
-    from zoo.release.config import CONFIG_FILE, WEIGHTS_FILE
-    from zoo.targets import Target, release_target
 
     reg = _registry(registry)
     entry = reg.get(exp_name)
@@ -432,12 +487,7 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
         ]
         local = max(runs, key=lambda r: r.started_at or 0) if runs else None
     source = resolve_model(where, local, allow_download, notify, release=_release_first(entry, env_id, settings))
-    if source.kind != "local-run" and source.path.name == WEIGHTS_FILE:
-        target = dataclasses.replace(release_target(source.path.with_name(CONFIG_FILE), reg, env_id), entry=entry)
-    else:
-        run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
-                                exp_name=entry.name, env_id=env_id, seed=run_seed)  # fmt: skip
-        target = Target(run, entry, env_id, source.path)
+    target = _fetched_target(source, entry, env_id, run_seed, reg)
     out = settings.pop("out", "default")
     if source.kind != "local-run":  # not into the Hugging Face cache: beside the caller
         out = Path("eval.json") if out == "default" else out

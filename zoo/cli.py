@@ -456,11 +456,12 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
 
 # ----------------------------------------------------------------------------- export
 @cli.command("export")
-@click.argument("target", type=click.Path(path_type=Path))
+@click.argument("target")
 @click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript"]), default=None,
               help="File format [from --out's suffix: .onnx, .ts/.pt; else onnx].")  # fmt: skip
 @click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
-              help="Exported file; its sidecar is FILE.metadata.json [beside the model: <model>.onnx|.ts].")  # fmt: skip
+              help="Exported file; its sidecar is FILE.metadata.json [beside the model: <model>.onnx|.ts; from a hub "
+              "repo: in the current folder].")  # fmt: skip
 @click.option(
     "--opset", type=int, default=None, help="ONNX opset [17]; 7-28, by exporter: see docs/export.md."
 )
@@ -474,13 +475,18 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
 @opt.env_factory
 @opt.env_module
 @opt.model_config
+@opt.revision
+@opt.allow_download
 @click.option("--json", "as_json", is_flag=True, help="Print the sidecar on stdout.")
 @opt.quiet
 @click.pass_context
 def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name, env_id, run_seed, trust_pickle,
-               trust_wrappers, env_factory, env_module, model_config, as_json, quiet) -> None:  # fmt: skip
+               trust_wrappers, env_factory, env_module, model_config, revision, allow_download, as_json,
+               quiet) -> None:  # fmt: skip
     """Export TARGET's policy as TorchScript or ONNX: raw observation in, env action out.
 
+    TARGET is a run dir or model file, or a hub repo ORG/NAME when no local path has that name: its model
+    card says what it holds, and its model comes from the HF cache, else (with --allow-download) the hub.
     The framework's observation normalizer and action head are baked in. The written file is loaded
     back and compared with the source policy; a file that does not act like it is not kept (exit 1).
     """
@@ -489,7 +495,9 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
     result = api.export(target, out_path, format=fmt, opset=opset, exporter=exporter, tolerance=tolerance,
                         exp_name=exp_name, env_id=env_id, run_seed=run_seed, trust_pickle=trust_pickle,
                         model_config=model_config, trust_wrappers=trust_wrappers, env_factory=env_factory,
-                        env_module=env_module, registry=_registry(ctx))  # fmt: skip
+                        env_module=env_module, revision=revision, allow_download=allow_download,
+                        notify=None if quiet else lambda line: err().print(escape(line)),
+                        registry=_registry(ctx))  # fmt: skip
     for note in result.notes:
         err().print(f"[yellow]note:[/] {escape(note)}", markup=True)
     if as_json:
@@ -531,9 +539,7 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @opt.env_factory
 @opt.env_module
 @opt.out("eval.json path [run dir for a local run, else ./eval.json].")
-@click.option(
-    "--allow-download", is_flag=True, help="Consent to download from the hub (else: local and cache only)."
-)
+@opt.allow_download
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
 @opt.quiet
 @click.pass_context

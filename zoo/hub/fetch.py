@@ -1,4 +1,5 @@
 """Local-first model resolution for ``zoo enjoy``: local run, then HF cache, then (consented) download.
+``zoo export ORG/REPO`` first reads the repo's model card the same way (:func:`fetch_card`).
 
 Every hub call goes through ``huggingface_hub``. A download is verified against the checksum the
 server reported in its metadata (sha256 for LFS files, the git blob sha1 otherwise) before the
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from zoo.artifacts.digest import git_blob_sha1, sha256_file
 from zoo.artifacts.runs import Run
-from zoo.errors import NetworkError, UsageError, ZooError
+from zoo.errors import BrokenFile, NetworkError, UsageError, ZooError
 from zoo.hub.consent import endpoint, offline, require_network
 
 if TYPE_CHECKING:
@@ -144,6 +145,9 @@ def _hub_error(exc: Exception, target: HubFile) -> ZooError:
         return NetworkError(
             f"{target.repo_id} is gated or private", hint="set HF_TOKEN to a token with access"
         )
+    if isinstance(exc, RepositoryNotFoundError) and not target.derived_from:  # the user named the repo itself
+        return NetworkError(f"repo {target.repo_id} not found on {endpoint()}",
+                            hint="check the repo id (ORG/NAME), or set HF_TOKEN if it is private")  # fmt: skip
     if isinstance(exc, RepositoryNotFoundError):
         return NetworkError(f"repo {target.repo_id} not found on {endpoint()} (derived from {target.derived_from})",
                         hint="override with --hf-repository ORG/NAME, or set HF_TOKEN if it is private")  # fmt: skip
@@ -312,6 +316,46 @@ def resolve_model(target: HubFile, local: Run | None, allow_download: bool,
     folder = _run_snapshot(target, local_only=False)
     assert folder is not None
     return _snapshot_source("download", target, folder)
+
+
+#: Bytes of a model card zoo reads to learn what a repo holds: cards are KiB; a larger one is not downloaded.
+MAX_CARD_BYTES = 1 << 20
+CARD = "README.md"
+
+
+def fetch_card(repo_id: str, revision: str, allow_download: bool,
+               notify: Callable[[str], None] | None = None) -> Source:  # fmt: skip
+    """The repo's model card (``zoo export ORG/REPO`` reads what the repo holds from it), found as
+    :func:`resolve_model` finds a model: the cache, then the hub only with consent (HF_HUB_OFFLINE always wins).
+    Its size is asked for first, so that a card over :data:`MAX_CARD_BYTES` is never downloaded."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import EntryNotFoundError
+    from huggingface_hub.utils import logging as hf_logging
+
+    target = HubFile(repo_id, CARD, revision, derived_from="")
+    cached = from_cache(target)
+    if cached is not None:
+        return Source("cache", cached, repo_id, revision, _commit_of(cached))
+    if offline():
+        raise ZooError(f"offline (HF_HUB_OFFLINE=1) and {CARD} of {repo_id} @ {revision} is not in the cache",
+                       hint="unset HF_HUB_OFFLINE and pass --allow-download, or say what the repo holds with "
+                       "--exp-name and --env-id")  # fmt: skip
+    require_network(f"download {CARD} of {repo_id} at revision {revision} to learn what the repo holds, then the "
+                    "model file it names", "--allow-download", allow_download)  # fmt: skip
+    if notify is not None:
+        notify(f"downloading {CARD} of {repo_id} @ {revision} from {endpoint()} ...")
+    hf_logging.set_verbosity_error()
+    try:
+        size = get_hf_file_metadata(hf_hub_url(repo_id, CARD, revision=revision)).size
+    except EntryNotFoundError:
+        raise ZooError(f"{repo_id} @ {revision} has no {CARD} to say what it holds",
+                       hint="say it with --exp-name and --env-id") from None  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one clear line
+        raise _hub_error(exc, target) from None
+    if size is not None and size > MAX_CARD_BYTES:
+        raise BrokenFile(f"{CARD} of {repo_id} is {size:,} bytes, over the {MAX_CARD_BYTES >> 20} MiB a model card "
+                         "may take; not downloading it", hint="say what the repo holds with --exp-name and --env-id")  # fmt: skip
+    return download(target)
 
 
 def _commit_of(cached: Path) -> str | None:
