@@ -356,7 +356,9 @@ def _repo_target(repo: str, *, exp_name: str | None, env_id: str | None, run_see
     return _fetched_target(source, entry, env, None, _registry(registry)), source
 
 
-def _fetched_target(source: Source, entry: Entry, env_id: str, run_seed: int | None, registry: Registry) -> Target:
+def _fetched_target(
+    source: Source, entry: Entry, env_id: str, run_seed: int | None, registry: Registry
+) -> Target:
     """A model from the hub or its cache as a target: a release's framework-free form (model.safetensors +
     config.json), the run its snapshot holds (rsl_rl, skrl), else the file."""
     from zoo.artifacts.runs import Run
@@ -364,7 +366,9 @@ def _fetched_target(source: Source, entry: Entry, env_id: str, run_seed: int | N
     from zoo.targets import Target, release_target
 
     if source.kind != "local-run" and source.path.name == WEIGHTS_FILE:
-        return dataclasses.replace(release_target(source.path.with_name(CONFIG_FILE), registry, env_id), entry=entry)
+        return dataclasses.replace(
+            release_target(source.path.with_name(CONFIG_FILE), registry, env_id), entry=entry
+        )
     run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
                             exp_name=entry.name, env_id=env_id, seed=run_seed)  # fmt: skip
     return Target(run, entry, env_id, source.path)
@@ -486,7 +490,9 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
             r for r in discover_runs([runs_dir], reg, RunFilter(exp_name, env_id, run_seed)) if r.model_file
         ]
         local = max(runs, key=lambda r: r.started_at or 0) if runs else None
-    source = resolve_model(where, local, allow_download, notify, release=_release_first(entry, env_id, settings))
+    source = resolve_model(
+        where, local, allow_download, notify, release=_release_first(entry, env_id, settings)
+    )
     target = _fetched_target(source, entry, env_id, run_seed, reg)
     out = settings.pop("out", "default")
     if source.kind != "local-run":  # not into the Hugging Face cache: beside the caller
@@ -503,7 +509,9 @@ def _release_first(entry, env_id: str, settings: dict) -> bool:
     deterministic = settings.get("deterministic")
     if deterministic is None:
         deterministic, _ = get_adapter(entry.framework).eval_mode(entry, env_id)
-    native_only = settings.get("engine", "torch") != "torch" or str(settings.get("device", "")).startswith("cuda")
+    native_only = settings.get("engine", "torch") != "torch" or str(settings.get("device", "")).startswith(
+        "cuda"
+    )
     return bool(deterministic) and not native_only and settings.get("policy_class") is None
 
 

@@ -281,7 +281,9 @@ def is_release(target: Target) -> bool:
     return target.exported is not None and target.exported.get("format") == FORMAT
 
 
-def release_or_native(target: Target, deterministic: bool | None, needs_native: bool) -> tuple[Target, bool | None, str]:
+def release_or_native(
+    target: Target, deterministic: bool | None, needs_native: bool
+) -> tuple[Target, bool | None, str]:
     """A release is evaluated through its framework-free form, which computes the deterministic action only. The
     native file beside it is taken instead when the evaluation samples (``deterministic`` False, or left open and
     the registry's protocol samples: CleanRL's epsilon-greedy) or ``needs_native`` (another engine, a GPU)."""

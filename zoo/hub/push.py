@@ -502,7 +502,9 @@ def release_forms(target, folder: Path, notify: Callable[[str], None] | None = N
         return {form.name: form.path for form in forms_for_target(target, folder)}
     except UnsupportedError as exc:
         if notify:
-            notify(f"warning: no framework-free forms (agent.pt, model.safetensors, policy.onnx): {exc.message}")
+            notify(
+                f"warning: no framework-free forms (agent.pt, model.safetensors, policy.onnx): {exc.message}"
+            )
         return {}
 
 
