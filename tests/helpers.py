@@ -152,7 +152,29 @@ def assert_exports_act_like_checkpoint(target: Path, out_dir: Path, *target_args
         else:
             assert got == expected, fmt
         sidecars[fmt] = json.loads((out_dir / f"policy{suffix}.metadata.json").read_text())
+    assert_release_acts_like_checkpoint(target, out_dir, target_args, common, expected)
     return sidecars
+
+
+def assert_release_acts_like_checkpoint(target: Path, out_dir: Path, target_args: tuple[str, ...],
+                                        common: tuple[str, ...], expected: list[tuple[float, int]]) -> None:  # fmt: skip
+    """The release's framework-free forms (what ``zoo push`` stages beside the native files) written for the
+    target, each proven at writing; ``zoo eval`` of the folder evaluates model.safetensors + config.json and
+    gives the checkpoint's episodes, bit for bit (the graph runs the very kernels the framework's module ran)."""
+    from zoo import api
+    from zoo.frameworks import LoadOptions
+    from zoo.release.forms import forms_for_target
+
+    flags = dict(zip(target_args[::2], target_args[1::2], strict=True))
+    options = LoadOptions(model_config=Path(flags["--model-config"]) if "--model-config" in flags else None)
+    resolved = api.resolve(target, exp_name=flags.get("--exp-name"), env_id=flags.get("--env-id"))
+    release = out_dir / "release"
+    names = {form.name for form in forms_for_target(resolved, release, options)}
+    assert {"agent.pt", "model.safetensors", "config.json", "policy.onnx"} <= names
+    result = zoo("eval", release, "--deterministic", *common, "--out", out_dir / "release.eval.json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads((out_dir / "release.eval.json").read_text())["checkpoint"].endswith("model.safetensors")
+    assert episodes_of(out_dir / "release.eval.json") == expected
 
 
 # ----------------------------------------------------------------------------- rsl_rl

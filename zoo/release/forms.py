@@ -121,14 +121,17 @@ def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: 
     return [Form(WEIGHTS_FILE, weights, config["parity"]), Form(CONFIG_FILE, path, config["parity"])]
 
 
-def forms_for_target(target, folder: Path) -> list[Form]:
+def forms_for_target(target, folder: Path, options=None) -> list[Form]:
     """:func:`write_forms` for a resolved target (:class:`zoo.targets.Target`): its policy loaded as ``zoo
-    eval`` loads it, on the CPU, the facts from its eval env. UnsupportedError when its policy has no export."""
+    eval`` loads it (``options``: :class:`zoo.frameworks.LoadOptions`, default on the CPU), the facts from its
+    eval env. UnsupportedError when its policy has no export."""
+    import dataclasses
+
     from zoo.errors import UnsupportedError
     from zoo.frameworks import LoadOptions
     from zoo.targets import env_spec, load_target_policy
 
-    options = LoadOptions(device="cpu", seed=0)
+    options = dataclasses.replace(options or LoadOptions(), device="cpu", seed=0)
     policy = load_target_policy(target, options)
     if getattr(policy, "export_spec", None) is None:
         raise UnsupportedError(f"{target.entry.framework} policies cannot be exported yet")
