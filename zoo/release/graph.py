@@ -124,10 +124,14 @@ def trace(
     tensors: dict[str, torch.Tensor] = {}
     names: dict[str, str] = {}  # placeholder -> tensor key
     state = {**program.state_dict, **program.constants}
+    shared: dict[tuple, str] = {}  # one tensor reached under several names (SB3's shared CNN): stored once
     for spec in sig.input_specs:
         if spec.target is not None:
-            names[spec.arg.name] = spec.target
-            tensors[spec.target] = state[spec.target].detach().cpu().contiguous()
+            tensor = state[spec.target].detach().cpu()
+            key = (tensor.data_ptr(), tensor.dtype, tuple(tensor.shape), tuple(tensor.stride()))
+            names[spec.arg.name] = shared.setdefault(key, spec.target)
+            if names[spec.arg.name] == spec.target:
+                tensors[spec.target] = tensor.contiguous()
     user_inputs = [s.arg.name for s in sig.input_specs if s.target is None]
     renamed = dict(zip(user_inputs, input_names, strict=True))
     nodes = []
