@@ -155,6 +155,23 @@ def assert_exports_act_like_checkpoint(target: Path, out_dir: Path, *target_args
     return sidecars
 
 
+def write_release(target: Path, folder: Path, *, env_id: str | None = None) -> Path:
+    """The framework-free forms of ``target``'s policy (agent.pt, model.safetensors + config.json, policy.onnx)
+    written and proven into ``folder``, with the facts ``zoo export`` gives its sidecar. Returns ``folder``."""
+    import zoo as api
+    from zoo.release.forms import write_forms
+    from zoo.targets import env_spec
+
+    resolved = api.resolve(target, env_id=env_id)
+    policy = api.load_policy(resolved, device="cpu", seed=0)
+    spec = env_spec(resolved)
+    facts = {"task": resolved.env_id, "env": spec.to_json(), "exp_name": resolved.entry.name,
+             "framework": resolved.entry.framework, "checkpoint": resolved.model_file.name}  # fmt: skip
+    notes, terms = spec.deployment_notes(), spec.obs_terms()
+    write_forms(policy, facts=facts, preset_notes=notes, obs_terms=terms, folder=folder)
+    return folder
+
+
 # ----------------------------------------------------------------------------- rsl_rl
 # The env and runner config the docs' rsl_rl runs are trained with (examples/train_rsl_rl.py), one definition.
 sys.path.insert(0, str(REPO / "examples"))
