@@ -156,6 +156,16 @@ def assert_exports_act_like_checkpoint(target: Path, out_dir: Path, *target_args
     return sidecars
 
 
+def write_release(target: Path, folder: Path, *, env_id: str | None = None) -> Path:
+    """The framework-free forms of ``target``'s policy (agent.pt, model.safetensors + config.json, policy.onnx)
+    written and proven into ``folder``, as ``zoo push`` stages them. Returns ``folder``."""
+    from zoo import api
+    from zoo.release.forms import forms_for_target
+
+    forms_for_target(api.resolve(target, env_id=env_id), folder)
+    return folder
+
+
 def assert_release_acts_like_checkpoint(target: Path, out_dir: Path, target_args: tuple[str, ...],
                                         common: tuple[str, ...], expected: list[tuple[float, int]]) -> None:  # fmt: skip
     """The release's framework-free forms (what ``zoo push`` stages beside the native files) written for the

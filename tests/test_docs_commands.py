@@ -44,6 +44,7 @@ PAGES: dict[str, tuple] = {
     "docs/push.md": (pytest.mark.trains,),  # an rl_zoo3 PPO run, 2,048 steps
     "docs/python-api.md": (),
     "docs/registry.md": (),
+    "docs/release-format.md": (pytest.mark.trains,),  # an rsl_rl MLP run, 4 iterations, and its release forms
     "docs/report.md": (),
     "docs/scale-out.md": (pytest.mark.slow,),  # starts a local Ray
     "docs/tensor-envs.md": (pytest.mark.trains,),  # an rsl_rl MLP run, 4 iterations
