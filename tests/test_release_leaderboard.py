@@ -16,36 +16,15 @@ its single env with ``--seed S``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLES, REPO, episodes_of, make_run, write_release, zoo
+from helpers import BLOCKED, EXAMPLES, REPO, base_install_env, episodes_of, make_run, write_release, zoo
 
 EPISODES, SEED = 3, 0
-#: What a base install lacks (the training frameworks, their hub tools), and zoo's native loaders (each adapter's
-#: policy module), which a release must not need either.
-BLOCKED = ("stable_baselines3", "sb3_contrib", "rl_zoo3", "huggingface_sb3", "skrl", "rsl_rl",
-           *(f"zoo.frameworks.{name}.policy" for name in ("sb3", "skrl", "rsl_rl", "cleanrl")))  # fmt: skip
-SITECUSTOMIZE = f"""
-import importlib.abc
-import sys
-
-BLOCKED = {BLOCKED!r}
-
-
-class NotInstalled(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if any(name == blocked or name.startswith(blocked + ".") for blocked in BLOCKED):
-            raise ImportError(f"No module named {{name!r}} (blocked: not in a base install)", name=name)
-        return None
-
-
-sys.meta_path.insert(0, NotInstalled())
-"""
 #: The runs, name -> env id (:func:`_train` trains each).
 RUNS = {"sb3_ppo_vecnormalize": "Pendulum-v1", "sb3_dqn": "CartPole-v1", "cleanrl_td3": "Pendulum-v1",
         "skrl_ppo": "Pendulum-v1", "rsl_rl_mlp": "Pendulum-v1", "rsl_rl_lstm": "Pendulum-v1",
@@ -53,11 +32,6 @@ RUNS = {"sb3_ppo_vecnormalize": "Pendulum-v1", "sb3_dqn": "CartPole-v1", "cleanr
 #: zoo's ``atari`` preset builds its env from stable-baselines3's Atari wrappers (zoo/envs.py), so a base install
 #: cannot evaluate an Atari release yet.
 ATARI_NEEDS_SB3 = pytest.mark.xfail(strict=True, reason="zoo's atari preset imports stable_baselines3")
-#: agent.pt runs in the caller's grad mode, and the leaderboard calls it with grad on: the SB3 and CleanRL modules'
-#: parameters require grad, so ``agent(obs).numpy()`` raises (skrl's and rsl_rl's loaders turn grad off, and an
-#: argmax has none), and with grad on ``aten.lstm`` rounds differently (6e-8 on an action, measured) from the
-#: no-grad evaluation zoo runs. A forward under ``torch.no_grad()`` inside agent.pt would fix both.
-AGENT_GRAD_MODE = pytest.mark.xfail(strict=True, reason="agent.pt runs in the caller's grad mode")
 
 
 def _runs(known_failures: dict[str, pytest.MarkDecorator]) -> list:
@@ -126,15 +100,6 @@ def release_runs(tmp_path_factory) -> Callable[[str], tuple[Path, list]]:
     return release
 
 
-def _without_frameworks(tmp_path: Path) -> dict[str, str]:
-    """The environment of a process in which the training frameworks cannot be imported; one torch thread, as
-    zoo's evaluator steps (batch-1 inference on a small shared machine: 10x faster for a CNN, measured)."""
-    site = tmp_path / "site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), "OMP_NUM_THREADS": "1"}
-
-
 def _run(env: dict[str, str], *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *map(str, args)], env=env, cwd=REPO, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
@@ -144,7 +109,7 @@ def test_the_frameworks_are_unimportable_in_the_release_process(tmp_path):
     probe = "import importlib, json, sys\nfailed = []\nfor name in sys.argv[1:]:\n    try:\n" \
             "        importlib.import_module(name)\n    except ImportError:\n        failed.append(name)\n" \
             "print(json.dumps(failed))"  # fmt: skip
-    env = _without_frameworks(tmp_path)
+    env = base_install_env(tmp_path)
     done = _run(env, "-c", probe, *BLOCKED, "torch", "gymnasium", "safetensors", "zoo", "zoo.frameworks.sb3")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == list(BLOCKED)  # torch, gymnasium, safetensors and zoo itself do import
@@ -153,7 +118,7 @@ def test_the_frameworks_are_unimportable_in_the_release_process(tmp_path):
 @pytest.mark.parametrize("name,env_id", _runs({"cleanrl_dqn_atari": ATARI_NEEDS_SB3}))
 def test_zoo_eval_of_the_safetensors_form_plays_the_native_episodes(release_runs, name, env_id, tmp_path):
     release, expected = release_runs(name)
-    done = _run(_without_frameworks(tmp_path), "-m", "zoo", "eval", release, "-n", EPISODES, "--num-envs", 1,
+    done = _run(base_install_env(tmp_path), "-m", "zoo", "eval", release, "-n", EPISODES, "--num-envs", 1,
                 "--seed", SEED, "--json", "--out", tmp_path / "release.json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -161,11 +126,10 @@ def test_zoo_eval_of_the_safetensors_form_plays_the_native_episodes(release_runs
     assert [(e["return"], e["length"]) for e in result["episodes"]] == expected
 
 
-@pytest.mark.parametrize("name,env_id", _runs(dict.fromkeys(("sb3_ppo_vecnormalize", "cleanrl_td3", "rsl_rl_lstm"),
-                                                            AGENT_GRAD_MODE)))  # fmt: skip
+@pytest.mark.parametrize("name,env_id", _runs({}))
 def test_the_leaderboard_loop_on_agent_pt_plays_the_native_episodes(release_runs, name, env_id, tmp_path):
     release, expected = release_runs(name)
-    done = _run(_without_frameworks(tmp_path), "examples/leaderboard_loop.py", release / "agent.pt", env_id,
+    done = _run(base_install_env(tmp_path), "examples/leaderboard_loop.py", release / "agent.pt", env_id,
                 "--episodes", EPISODES, "--seed", SEED, "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr.strip().splitlines()[-1]
     assert [(e["return"], e["length"]) for e in json.loads(done.stdout)] == expected

@@ -61,6 +61,20 @@ class LeaderboardAgent(nn.Module):
         return out.to(self.out_dtype)
 
 
+class NoGrad(nn.Module):
+    """The traced agent run without autograd whatever the caller's grad mode: the leaderboard calls it bare and
+    takes ``.numpy()`` of its actions, which a result that requires grad refuses (every Gaussian policy's would),
+    and some kernels (an LSTM's) take another path under autograd."""
+
+    def __init__(self, agent: nn.Module):
+        super().__init__()
+        self.agent = agent
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.agent(x)
+
+
 def write_agent(spec: ExportSpec, env_id: str, action_space, example: torch.Tensor, path: Path) -> None:
     """Trace the leaderboard agent of ``spec`` on ``example`` (the export module's float32 input) to ``path``."""
     from zoo.exporter.modules import StatefulRecurrent
@@ -77,6 +91,8 @@ def write_agent(spec: ExportSpec, env_id: str, action_space, example: torch.Tens
         if spec.recurrent is not None:
             r = spec.recurrent
             module = torch.jit.script(StatefulRecurrent(module, r.num_layers, r.hidden_dim))
+        else:
+            module = torch.jit.script(NoGrad(module))
         torch.jit.save(module, str(path))
     _fix_serialization_id(path)
 
@@ -133,8 +149,12 @@ class AgentRunner:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if self.permutation is not None:
             x = x.transpose(*np.argsort(self.permutation))
-        out = self.runner(np.ascontiguousarray(x.astype(self.dtype)))
-        if out.dtype != torch.empty(0, dtype=self.expected).numpy().dtype:
+        try:  # bare, as the leaderboard calls it: the caller's grad mode, .numpy() of the result
+            actions = self.runner.module(torch.tensor(np.ascontiguousarray(x.astype(self.dtype))))
+            out = actions.numpy()
+        except RuntimeError:
+            return np.full(len(x), np.nan)  # fails every value, with its shape
+        if actions.dtype != self.expected:
             return np.full(out.shape, np.nan)
         return out
 

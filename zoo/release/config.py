@@ -111,9 +111,18 @@ class GraphRunner:
     one carries ``(num_layers, batch, hidden)`` states between calls and zeroes those of reset envs."""
 
     def __init__(self, config_path: Path, config: dict):
+        import torch
+
         self.module = load_graph(config_path, config)
         self.recurrent = config.get("recurrent")
         self.state: tuple | None = None
+        shape = [dim for dim in config["obs_shape"] if isinstance(dim, int) and 0 < dim <= 1 << 24]
+        if len(shape) != len(config["obs_shape"]) or len(shape) > 8:
+            raise BrokenFile(f"{CONFIG_FILE}: obs_shape {str(config['obs_shape'])[:80]} is not a shape")
+        example = [torch.zeros(1, *shape)]
+        if self.recurrent is not None:
+            example += [torch.zeros(self.recurrent["num_layers"], 1, self.recurrent["hidden_dim"])] * 2
+        self.module.check_shapes(*example)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         import torch

@@ -58,11 +58,11 @@ def _proven(name: str, policy, runner, obs_groups: dict, tolerance: float) -> di
 
 
 def write_forms(policy, *, facts: dict, preset_notes: list[str], obs_terms: dict, folder: Path,
-                exported_at: str | None = None) -> list[Form]:  # fmt: skip
+                exported_at: str | None = None, exporter: str = "auto") -> list[Form]:  # fmt: skip
     """Every framework-free form of ``policy`` in ``folder``, each proven; ``facts`` are the export sidecar's
     (task, env, exp_name, framework, checkpoint). Raises FormFailed, or ZooError when the policy cannot be
     exported at all. The same policy and ``exported_at`` give the same bytes (a re-push of an unchanged run
-    changes nothing)."""
+    changes nothing). ``exporter``: the ONNX exporter, as ``zoo export --exporter`` takes it."""
     import numpy as np
     import torch
 
@@ -72,7 +72,7 @@ def write_forms(policy, *, facts: dict, preset_notes: list[str], obs_terms: dict
 
     folder.mkdir(parents=True, exist_ok=True)
     onnx = export_policy(policy, target=facts, preset_notes=preset_notes, fmt="onnx", out=folder / ONNX_FILE,
-                         obs_terms=obs_terms, exported_at=exported_at)  # fmt: skip
+                         obs_terms=obs_terms, exported_at=exported_at, exporter=exporter)  # fmt: skip
     spec = _spec(policy, facts.get("framework", "this framework's"))
     tolerance = DEFAULT_TOLERANCE if _is_box(policy.action_space) else 0.0
     example = torch.from_numpy(flatten_obs(sample_batch(policy.observation_space, 2, np.random.default_rng(1)),
@@ -109,8 +109,10 @@ def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: 
     # one metadata key: safetensors writes a header's keys in no fixed order, and a re-push must write the same bytes
     save_file({k: v.contiguous() for k, v in tensors.items()}, str(weights), metadata={"format": "pt"})
     config = {key: value for key, value in sidecar.items() if key not in ("opset", "file_sha256", "exporter")}
-    config.update({"format": FORMAT, "format_version": FORMAT_VERSION, "inputs": inputs,
-                   "outputs": ["actions", "h", "c"] if spec.recurrent is not None else ["actions"],
+    outputs = ["actions", "h", "c"] if spec.recurrent is not None else ["actions"]
+    if config.get("recurrent"):  # the graph's names for the states, not the ONNX file's h_in / h_out
+        config["recurrent"] = {**config["recurrent"], "inputs": inputs, "outputs": outputs}
+    config.update({"format": FORMAT, "format_version": FORMAT_VERSION, "inputs": inputs, "outputs": outputs,
                    "exporter": {"name": "torch.export", "torch_version": torch.__version__},
                    "weights": WEIGHTS_FILE, "file_sha256": sha256_file(weights), "graph": graph})  # fmt: skip
     path = folder / CONFIG_FILE
@@ -121,7 +123,7 @@ def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: 
     return [Form(WEIGHTS_FILE, weights, config["parity"]), Form(CONFIG_FILE, path, config["parity"])]
 
 
-def forms_for_target(target, folder: Path, options=None) -> list[Form]:
+def forms_for_target(target, folder: Path, options=None, exporter: str = "auto") -> list[Form]:
     """:func:`write_forms` for a resolved target (:class:`zoo.targets.Target`): its policy loaded as ``zoo
     eval`` loads it (``options``: :class:`zoo.frameworks.LoadOptions`, default on the CPU), the facts from its
     eval env. UnsupportedError when its policy has no export."""
@@ -142,4 +144,4 @@ def forms_for_target(target, folder: Path, options=None) -> list[Form]:
         timespec="seconds"
     )
     return write_forms(policy, facts=facts, preset_notes=spec.deployment_notes(), obs_terms=spec.obs_terms(),
-                       folder=folder, exported_at=stamp)  # fmt: skip
+                       folder=folder, exported_at=stamp, exporter=exporter)  # fmt: skip

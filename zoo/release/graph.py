@@ -281,10 +281,34 @@ class GraphModule(torch.nn.Module):
         self.ops = [_resolve_op(node["op"]) for node in graph["nodes"]]
 
     def forward(self, *inputs: torch.Tensor) -> Any:
+        return self._run(inputs, self.tensors)
+
+    def _run(self, inputs: tuple, tensors: dict[str, torch.Tensor], bound: bool = False) -> Any:
         env: dict[str, Any] = dict(zip(self.graph["inputs"], inputs, strict=True))
         for node, op in zip(self.graph["nodes"], self.ops, strict=True):
-            args = _decode(node["args"], env, self.tensors)
-            kwargs = {k: _decode(v, env, self.tensors) for k, v in node.get("kwargs", {}).items()}
-            env[node["name"]] = op(*args, **kwargs)
-        out = _decode(self.graph["outputs"], env, self.tensors)
+            args = _decode(node["args"], env, tensors)
+            kwargs = {k: _decode(v, env, tensors) for k, v in node.get("kwargs", {}).items()}
+            try:
+                env[node["name"]] = op(*args, **kwargs)
+            except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+                raise _bad(f"node {node['name'][:40]!r} ({node['op']}) fails on its inputs: {first}") from None
+            if bound and any(t.numel() > MAX_ELEMENTS for t in _tensors_of(env[node["name"]])):
+                raise _bad(f"node {node['name'][:40]!r} ({node['op']}) makes a tensor over {MAX_ELEMENTS} elements")
+        out = _decode(self.graph["outputs"], env, tensors)
         return out[0] if isinstance(out, list) and len(out) == 1 else tuple(out)
+
+    def check_shapes(self, *inputs: torch.Tensor) -> None:
+        """Run the graph on ``inputs``' shapes without data (torch's meta device): every node must run and make
+        tensors within :data:`MAX_ELEMENTS`, before a real tensor is allocated (a hostile ``one_hot`` of 2**36
+        classes is refused here, not attempted)."""
+        meta = {name: tensor.to("meta") for name, tensor in self.tensors.items()}
+        self._run(tuple(torch.empty(t.shape, dtype=t.dtype, device="meta") for t in inputs), meta, bound=True)
+
+
+def _tensors_of(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for item in value for t in _tensors_of(item)]
+    return []
