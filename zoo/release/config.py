@@ -33,9 +33,12 @@ REQUIRED = ("format", "format_version", "task", "env", "exp_name", "framework", 
 
 
 def is_release_config(path: Path) -> bool:
-    """``path`` is a config.json zoo wrote (cheap: the name and the format key, bounded read)."""
-    if path.name != CONFIG_FILE or not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+    """``path`` is a config.json zoo wrote (cheap: the name and the format key, bounded read), or one too large to
+    read beside a weights file (:func:`read_config` then says so)."""
+    if path.name != CONFIG_FILE or not path.is_file():
         return False
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        return path.with_name(WEIGHTS_FILE).is_file()
     try:
         return json.loads(path.read_text(encoding="utf-8")).get("format") == FORMAT
     except (OSError, ValueError, AttributeError):
