@@ -22,7 +22,7 @@ from itertools import islice
 from pathlib import Path
 
 import zoo
-from zoo.errors import NetworkError
+from zoo.errors import RefusedError
 
 MANIFEST = "zoo_release.json"
 FORMAT, VERSION = "zoo-release", 1
@@ -127,7 +127,7 @@ def read_remote(api, repo_id: str, revision: str, commit: str | None) -> RemoteR
                 item.size, item.lfs.sha256 if item.lfs else None, item.blob_id
             )
     if len(release.files) > MAX_FILES:
-        raise NetworkError(f"{repo_id} @ {revision} holds more than {MAX_FILES:,} files; zoo push compares "
+        raise RefusedError(f"{repo_id} @ {revision} holds more than {MAX_FILES:,} files; zoo push compares "
                            "releases of fewer", hint="push to a new repo, or tidy this one first")  # fmt: skip
     for name, parse in ((MANIFEST, manifest_names), ("README.md", card_names)):
         text = _read_text(api, release, name)
