@@ -20,7 +20,7 @@ TRAINING_FIXTURES = frozenset({
     "rsl_cnn_run", "rsl_distilled",
     "rlzoo_runs", "atari_reference", "contrib_run", "contrib_models",
     "pendulum_runs", "skrl_pendulum", "sb3_run", "go2_run", "short_run", "skrl_go2_run", "genesis_hover_run",
-    "mismatch_runs", "release_runs",
+    "mismatch_runs", "release_runs", "retrained_dqn", "sb3_releases",
 })  # fmt: skip
 
 

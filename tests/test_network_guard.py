@@ -51,7 +51,7 @@ def test_check_eval_enjoy_push_open_no_connection(no_network, runs, tmp_path, mo
     )
     assert local.exit_code == 0 and "model: local run" in local.stderr
     pushed = zoo("push", dqn, "--hf-entity", "me", "--stage-dir", tmp_path / "stage")
-    assert pushed.exit_code == 0 and "dry run" in pushed.stdout
+    assert pushed.exit_code == 0 and "dry run" in pushed.stdout and "pass --allow-download" in pushed.stdout
     assert no_network == []
 
 

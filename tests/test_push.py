@@ -27,7 +27,9 @@ def test_dry_run_stages_files_and_a_card(run_copy):
     summary = result.json()
     assert summary["repo_id"] == "myorg/CartPole-v1-dqn-seed1"
     stage = run_copy.parent.parent / "stage"
-    names = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file() and p.name != ".zoo-staged")
+    names = sorted(
+        str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file() and p.name != ".zoo-staged"
+    )
     assert names == sorted(f["name"] for f in summary["files"])
     assert {"dqn.cleanrl_model", "eval.json", "README.md"} <= set(names)
     assert {"images/learning_curve.png", "images/eval_returns.png"} <= set(names)
@@ -67,8 +69,9 @@ def test_card_reproduce_command_passes_only_flags_upstream_cleanrl_takes(run_cop
     flags = {word[2:].replace("-", "_") for word in command.split() if word.startswith("--")}
     assert flags and flags <= SCRIPT_ARGS["dqn"] and "learning_rate" in flags
     assert "--eval-frequency" not in body
-    assert "The run also logged `eval_frequency` and `eval_episodes`, which CleanRL's `dqn.py` does not take" in (
-        " ".join(body.split())
+    assert (
+        "The run also logged `eval_frequency` and `eval_episodes`, which CleanRL's `dqn.py` does not take"
+        in (" ".join(body.split()))
     )
 
 
@@ -173,17 +176,73 @@ def test_push_offline_with_yes_is_refused(run_copy):
     assert result.exit_code == 1 and "HF_HUB_OFFLINE=1" in result.stderr
 
 
+def _record_replays(run, episodes: int) -> list:
+    """Real replays of the run, as ``zoo eval --capture-video`` records them (CleanRL: beside ``runs/``)."""
+    out = run.parent.parent / "recorded.json"
+    result = zoo("eval", run, "-n", episodes, "--num-envs", 1, "--capture-video", "--out", out, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    return sorted((run.parent.parent / "videos" / f"{run.name}-eval").glob("*.mp4"))
+
+
 def test_newest_eval_video_is_staged_as_replay(run_copy):
-    videos = run_copy.parent.parent / "videos" / f"{run_copy.name}-eval"
-    videos.mkdir(parents=True)
-    (videos / "rl-video-episode-0.mp4").write_bytes(b"old")
-    newest = videos / "rl-video-episode-1.mp4"
-    newest.write_bytes(b"new")
+    older, newest = _record_replays(run_copy, 2)
+    assert newest.name == "rl-video-episode-1.mp4"
     os.utime(newest, (newest.stat().st_atime + 5, newest.stat().st_mtime + 5))
     result = _push(run_copy, "--hf-entity", "myorg", "--episodes", "2", "--json")
     assert result.exit_code == 0, result.stderr
-    assert (run_copy.parent.parent / "stage" / "replay.mp4").read_bytes() == b"new"
-    assert {"name": "replay.mp4", "size": 3, "what": "a replay of the agent"} in result.json()["files"]
+    assert (run_copy.parent.parent / "stage" / "replay.mp4").read_bytes() == newest.read_bytes()
+    assert {
+        "name": "replay.mp4",
+        "size": newest.stat().st_size,
+        "what": "a replay of the agent",
+    } in result.json()["files"]
+    assert result.json()["warnings"] == []
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda video: video.write_bytes(b""), "is empty (0 bytes): not staged"),
+        (
+            lambda video: os.truncate(video, video.stat().st_size // 2),
+            "does not decode (moov atom not found): not staged",
+        ),
+    ],
+)
+def test_a_replay_that_is_empty_or_does_not_decode_is_not_staged(run_copy, damage, why):
+    """An eval killed while recording leaves such files: a replay of them would be a broken player on the hub."""
+    (video,) = _record_replays(run_copy, 1)
+    damage(video)
+    result = _push(run_copy, "--hf-entity", "myorg", "--episodes", "1", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "replay.mp4" not in {f["name"] for f in result.json()["files"]}
+    assert not (run_copy.parent.parent / "stage" / "replay.mp4").exists()
+    assert result.json()["warnings"] == [f"replay.mp4 ({video}) {why}"]
+    assert f"warning: replay.mp4 ({video}) {why}" in " ".join(result.stderr.split())
+
+
+def test_a_video_in_the_run_dir_that_does_not_decode_is_not_staged(run_copy):
+    (video,) = _record_replays(run_copy, 1)
+    inside = run_copy / "videos" / "eval" / "rl-video-episode-0.mp4"
+    inside.parent.mkdir(parents=True)
+    inside.write_bytes(video.read_bytes()[:1000])
+    video.unlink()
+    result = _push(run_copy, "--hf-entity", "myorg", "--episodes", "1", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert not any(f["name"].endswith(".mp4") for f in result.json()["files"])
+    assert result.json()["warnings"] == [
+        "videos/eval/rl-video-episode-0.mp4 does not decode (moov atom not found): not staged"
+    ]
+
+
+def test_an_exported_policy_is_not_a_release_of_its_own(run_copy):
+    assert zoo("export", run_copy, "--out", run_copy.parent.parent / "dqn.onnx", "-q").exit_code == 0
+    result = _push(run_copy.parent.parent / "dqn.onnx", "--repo-id", "me/dqn")
+    assert result.exit_code == 1 and result.stderr.count("error:") == 1
+    assert (
+        "is a policy zoo export wrote; zoo push publishes the run or model file it was exported from"
+        in " ".join(result.stderr.split())
+    )
 
 
 def test_exported_policies_ship_with_their_sidecars_and_a_deploy_section(run_copy):
@@ -253,7 +312,9 @@ def test_a_stage_dir_of_the_users_own_files_or_a_link_is_never_replaced(run_copy
     stage = tmp_path / "stage"
     first = zoo("push", run_copy, "--repo-id", "me/dqn", "-n", "1", "--stage-dir", stage, "--json")
     assert first.exit_code == 0, first.stderr
-    assert (stage / ".zoo-staged").is_file() and ".zoo-staged" not in {f["name"] for f in first.json()["files"]}
+    assert (stage / ".zoo-staged").is_file() and ".zoo-staged" not in {
+        f["name"] for f in first.json()["files"]
+    }
     again = zoo("push", run_copy, "--repo-id", "me/dqn", "-n", "1", "--stage-dir", stage)
     assert again.exit_code == 0 and (stage / "README.md").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".stage.")]  # the previous one is gone

@@ -321,3 +321,37 @@ def test_a_run_evaluated_by_its_first_push_is_unchanged_on_the_second(hub, tmp_p
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["status"] == "unchanged" and "evaluating first" not in second.stderr
+
+
+# ---------------------------------------------------------------------------------------------- releases
+def test_the_commit_deletes_what_the_previous_release_listed_and_nothing_else(hub, run_files, tmp_path):
+    """The second upload's one commit deletes eval.json (the first release's, not staged now); files the
+    manifest does not list stay, and so does .gitattributes even when a (tampered) manifest lists it."""
+    from zoo.hub.release import MANIFEST
+    from zoo.hub.storage import Put
+
+    first = push(hub, run_files, tmp_path).result
+    assert [c["change"] for c in first["changes"]] == [
+        "added"
+    ] * 4  # eval.json, model.pt, README.md, manifest
+    storage = HubStorage(hub.storage.root)
+    head = storage.load_commit(REPO, first["commit"])
+    listed = json.loads(storage.read_blob(head.files[MANIFEST]))
+    assert set(listed["files"]) == {"eval.json", "model.pt", "README.md"}
+    listed["files"][".gitattributes"] = {"sha256": "0" * 64, "size": 1}
+    hand = [Put(".gitattributes", storage.regular_file(b"*.pt filter=lfs diff=lfs merge=lfs -text\n")),
+            Put("notes.md", storage.regular_file(b"mine\n")),
+            Put(MANIFEST, storage.regular_file(json.dumps(listed).encode()))]  # fmt: skip
+    by_hand, _ = storage.commit(REPO, "main", hand, message="by hand", author="alice")
+
+    (run_files / "eval.json").unlink()
+    second = push(hub, run_files, tmp_path).result
+    assert second["status"] == "committed"
+    assert {c["name"]: c["change"] for c in second["changes"]} == {
+        "model.pt": "unchanged", "README.md": "unchanged", MANIFEST: "replaced", "eval.json": "deleted"
+    }  # fmt: skip
+    assert second["compared_with"] == {"repo_id": REPO, "revision": "main", "commit": by_hand.id,
+                                       "previous_release": MANIFEST, "kept": ["notes.md"]}  # fmt: skip
+    now = storage.load_commit(REPO, second["commit"])
+    assert now.parent == by_hand.id
+    assert set(now.files) == {"model.pt", "README.md", MANIFEST, "notes.md", ".gitattributes"}

@@ -382,12 +382,16 @@ class PushResult:
     staging: Staging
     made: list[str]  # files made for this push (an eval.json, a replay), staged but not written to the run
     upload: dict | None = None  # upload()'s answer: status, summary, commit_url, pr_url; None for a dry run
+    #: ``changes`` (each file added, replaced, unchanged or deleted) and ``compared_with`` (repo, revision,
+    #: commit, where the previous release's list came from); None for a dry run without ``allow_download``.
+    comparison: dict | None = None
 
     def to_json(self) -> dict:
         staged = [{"name": f.name, "size": f.size, "what": f.what} for f in self.staging.files]
         return {"repo_id": self.repo_id, "staged": str(self.staging.folder), "card": str(self.staging.card),
                 "files": staged, "made": self.made, "stripped": self.staging.stripped,
-                "warnings": self.staging.warnings, "dry_run": self.upload is None, **(self.upload or {})}  # fmt: skip
+                "warnings": self.staging.warnings, "dry_run": self.upload is None,
+                **(self.comparison or {"changes": None, "compared_with": None}), **(self.upload or {})}  # fmt: skip
 
 
 def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = None, dry_run: bool = True,
@@ -396,10 +400,16 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
          commit_message: str | None = None, episodes: int | None = None, seed: int = 0,
          capture_video: bool = False, allow_large: bool = False, max_file_mb: float = 100,
          stage_dir: PathLike | None = None, registry: Registry | PathLike | None = None,
-         notify: Callable[[str], None] | None = None, strip_unsafe: bool = False) -> PushResult:  # fmt: skip
-    """``zoo push``: stage the run dir with a generated model card; upload it in one commit unless
-    ``dry_run`` (the default). The run dir is never written to: an eval.json (``episodes``, ``seed``) or a
-    replay (``capture_video``) that the run lacks is made in a temp folder and staged from there.
+         notify: Callable[[str], None] | None = None, strip_unsafe: bool = False,
+         allow_download: bool = False) -> PushResult:  # fmt: skip
+    """``zoo push``: stage the run dir (or a lone model file with the companions evaluating it reads) with a
+    generated model card; upload it in one commit unless ``dry_run`` (the default). The run dir is never
+    written to: an eval.json (``episodes``, ``seed``) or a replay (``capture_video``) that the run lacks is
+    made in a temp folder and staged from there.
+
+    The commit deletes every file the repo's previous zoo release listed (its ``zoo_release.json``) that
+    this one does not stage; ``comparison`` says what was added, replaced, unchanged and deleted. A dry run
+    reads the repo to say the same only with ``allow_download`` (reading the hub is network).
 
     A file whose library's own loader would run code (an SB3 ``:serialized:`` pickle off the allowlist, a
     YAML Python tag) refuses the push (:class:`~zoo.errors.RefusedError`) unless ``strip_unsafe`` stages
@@ -407,7 +417,7 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
     from zoo.artifacts.cache import cache_dir
     from zoo.errors import UsageError
     from zoo.hub.consent import endpoint, require_network
-    from zoo.hub.push import check_publishable, latest_replay, prepare, release_forms, upload
+    from zoo.hub.push import check_publishable, compare, latest_replay, prepare, release_forms, upload
 
     target = resolve(run, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
     if repo_id is None:
@@ -422,15 +432,22 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
         repo_id = target.entry.hub_repo(hf_entity=hf_entity, env_id=target.env_id, seed=target.run.seed or 0)
     folder = Path(stage_dir) if stage_dir else cache_dir() / "push" / repo_id
     # every refusal before anything is evaluated
-    check_publishable(target, folder, max_mb=max_file_mb, allow_large=allow_large, strip=strip_unsafe)
+    sources = check_publishable(
+        target, folder, max_mb=max_file_mb, allow_large=allow_large, strip=strip_unsafe
+    )
     with tempfile.TemporaryDirectory(prefix="zoo-push-") as work:  # what the push makes, until staged
-        has_eval = (target.run.path / "eval.json").is_file()
+        has_eval = "eval.json" in dict(sources)
         need_video = capture_video and latest_replay(target) is None
         made: dict[str, Path] = {}
         if not has_eval or need_video:
             planned = plan(target, episodes=episodes, seed=seed, device="cpu", out=Path(work) / "eval.json",
                            capture_video=need_video, video_dir=Path(work) / "videos")  # fmt: skip
-            why = "the run has no eval.json" if not has_eval else "to record a replay video"
+            lacks = (
+                "the run has no eval.json"
+                if target.run.path.is_dir()
+                else "no eval.json of this file is beside it"
+            )
+            why = lacks if not has_eval else "to record a replay video"
             if notify:
                 episodes = f"{planned.episodes} episode{'' if planned.episodes == 1 else 's'}"
                 notify(f"evaluating first ({why}): {episodes}, seed {planned.seed}, {planned.mode}")
@@ -452,13 +469,21 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
             notify(f"warning: {warning}")
     result = PushResult(repo_id, staging, sorted(made))
     if dry_run:
+        if allow_download:
+            require_network(f"read {repo_id} to compare the push with it", "--allow-download", consented=True)
+            if notify:
+                notify(f"comparing with {repo_id} on {endpoint()} ...")
+            result.comparison = compare(staging, revision=revision, create_pr=create_pr)
         return result
     require_network(f"push {len(staging.files)} files to {repo_id}", "--yes", consented=True)
     message = commit_message or f"zoo push: {target.entry.name} on {target.env_id}"
     if notify:
         notify(f"uploading {len(staging.files)} files to {repo_id} on {endpoint()} ...")
     result.upload = upload(staging, private=private, revision=revision, create_pr=create_pr, message=message)
-    if "eval.json" in made:  # published: the run keeps the evaluation its card shows (a re-push is unchanged)
+    result.comparison = {key: result.upload.pop(key) for key in ("changes", "compared_with")}
+    if "eval.json" in made and target.run.path.is_dir():
+        # published: the run keeps the evaluation its card shows (a re-push is unchanged); a lone model file's
+        # folder is the user's, not a run's, and is never written to
         from zoo.atomic import write_text_atomic
 
         write_text_atomic(

@@ -716,15 +716,18 @@ def _render_checks(diagnosis) -> None:
 @click.option("--strip-unsafe", is_flag=True,
               help="Stage copies without what the libraries' own loaders would run as code (SB3 pickles "
                    "off the allowlist, YAML Python tags) instead of refusing the push.")  # fmt: skip
+@opt.allow_download
 @opt.as_json
 @click.pass_context
 def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revision, create_pr, private,
              commit_message, episodes, seed, capture_video, allow_large, max_file_mb, stage_dir, strip_unsafe,
-             as_json) -> None:  # fmt: skip
+             allow_download, as_json) -> None:  # fmt: skip
     """Stage RUN with a generated model card (dry run), or upload it in one commit with --yes.
 
-    The run dir is not written to: an eval.json (--episodes, --seed) or a replay (--capture-video) the
-    run lacks is made for the push and staged beside its files.
+    RUN is a run dir, a folder holding one model file, or the model file itself (--env-id when zoo
+    cannot tell its env). The run dir is not written to: an eval.json (--episodes, --seed) or a replay
+    (--capture-video) the run lacks is made for the push and staged beside its files. The commit deletes
+    what the repo's previous zoo release had and this one has not.
     """
     from zoo import api
 
@@ -733,21 +736,46 @@ def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revi
                       commit_message=commit_message, episodes=episodes, seed=seed, capture_video=capture_video,
                       allow_large=allow_large, max_file_mb=max_file_mb, stage_dir=stage_dir,
                       registry=_registry(ctx), notify=lambda line: err().print(escape(line)),
-                      strip_unsafe=strip_unsafe)  # fmt: skip
+                      strip_unsafe=strip_unsafe, allow_download=allow_download)  # fmt: skip
     if as_json:
         print_json(result.to_json())
         return
-    staging = result.staging
-    table = table_of("file", "size", "what", title=f"staged for {result.repo_id} in {staging.folder}",
-                   title_justify="left")  # fmt: skip
+    staging, comparison = result.staging, result.comparison
+    change = {c["name"]: c["change"] for c in comparison["changes"]} if comparison else None
+    columns = ("file", "size", "what") + (("change",) if comparison else ())
+    table = table_of(*columns, title=f"staged for {result.repo_id} in {staging.folder}", title_justify="left")
     for f in staging.files:
-        table.add_row(f.name, _size(f.size), f.what)
+        table.add_row(f.name, _size(f.size), f.what, *([change[f.name]] if comparison else []))
+    for c in comparison["changes"] if comparison else []:
+        if c["change"] == "deleted":
+            table.add_row(c["name"], _size(c["size"]), "in the previous release, not in this one", "deleted")
     out().print(table)
     out().print(f"model card: {staging.card}")
+    if comparison:
+        out().print(_compared_line(comparison))
     if result.upload is None:
+        if not comparison:
+            out().print(f"not compared with {result.repo_id} on the hub: pass --allow-download to list what "
+                        "this push adds, replaces and deletes there")  # fmt: skip
         out().print("dry run: nothing was uploaded; pass --yes to push")
     else:
         out().print(result.upload["summary"])
+
+
+def _compared_line(comparison: dict) -> str:
+    """``against ORG/NAME @ main (commit 1a2b3c4): 2 added, 1 replaced, ...``: what the push changes there,
+    and how many of the repo's files it leaves as they are (a hand-written notes.md)."""
+    from zoo.hub.release import counts
+
+    where, counted = comparison["compared_with"], counts(comparison["changes"])
+    if where["commit"] is None:
+        return f"against {where['repo_id']}, a new repo: {counted}"
+    head = f"against {where['repo_id']} @ {where['revision']} (commit {where['commit'][:7]}): {counted}"
+    kept = len(where["kept"])
+    if not kept:
+        return head
+    why = "not zoo's" if where["previous_release"] else "no earlier zoo release there lists its files"
+    return f"{head}; {_count(kept, 'other file')} {'stays' if kept == 1 else 'stay'} ({why})"
 
 
 def _count(n: int, what: str) -> str:

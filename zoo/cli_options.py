@@ -124,8 +124,10 @@ quiet = click.option("--quiet", "-q", is_flag=True, help="Only errors and warnin
 hf_entity = click.option("--hf-entity", default=None, envvar="ZOO_HF_ENTITY",
                          help="Hub user or org for the registry's repo pattern (env: ZOO_HF_ENTITY).")  # fmt: skip
 revision = click.option("--revision", default=None, help="Hub branch, tag or commit [main].")
+#: Consent to read the hub (``zoo enjoy`` downloads a model; ``zoo push``'s dry run lists the repo to compare).
 allow_download = click.option("--allow-download", is_flag=True,
-                              help="Consent to download from the hub (else: local and cache only).")  # fmt: skip
+                              help="Consent to read the hub: enjoy downloads a model not found locally or "
+                              "cached; push's dry run compares with the repo.")  # fmt: skip
 
 
 def out(help_text: str) -> Decorator:

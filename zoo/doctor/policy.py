@@ -122,11 +122,7 @@ def check_policy(diagnosis: Diagnosis, adapter, path: Path, *, env_id: str | Non
 def _artifact(adapter, run, entry) -> dict:
     """The model file and the companion state evaluation reads with it, each with its sha256."""
     model = run.model_file
-    companions = [
-        p
-        for p in adapter.inputs(run)
-        if p is not None and p != model and p != run.events_file and p.is_file()
-    ]
+    companions = adapter.companion_files(run)
     return {"file": str(model), "sha256": sha256_file(model), "size": model.stat().st_size, "origin": _origin(model),
             "run": str(run.path), "exp_name": entry.name, "framework": entry.framework, "algorithm": entry.algorithm,
             "companions": [{"file": str(p), "sha256": sha256_file(p)} for p in companions]}  # fmt: skip

@@ -153,6 +153,16 @@ class Adapter(ABC):
     def inputs(self, run: Run) -> list[Path | None]:
         """The files a verdict on ``run`` is read from: ``zoo check`` remembers it while they are unchanged."""
 
+    def companion_files(self, run: Run) -> list[Path]:
+        """The existing files besides the model that evaluating it reads (a normalizer's statistics, the
+        configs its env is built from): what travels with a lone model file (``zoo push``) and what
+        ``zoo doctor`` records with it. By default the :meth:`inputs` other than the model and events file."""
+        model = run.model_file
+        found = [
+            p for p in self.inputs(run) if p is not None and p not in (model, run.events_file) and p.is_file()
+        ]
+        return list(dict.fromkeys(found))
+
     def env_id(self, run: Run) -> str | None:
         """The env id the run was trained on: from its path by default; adapters also read configs."""
         return run.env_id

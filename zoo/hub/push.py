@@ -2,9 +2,10 @@
 
 The default is a dry run: the exact folder that would be uploaded is built locally (a temp folder
 renamed into place, so a failed staging leaves the previous one intact) and listed. Only ``--yes``
-uploads it, in a single commit, through ``huggingface_hub``. Like CleanRL's own push, every file of
-the run dir is staged, which is why secrets, symlinks leaving the run dir and oversized files are
-refused before anything is copied. So is a file whose library's own loader would run code on the
+uploads it, in a single commit, through ``huggingface_hub``; that commit also deletes what the repo's
+previous zoo release had and this one has not (:mod:`zoo.hub.release`). Like CleanRL's own push, every
+file of a run dir is staged (of a lone model file, only the file and what evaluating it reads), which is
+why secrets, symlinks leaving the run dir and oversized files are refused before anything is copied. So is a file whose library's own loader would run code on the
 machine of whoever downloads it (:mod:`zoo.artifacts.findings`: an SB3 ``:serialized:`` pickle off
 the allowlist, a YAML Python tag that executes), unless ``--strip-unsafe`` publishes a copy without it.
 """
@@ -12,6 +13,7 @@ the allowlist, a YAML Python tag that executes), unless ``--strip-unsafe`` publi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -26,6 +28,7 @@ from pathlib import Path
 from zoo.atomic import check_writable, private_workdir
 from zoo.errors import NetworkError, RefusedError, UsageError, ZooError
 from zoo.hub.consent import endpoint
+from zoo.hub.release import MANIFEST
 
 SECRET_NAME = re.compile(
     r"(^\.env(\..*)?$|token|secret|credential|passw|^\.netrc$|^id_(rsa|dsa|ecdsa|ed25519)$|\.(pem|key|p12|pfx)$)",
@@ -85,6 +88,8 @@ def describe(name: str, model_file: str) -> str:
         return "exported policy"
     if name == "README.md":
         return "this model card"
+    if name == MANIFEST:
+        return "zoo's list of this release's files"
     return "from the run dir"
 
 
@@ -117,12 +122,50 @@ def collect_run_files(run_dir: Path, *, max_mb: float, allow_large: bool) -> lis
                                        hint="replace it with a copy of what it points to, or remove it")  # fmt: skip
                 if not real.is_file():
                     continue
-            _refuse_secret(path, shown)
-            size_mb = path.stat().st_size / 1e6
-            if size_mb > max_mb and not allow_large:
-                raise RefusedError(f"{shown} is {size_mb:.0f} MB, over the {max_mb:g} MB limit",
-                                   hint="pass --allow-large if it belongs in the repo")  # fmt: skip
+            _refuse_file(path, shown, max_mb=max_mb, allow_large=allow_large)
             found.append((str(path.relative_to(run_dir)), path.resolve()))
+    return found
+
+
+def _refuse_file(path: Path, shown: str, *, max_mb: float, allow_large: bool) -> None:
+    """Refuse a file that looks like a secret, or is over the size limit."""
+    _refuse_secret(path, shown)
+    size_mb = path.stat().st_size / 1e6
+    if size_mb > max_mb and not allow_large:
+        raise RefusedError(f"{shown} is {size_mb:.0f} MB, over the {max_mb:g} MB limit",
+                           hint="pass --allow-large if it belongs in the repo")  # fmt: skip
+
+
+def model_file_sources(target, *, max_mb: float, allow_large: bool) -> list[tuple[str, Path]]:
+    """A lone model file's release: the file, the companions evaluating it reads (the adapter's
+    :meth:`~zoo.frameworks.base.Adapter.companion_files`: SB3's statistics, rl_zoo3's configs), named as
+    they lie beside the model, and the eval.json beside it when that evaluated this very file. Never the
+    folder's other files: a lone file is often one of many in ``models/`` or ``Downloads/``."""
+    from zoo.artifacts.digest import sha256_file
+
+    model = target.model_file
+    folder = model.parent
+    run = dataclasses.replace(target.run, env_id=target.env_id)
+    found: list[tuple[str, Path]] = []
+    for path in dict.fromkeys([model, *target.adapter.companion_files(run)]):
+        name = path.relative_to(folder).as_posix() if path.is_relative_to(folder) else path.name
+        real = path.resolve()
+        if path != model and path.is_symlink() and not real.is_relative_to(folder.resolve()):
+            raise RefusedError(f"{path} is a symlink to {real}, outside {folder}; refusing to push",
+                               hint="replace it with a copy of what it points to, or remove it")  # fmt: skip
+        _refuse_file(path, str(path), max_mb=max_mb, allow_large=allow_large)
+        found.append((name, real))
+    evaluation = folder / "eval.json"
+    if evaluation.is_file() and evaluation.stat().st_size <= SCAN_BYTES:
+        with contextlib.suppress(ZooError):
+            data = load_eval(evaluation)
+            if (
+                isinstance(data, dict)
+                and data.get("model_sha256") == sha256_file(model)
+                and data.get("task") == target.env_id
+            ):
+                _refuse_secret(evaluation, str(evaluation))
+                found.append(("eval.json", evaluation.resolve()))
     return found
 
 
@@ -213,8 +256,12 @@ def check_stage_dir(folder: Path) -> None:
 
 def stage(repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_file: str, card_text: str,
           labels: dict[str, str] | None = None, rewritten: dict[str, bytes] | None = None) -> Staging:  # fmt: skip
-    """Copy ``sources`` (``rewritten`` ones as their new content) and the card into a fresh folder, then
-    rename it over ``folder`` (an earlier staging there is moved aside first and removed after)."""
+    """Copy ``sources`` (``rewritten`` ones as their new content), the card and the release's
+    :data:`~zoo.hub.release.MANIFEST` (every file staged, with its sha256 and size) into a fresh folder,
+    then rename it over ``folder`` (an earlier staging there is moved aside first and removed after)."""
+    from zoo.artifacts.digest import sha256_file
+    from zoo.hub.release import manifest
+
     with private_workdir(folder.parent, f".{folder.name}.") as work:
         tmp = work / "stage"
         tmp.mkdir()
@@ -232,6 +279,10 @@ def stage(repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_fil
         staging.files.append(
             StagedFile("README.md", folder / "README.md", len(card_text.encode()), "this model card")
         )
+        listed = {f.name: (sha256_file(tmp / f.name), f.size) for f in staging.files}
+        (tmp / MANIFEST).write_text(manifest(listed), encoding="utf-8")
+        size = (tmp / MANIFEST).stat().st_size
+        staging.files.append(StagedFile(MANIFEST, folder / MANIFEST, size, describe(MANIFEST, model_file)))
         (tmp / STAGED_MARK).touch()
         check_stage_dir(folder)  # again, right before replacing it
         if folder.exists():
@@ -280,14 +331,17 @@ def _watch_skipped_commit() -> Iterator[_SkippedCommit]:
 
 
 def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: bool, message: str) -> dict:
-    """Create the repo if needed and upload the staged folder (consent already given); say what happened.
+    """Create the repo if needed and upload the staged folder (consent already given) in one commit that
+    also deletes the files of the repo's previous zoo release that this one does not stage; say what
+    happened.
 
     ``revision`` is a branch (created from main if it does not exist, as ``hf upload --revision`` does) or
     an open PR's ``refs/pr/N``; ``create_pr`` opens a PR against main. Returns ``status`` (one of
     :data:`PUSH_STATUSES`), a one-line ``summary`` to print as is, ``revision`` (the branch or ref the
     files went to; main for a PR), ``branch_created``, ``commit`` and ``commit_url`` (the new commit, or
     the one already holding the files when ``unchanged``), and ``pr_url``/``pr_revision`` (None unless a
-    PR was opened). Every failure is a one-line :class:`ZooError` that never shows the token.
+    PR was opened), and :func:`_compare`'s ``changes`` and ``compared_with``. Every failure is a one-line
+    :class:`ZooError` that never shows the token.
     """
     from huggingface_hub import HfApi, get_token
     from huggingface_hub.utils import disable_progress_bars
@@ -302,15 +356,25 @@ def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: 
     if _COMMIT_ID.fullmatch(target):
         raise ZooError(f"--revision {target} is a commit id; a push goes to a branch or an open PR (refs/pr/N)",
                        hint="give a branch name")  # fmt: skip
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
     api = HfApi()
     token = get_token()
     try:
         api.create_repo(repo_id, private=private, exist_ok=True)
         head, branch_created = _revision_head(api, repo_id, target)
+        comparison = _compare(api, staging, target, head)
+        staged = staged_files(staging)
+        operations = [
+            CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(path)) for name, path in staged.items()
+        ]
+        operations += [CommitOperationDelete(path_in_repo=c["name"]) for c in comparison["changes"]
+                       if c["change"] == "deleted"]  # fmt: skip
         with _watch_skipped_commit() as skipped:
-            info = api.upload_folder(repo_id=repo_id, folder_path=staging.folder, commit_message=message,
-                                     revision=None if create_pr else target, create_pr=create_pr,
-                                     ignore_patterns=[STAGED_MARK])  # fmt: skip
+            # one commit: the new files and the deletion of what the previous release had and this one has not;
+            # on top of the commit compared with (else the hub refuses it: a push meanwhile would be undone)
+            info = api.create_commit(repo_id, operations, commit_message=message, parent_commit=head,
+                                     revision=None if create_pr else target, create_pr=create_pr)  # fmt: skip
         landed = _branch_head(api, repo_id, target) if create_pr and not info.pr_url else None
     except ZooError:
         raise
@@ -325,7 +389,54 @@ def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: 
     result = {"status": status, "revision": target, "branch_created": branch_created, "commit": info.oid,
               "commit_url": info.commit_url, "pr_url": info.pr_url, "pr_revision": info.pr_revision}  # fmt: skip
     result["summary"] = _summary(result, repo_id, create_pr=create_pr, landed=landed)
-    return result
+    return {**result, **comparison}
+
+
+def staged_files(staging: Staging) -> dict[str, Path]:
+    """``{name in the repo: staged copy}`` of every file the push uploads."""
+    return {f.name: staging.folder / f.name for f in staging.files}
+
+
+def _compare(api, staging: Staging, target: str, head: str | None) -> dict:
+    """``changes`` (each file added, replaced, unchanged or deleted) and ``compared_with`` (the repo, the
+    branch and commit compared with, where the previous release's file list came from, and ``kept``: the
+    repo's files the push leaves as they are, such as a hand-written notes.md)."""
+    from zoo.hub.release import GITATTRIBUTES, changes, read_remote
+
+    remote = read_remote(api, staging.repo_id, target, head)
+    found = changes(staged_files(staging), remote)
+    kept = sorted(set(remote.files) - {c.name for c in found} - {GITATTRIBUTES})
+    return {
+        "changes": [{"name": c.name, "change": c.change, "size": c.size} for c in found],
+        "compared_with": {"repo_id": remote.repo_id, "revision": remote.revision, "commit": remote.commit,
+                          "previous_release": remote.previous_from, "kept": kept},
+    }  # fmt: skip
+
+
+def compare(staging: Staging, *, revision: str | None, create_pr: bool) -> dict:
+    """What ``upload`` would add, replace and delete, read from the hub without writing (consent given: a
+    dry run's ``--allow-download``); the same keys as :func:`_compare`. A branch that does not exist yet is
+    compared with main, which it would be created from; a repo that does not exist, with nothing."""
+    from huggingface_hub import HfApi, get_token
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    repo_id = staging.repo_id
+    target = "main" if create_pr else (revision or "main").removeprefix("refs/heads/")
+    api = HfApi()
+    try:
+        try:
+            head = _branch_head(api, repo_id, target)
+        except RepositoryNotFoundError:
+            return _compare(api, staging, target, None)
+        if head is None and _PR_REF.fullmatch(target):
+            raise _missing_pr(repo_id, target)
+        if head is None:
+            head = _branch_head(api, repo_id, "main")
+        return _compare(api, staging, target, head)
+    except ZooError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one line, without the token
+        raise _push_error(exc, repo_id, target, get_token(), reading=True) from None
 
 
 def _summary(result: dict, repo_id: str, *, create_pr: bool, landed: str | None) -> str:
@@ -354,6 +465,11 @@ def _branch_head(api, repo_id: str, target: str) -> str | None:
     return None
 
 
+def _missing_pr(repo_id: str, target: str) -> ZooError:
+    return ZooError(f"pull request {target} does not exist in {repo_id}",
+                    hint="give an open PR's refs/pr/N, or pass --create-pr to open a new one")  # fmt: skip
+
+
 def _revision_head(api, repo_id: str, target: str) -> tuple[str | None, bool]:
     """``target``'s head commit before the upload, and whether the branch had to be created for it.
 
@@ -363,8 +479,7 @@ def _revision_head(api, repo_id: str, target: str) -> tuple[str | None, bool]:
     if head is not None:
         return head, False
     if _PR_REF.fullmatch(target):
-        raise ZooError(f"pull request {target} does not exist in {repo_id}",
-                       hint="give an open PR's refs/pr/N, or pass --create-pr to open a new one")  # fmt: skip
+        raise _missing_pr(repo_id, target)
     from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
     try:
@@ -380,8 +495,11 @@ def _revision_head(api, repo_id: str, target: str) -> tuple[str | None, bool]:
     return _branch_head(api, repo_id, target), True
 
 
-def _push_error(exc: Exception, repo_id: str, target: str, token: str | None) -> ZooError:
-    """One line for a failed push, by what the hub answered; the token is never in it."""
+def _push_error(
+    exc: Exception, repo_id: str, target: str, token: str | None, *, reading: bool = False
+) -> ZooError:
+    """One line for a failed push (or, ``reading``, a dry run's failed look at the repo), by what the hub
+    answered; the token is never in it."""
     from huggingface_hub.errors import (
         BadRequestError,
         HfHubHTTPError,
@@ -391,29 +509,33 @@ def _push_error(exc: Exception, repo_id: str, target: str, token: str | None) ->
     )
 
     hub, namespace = endpoint(), repo_id.split("/")[0]
+    doing, doing_to = (
+        (f"read {repo_id}", f"read {repo_id}") if reading else (f"push {repo_id}", f"push to {repo_id}")
+    )
 
     def clean(text: str) -> str:
         line = " ".join(text.split())[:300]
         return line.replace(token, "<HF_TOKEN>") if token else line
 
     if isinstance(exc, OfflineModeIsEnabled):
-        return NetworkError(f"HF_HUB_OFFLINE=1 is set, so zoo will not push {repo_id}",
+        return NetworkError(f"HF_HUB_OFFLINE=1 is set, so zoo will not {doing}",
                         hint="unset HF_HUB_OFFLINE to go online")  # fmt: skip
     if not isinstance(exc, HfHubHTTPError):
         if isinstance(exc, OSError | TimeoutError) or type(exc).__module__.startswith(("httpx", "httpcore")):
-            return NetworkError(clean(f"cannot reach {hub} to push {repo_id}: {type(exc).__name__}: {exc}"),
+            return NetworkError(clean(f"cannot reach {hub} to {doing}: {type(exc).__name__}: {exc}"),
                             hint="check the network, HF_ENDPOINT, or that the hub is running")  # fmt: skip
-        return NetworkError(
-            clean(f"push to {repo_id} failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
-        )
+        return NetworkError(clean(f"{doing_to} failed: {type(exc).__name__}: {str(exc).splitlines()[0]}"))
     status = exc.response.status_code if exc.response is not None else None
     said = clean(exc.response.headers.get("X-Error-Message") or exc.server_message or "") if status else ""
     if status == 401 and token is None:
-        return NetworkError(f"{hub} wants a token to push to {repo_id}, and none is set (401)",
+        return NetworkError(f"{hub} wants a token to {doing_to}, and none is set (401)",
                         hint="set HF_TOKEN to a token with write access, or run `hf auth login`")  # fmt: skip
     if status == 401 and (said == _INVALID_TOKEN or not isinstance(exc, RepositoryNotFoundError)):
         return NetworkError(f"{hub} does not accept the token in HF_TOKEN (401: unknown, revoked or expired)",
                         hint="set HF_TOKEN to a valid token of this hub, or run `hf auth login` again")  # fmt: skip
+    if status == 403 and reading:
+        return NetworkError(f"the token may not read {repo_id} on {hub} (403{': ' + said if said else ''})",
+                        hint="set HF_TOKEN to a token with access, or drop --allow-download")  # fmt: skip
     if status == 403:
         return NetworkError(f"the token may not write to {namespace} on {hub} (403{': ' + said if said else ''})",
                         hint=f"use a token with write access to {namespace}, or push to a namespace of yours")  # fmt: skip
@@ -428,7 +550,7 @@ def _push_error(exc: Exception, repo_id: str, target: str, token: str | None) ->
                         hint="push again")  # fmt: skip
     if isinstance(exc, BadRequestError):
         return NetworkError(f"the hub refused the push to {repo_id}: {said or 'bad request (400)'}")
-    return NetworkError(f"push to {repo_id} failed: HTTP {status}{': ' + said if said else ''}")
+    return NetworkError(f"{doing_to} failed: HTTP {status}{': ' + said if said else ''}")
 
 
 def card_files(
@@ -436,7 +558,7 @@ def card_files(
 ) -> list[dict]:
     """The card's file table, by name (a file made by one push and kept in the run dir by the next lists
     the same way, so that re-pushing an unchanged run changes nothing)."""
-    names = sorted(name for name, _ in staging_sources) + ["README.md"]
+    names = sorted(name for name, _ in staging_sources) + ["README.md", MANIFEST]
     return [{"name": n, "what": labels.get(n) or describe(n, model_file)} for n in names]
 
 
@@ -479,14 +601,20 @@ def latest_replay(target) -> Path | None:
 
 def check_publishable(target, folder: Path, *, max_mb: float, allow_large: bool,
                       strip: bool = False) -> list[tuple[str, Path]]:  # fmt: skip
-    """The run dir's files, after every refusal (a file, secrets, links leaving the run, oversized files,
-    an unwritable --stage-dir, code a library's own loader would run unless ``strip``): called before
-    anything is evaluated for the push, and again when staging."""
+    """What the push publishes of the target, after every refusal (secrets, links leaving the run, oversized
+    files, an unwritable --stage-dir, code a library's own loader would run unless ``strip``): a run dir's
+    files, or a lone model file with its companions (:func:`model_file_sources`). Called before anything
+    is evaluated for the push, and again when staging."""
     run = target.run
-    if not run.path.is_dir():
-        raise ZooError(f"{run.path} is a file; zoo push publishes a run dir", hint="give the run dir")
+    if target.exported is not None:
+        raise ZooError(f"{run.path} is a policy zoo export wrote; zoo push publishes the run or model file it "
+                       "was exported from", hint=f"push {target.exported.get('checkpoint') or 'the checkpoint'}")  # fmt: skip
     check_stage_dir(folder)
-    sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
+    if run.path.is_dir():
+        sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
+    else:
+        sources = model_file_sources(target, max_mb=max_mb, allow_large=allow_large)
+    sources = [(name, path) for name, path in sources if name not in (MANIFEST, "README.md")]
     refuse_unsafe(file_findings(target, sources), strip=strip)
     return sources
 
@@ -526,10 +654,11 @@ def release_context(target, forms: dict[str, Path]) -> dict:
 def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: bool, workdir: Path,
             made: dict[str, Path] | None = None, strip: bool = False,
             forms: dict[str, Path] | None = None) -> Staging:  # fmt: skip
-    """Stage the run dir, the files ``made`` for this push (an eval.json, a replay the run lacks), the release's
-    framework-free ``forms`` (over a run file of the same name), the model under its hub names (files the
-    adapter makes for them go to ``workdir``) and the rendered card. The run dir itself is never written to:
-    ``strip`` stages copies without what would run code."""
+    """Stage the run dir (or a lone model file with its companions), the files ``made`` for this push (an
+    eval.json, a replay the run lacks), the release's framework-free ``forms`` (over a run file of the same
+    name), the model under its hub names (files the adapter makes for them go to ``workdir``), the rendered
+    card and the release's manifest. Videos that are empty or do not decode are left out, with a warning. The
+    run dir itself is never written to: ``strip`` stages copies without what would run code."""
     from zoo.artifacts.report import ERROR
     from zoo.hub.card import render_card
     from zoo.release.forms import PURPOSE
@@ -537,6 +666,8 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
     run = target.run
     forms = forms or {}
     sources = check_publishable(target, folder, max_mb=max_mb, allow_large=allow_large, strip=strip)
+    lone = {} if run.path.is_dir() else {name: "read with the model when it is evaluated" for name, _ in sources
+                                         if name not in (target.model_file.name, "eval.json")}  # fmt: skip
     sources = [(name, path) for name, path in sources if name not in forms] + list(forms.items())
     made = dict(made or {})
     replay = made.pop("replay.mp4", None) or latest_replay(target)
@@ -545,7 +676,9 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
         sources.append(("replay.mp4", replay.resolve()))
     taken = {name for name, _ in sources}
     sources += [(name, path) for name, path in made.items() if name not in taken]
+    sources, video_warnings = playable(sources)
     hub_sources, labels = _hub_names(target, {name for name, _ in sources}, workdir)
+    labels.update(lone)
     sources += hub_sources
     labels.update({name: PURPOSE[name] for name in forms})
     found = file_findings(target, sources)
@@ -572,10 +705,26 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
     card = render_card(target, context)
     staging = stage(repo_id, folder, sources, target.model_file.name, str(card), labels, rewritten)
     staging.stripped = stripped
-    staging.warnings = list(
+    staging.warnings = video_warnings + list(
         dict.fromkeys(f.message for items in found.values() for f in items if f.severity != ERROR)
     )
     return staging
+
+
+def playable(sources: list[tuple[str, Path]]) -> tuple[list[tuple[str, Path]], list[str]]:
+    """``sources`` without the videos that are empty or do not decode, and a warning for each left out
+    (or published unchecked, without the video extra's decoder)."""
+    from zoo.hub.videos import VIDEO_SUFFIXES, check_video
+
+    kept, warnings = [], []
+    for name, path in sources:
+        publish, why = check_video(path) if name.endswith(VIDEO_SUFFIXES) else (True, None)
+        if why:
+            shown = name if Path(name).name == path.name else f"{name} ({path})"
+            warnings.append(f"{shown} {why}" + ("" if publish else ": not staged"))
+        if publish:
+            kept.append((name, path))
+    return kept, warnings
 
 
 def card_images(target, eval_data: dict, workdir: Path) -> list[tuple[str, Path]]:

@@ -85,6 +85,14 @@ class SB3Adapter(Adapter):
             run.events_file,
         ]
 
+    def companion_files(self, run: Run) -> list[Path]:
+        """The statistics the model is evaluated with (one of the places :meth:`inputs` lists: the first that
+        exists, as evaluation picks it) and rl_zoo3's YAML files."""
+        from zoo.frameworks.sb3.normalize import find_stats
+
+        stats = find_stats(run.model_file, run.env_id) if run.model_file else None
+        return [*([stats] if stats else []), *self.config_files(run)]
+
     def config_files(self, run: Run) -> list[Path]:
         """rl_zoo3's ``config.yml``, ``args.yml`` and ``env_kwargs.yml`` (its ``enjoy`` and ``load_from_hub``
         read them with ``yaml.UnsafeLoader``), wherever rl_zoo3 and its hub repos keep them."""
