@@ -74,7 +74,9 @@ class StatefulRecurrent(nn.Module):
             # float32 whatever the input's dtype: a leaderboard agent takes uint8 frames and float64 vectors
             self.h = torch.zeros(self.num_layers, obs.size(0), self.hidden_dim)
             self.c = torch.zeros(self.num_layers, obs.size(0), self.hidden_dim)
-        with torch.no_grad():  # whatever the caller's grad mode: its actions take .numpy(), its LSTM one kernel
+        with (
+            torch.no_grad()
+        ):  # whatever the caller's grad mode: its actions take .numpy(), its LSTM one kernel
             actions, h, c = self.core(obs, self.h, self.c)
         self.h = h
         self.c = c

@@ -292,9 +292,13 @@ class GraphModule(torch.nn.Module):
                 env[node["name"]] = op(*args, **kwargs)
             except (RuntimeError, TypeError, ValueError, IndexError) as exc:
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-                raise _bad(f"node {node['name'][:40]!r} ({node['op']}) fails on its inputs: {first}") from None
+                raise _bad(
+                    f"node {node['name'][:40]!r} ({node['op']}) fails on its inputs: {first}"
+                ) from None
             if bound and any(t.numel() > MAX_ELEMENTS for t in _tensors_of(env[node["name"]])):
-                raise _bad(f"node {node['name'][:40]!r} ({node['op']}) makes a tensor over {MAX_ELEMENTS} elements")
+                raise _bad(
+                    f"node {node['name'][:40]!r} ({node['op']}) makes a tensor over {MAX_ELEMENTS} elements"
+                )
         out = _decode(self.graph["outputs"], env, tensors)
         return out[0] if isinstance(out, list) and len(out) == 1 else tuple(out)
 
