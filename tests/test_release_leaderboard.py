@@ -118,7 +118,7 @@ def test_the_frameworks_are_unimportable_in_the_release_process(tmp_path):
 @pytest.mark.parametrize("name,env_id", _runs({"cleanrl_dqn_atari": ATARI_NEEDS_SB3}))
 def test_zoo_eval_of_the_safetensors_form_plays_the_native_episodes(release_runs, name, env_id, tmp_path):
     release, expected = release_runs(name)
-    done = _run(base_install_env(tmp_path), "-m", "zoo", "eval", release, "-n", EPISODES, "--num-envs", 1,
+    done = _run(base_install_env(tmp_path), "-m", "zoo", "eval", release, "--deterministic", "-n", EPISODES, "--num-envs", 1,
                 "--seed", SEED, "--json", "--out", tmp_path / "release.json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -162,8 +162,7 @@ def test_the_card_says_what_each_file_is_for_and_its_snippets_run(hub, base_inst
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert float(ran.stdout.strip().splitlines()[-1]) > 0
 
-    (bash,) = _blocks(card, "bash")
-    enjoy = next(line for line in bash.splitlines() if line.startswith("zoo enjoy "))
+    enjoy = next(line for block in _blocks(card, "bash") for line in block.splitlines() if line.startswith("zoo enjoy "))
     argv = enjoy.split()[1:] + ["--episodes", "2", "--runs-dir", str(tmp_path / "none"), "--out", str(tmp_path / "e.json")]
     # the card's command samples as dqn's protocol does, which takes the native file: a full install runs it
     enjoyed = _zoo(*argv, env=_hub_env(hub, tmp_path / "enjoy-snippet"), cwd=tmp_path)
