@@ -191,7 +191,8 @@ def _record_terms(obs_groups: dict[str, dict], obs_terms: dict) -> None:
 
 def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, out: Path, opset: int = DEFAULT_OPSET,
                   exporter: str = "auto", tolerance: float | None = None,
-                  obs_terms: dict | None = None, exported_at: str | None = None) -> ExportResult:  # fmt: skip
+                  obs_terms: dict | None = None, exported_at: str | None = None,
+                  spec=None) -> ExportResult:  # fmt: skip
     """Write ``policy`` to ``out`` (+ sidecar) in ``fmt``, or raise ZooError leaving nothing behind.
 
     ``target`` holds the facts about the source (task, env, exp_name, framework, checkpoint) that the
@@ -199,14 +200,15 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
     ``obs_terms`` the terms of each observation group (:class:`zoo.tensor_env.Term`), which the task
     definition knows and a deployment must compute: recorded as ``obs_groups[group]["terms"]``;
     ``exported_at`` the time recorded (default now; a release gives its checkpoint's, so that re-pushing an
-    unchanged run writes the same bytes).
+    unchanged run writes the same bytes); ``spec`` the policy's :class:`~zoo.policy.ExportSpec` when the caller
+    has it already (else it is made here).
     """
     import numpy as np
 
     from zoo.exporter.writers import io_names, onnx_opset
 
     candidates, skipped = (["torchscript"], {}) if fmt == "torchscript" else onnx_exporters(exporter, opset)
-    spec = _spec(policy, target.get("framework", "this framework's"))
+    spec = spec or _spec(policy, target.get("framework", "this framework's"))
     _record_terms(spec.obs_groups, obs_terms or {})
     tol = 0.0 if not _is_box(policy.action_space) else (DEFAULT_TOLERANCE if tolerance is None else tolerance)
     inputs, outputs = io_names(spec)

@@ -71,9 +71,9 @@ def write_forms(policy, *, facts: dict, preset_notes: list[str], obs_terms: dict
     from zoo.exporter.parity import sample_batch
 
     folder.mkdir(parents=True, exist_ok=True)
+    spec = _spec(policy, facts.get("framework", "this framework's"))  # once: every form is written from it
     onnx = export_policy(policy, target=facts, preset_notes=preset_notes, fmt="onnx", out=folder / ONNX_FILE,
-                         obs_terms=obs_terms, exported_at=exported_at, exporter=exporter)  # fmt: skip
-    spec = _spec(policy, facts.get("framework", "this framework's"))
+                         obs_terms=obs_terms, exported_at=exported_at, exporter=exporter, spec=spec)  # fmt: skip
     tolerance = DEFAULT_TOLERANCE if _is_box(policy.action_space) else 0.0
     example = torch.from_numpy(flatten_obs(sample_batch(policy.observation_space, 2, np.random.default_rng(1)),
                                            spec.obs_groups))  # fmt: skip
