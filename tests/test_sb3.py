@@ -1006,3 +1006,21 @@ def test_push_refuses_code_for_downloaders_and_strip_unsafe_publishes_what_sb3_a
     canary.unlink()
     PPO.load(run / "Pendulum-v1.zip")
     assert canary.exists()
+
+
+def test_a_gsde_policy_exports_and_releases_like_its_checkpoint(tmp_path):
+    """gSDE keeps tensors computed from log_std in its distribution (non-leaf, which a deep copy refuses): the export
+    (and the release's forms) of a gSDE PPO act like the checkpoint all the same."""
+    import torch
+    from stable_baselines3 import PPO
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        PPO("MlpPolicy", "Pendulum-v1", use_sde=True, n_steps=64, batch_size=64, n_epochs=1, seed=0).learn(64).save(
+            tmp_path / "ppo-Pendulum-v1.zip"
+        )
+    finally:
+        torch.set_num_threads(threads)
+    assert_exports_act_like_checkpoint(tmp_path / "ppo-Pendulum-v1.zip", tmp_path, episodes=2, num_envs=2,
+                                       continuous=True)  # fmt: skip

@@ -64,6 +64,25 @@ class _Normalize(nn.Module):
         return x.clamp(-self.clip_obs, self.clip_obs).float()
 
 
+def _copy(policy):
+    """A deep copy of an SB3 policy. gSDE's distribution keeps tensors computed from ``log_std`` (its exploration
+    matrices, the scale of its ``weights_dist``: non-leaf under autograd), which ``copy.deepcopy`` refuses; the
+    deterministic action reads none of them, so the copy takes them detached."""
+    memo = {id(t): t.detach().clone() for t in _computed_tensors(getattr(policy, "action_dist", None))}
+    return copy.deepcopy(policy, memo)
+
+
+def _computed_tensors(obj, depth: int = 2) -> list[torch.Tensor]:
+    """The non-leaf tensors among ``obj``'s attributes and theirs, ``depth`` levels down."""
+    found = []
+    for value in vars(obj).values() if hasattr(obj, "__dict__") else ():
+        if isinstance(value, torch.Tensor):
+            found += [] if value.is_leaf else [value]
+        elif depth > 0 and not isinstance(value, nn.Module | type):
+            found += _computed_tensors(value, depth - 1)
+    return found
+
+
 class SB3ExportModule(nn.Module):
     """Raw observation -> the actions ``SB3Policy.act(obs, deterministic=True)`` returns."""
 
@@ -72,7 +91,7 @@ class SB3ExportModule(nn.Module):
         from stable_baselines3.common.preprocessing import is_image_space
 
         super().__init__()
-        self.policy = copy.deepcopy(policy).cpu()
+        self.policy = _copy(policy).cpu()
         self.policy.set_training_mode(False)
         self.is_dict = isinstance(observation_space, spaces.Dict)
         _, self.obs_groups = obs_layout(observation_space)
