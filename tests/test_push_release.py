@@ -25,6 +25,10 @@ from test_hub_server import hub_log
 from zoo.hub.release import MANIFEST, card_names, manifest_names
 from zoo.hub.server import HubServer
 from zoo.hub.storage import HubStorage, RepoNotFound
+from zoo.release.forms import PURPOSE
+
+#: The framework-free forms every release of an exportable policy carries (zoo.release).
+FORMS = tuple(PURPOSE)
 
 ALICE = "hf_ALICEwrites0123456789abcdefghijklmn"
 
@@ -255,7 +259,7 @@ def test_an_sb3_repo_whose_new_model_has_no_normalizer_loses_the_old_one(hub, tm
     )
     assert first["repo_id"] == "alice/ppo-CartPole-v1" and first["made"] == ["eval.json"]
     assert {f["name"] for f in first["files"]} == {"model.zip", "vec_normalize.pkl", "eval.json", "ppo-CartPole-v1.zip",
-                                                   "images/eval_returns.png", "README.md", MANIFEST}  # fmt: skip
+                                                   "images/eval_returns.png", "README.md", MANIFEST, *FORMS}  # fmt: skip
     assert sorted(p.name for p in folder.iterdir()) == [
         "model.zip",
         "notes.txt",
@@ -312,7 +316,7 @@ def test_a_lone_model_file_and_a_folder_holding_it_stage_only_what_belongs_to_it
     assert result.exit_code == 0, result.stderr
     staged = {f["name"]: f["what"] for f in result.json()["files"]}
     assert set(staged) == {"model.zip", "vec_normalize.pkl", "eval.json", "ppo-CartPole-v1.zip",
-                           "images/eval_returns.png", "README.md", MANIFEST}  # fmt: skip
+                           "images/eval_returns.png", "README.md", MANIFEST, *FORMS}  # fmt: skip
     assert staged["vec_normalize.pkl"] == "read with the model when it is evaluated"
     assert result.json()["made"] == ["eval.json"] and not (folder / "eval.json").exists()
 

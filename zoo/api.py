@@ -537,7 +537,12 @@ def _release_first(entry, env_id: str, settings: dict) -> bool:
     native_only = settings.get("engine", "torch") != "torch" or str(settings.get("device", "")).startswith(
         "cuda"
     )
-    return bool(deterministic) and not native_only and settings.get("policy_class") is None
+    # the user's tensor env (--env-factory) states its spaces only once built: the native checkpoint is evaluated
+    return (
+        bool(deterministic)
+        and not native_only
+        and not any(settings.get(k) for k in ("policy_class", "env_factory"))
+    )
 
 
 def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
