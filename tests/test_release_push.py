@@ -3,7 +3,7 @@
 ``config.json``, with the very episodes the native file gives; and the card's "Use this model" snippets run.
 
 One run per framework, trained here by the real library (the examples' trainers): CleanRL's DQN (bundled),
-SB3's PPO with VecNormalize in rl_zoo3's layout, skrl's PPO, rsl_rl's LSTM actor.
+SB3's PPO behind VecNormalize (a ``model.save()`` zip with its statistics), skrl's PPO, rsl_rl's LSTM actor.
 """
 
 from __future__ import annotations
@@ -40,32 +40,12 @@ def _train(*args: str) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-def _sb3_vecnormalize(root: Path) -> Path:
-    """SB3's PPO on Pendulum with VecNormalize, in rl_zoo3's layout."""
-    import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    run = root / "logs" / "ppo" / "Pendulum-v1_1"
-    (run / "Pendulum-v1").mkdir(parents=True)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        venv = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0))
-        PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=2, seed=0).learn(256).save(run / "Pendulum-v1.zip")
-        venv.save(run / "Pendulum-v1" / "vecnormalize.pkl")
-    finally:
-        torch.set_num_threads(threads)
-    return run
-
-
 def _only(folder: Path, pattern: str) -> Path:
     (found,) = [p for p in folder.glob(pattern) if p.is_dir()]
     return found
 
 
-#: name: (how to make the run, registry name, env id, enjoy flags)
+#: name: (registry name, env id, enjoy flags); :func:`_make_run` trains the run
 CASES = {
     "cleanrl": ("dqn", "CartPole-v1", ["--deterministic"]),
     "sb3": ("sb3_ppo", "Pendulum-v1", []),
@@ -79,8 +59,10 @@ def _make_run(name: str, root: Path) -> Path:
         src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
         shutil.copytree(src, root / "runs" / src.name)
         return root / "runs" / src.name
-    if name == "sb3":
-        return _sb3_vecnormalize(root)
+    if name == "sb3":  # examples/train_sb3.py: model.save() behind VecNormalize, its statistics beside the zip
+        from train_sb3 import train
+
+        return train("ppo", "Pendulum-v1", 256, 0, root / "sb3" / "ppo-Pendulum-v1.zip", normalize=True)
     if name == "skrl":
         _train(str(REPO_ROOT / "examples" / "train_skrl.py"), "gaussian", "--out", str(root), "--timesteps", "200")
         return _only(root / "skrl" / "Pendulum-v1", "*_ppo_torch")

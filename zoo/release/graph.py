@@ -65,7 +65,7 @@ class ExportFailed(ZooError):
 
 
 # ----------------------------------------------------------------------------- writing
-def _encode(value: Any, names: dict[str, str], depth: int = 0) -> Any:
+def _encode(value: Any, names: dict[str, str]) -> Any:
     """A node argument as JSON: nodes and tensors by name, dtypes and devices by their names."""
     import torch.fx
 
@@ -73,7 +73,7 @@ def _encode(value: Any, names: dict[str, str], depth: int = 0) -> Any:
         key = names.get(value.name)
         return {"tensor": key} if key is not None else {"node": value.name}
     if isinstance(value, list | tuple):
-        return [_encode(v, names, depth + 1) for v in value]
+        return [_encode(v, names) for v in value]
     if isinstance(value, bool) or value is None or isinstance(value, int | str):
         return value
     if isinstance(value, float):
