@@ -94,8 +94,13 @@ def hub_loop(zoo: Path, out: Path) -> int:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, HF_ENDPOINT=url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HOME=str(ROOT / work / "hf-home"))  # fmt: skip
+    env = dict(
+        os.environ,
+        HF_ENDPOINT=url,
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HOME=str(ROOT / work / "hf-home"),
+    )
     env.pop("HF_TOKEN", None)
     print(f"+ {zoo} hub serve --root {work / 'hub'} --port {port} &", flush=True)
     hub = subprocess.Popen(
@@ -110,13 +115,40 @@ def hub_loop(zoo: Path, out: Path) -> int:
                 time.sleep(0.1)
         repo = "demo/CartPole-v1-dqn-seed1"
         steps = [
-            [zoo, "push", work / "runs" / run_dir.name, "--repo-id", repo, "--yes", "--episodes", "20",
-             "--stage-dir", work / "stage"],
-            [zoo, "enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--run-seed", "1", "--hf-repository", repo,
-             "--runs-dir", work / "no-local-runs", "--allow-download", "--deterministic", "--episodes", "20",
-             "--out", work / "enjoy.eval.json"],
+            [
+                zoo,
+                "push",
+                work / "runs" / run_dir.name,
+                "--repo-id",
+                repo,
+                "--yes",
+                "--episodes",
+                "20",
+                "--stage-dir",
+                work / "stage",
+            ],
+            [
+                zoo,
+                "enjoy",
+                "--exp-name",
+                "dqn",
+                "--env-id",
+                "CartPole-v1",
+                "--run-seed",
+                "1",
+                "--hf-repository",
+                repo,
+                "--runs-dir",
+                work / "no-local-runs",
+                "--allow-download",
+                "--deterministic",
+                "--episodes",
+                "20",
+                "--out",
+                work / "enjoy.eval.json",
+            ],
             [zoo, "hub", "verify", "--root", work / "hub"],
-        ]  # fmt: skip
+        ]
         for cmd in steps:
             print("+", " ".join(str(c) for c in cmd), flush=True)
             if subprocess.run([str(c) for c in cmd], cwd=ROOT, env=env).returncode:
@@ -138,15 +170,23 @@ def ensure_chromium() -> None:
         return
     if os.name == "posix" and os.geteuid() == 0 and shutil.which("apt-get"):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium",
-                                            "chromium-driver"]):  # fmt: skip
+        for cmd in (
+            ["apt-get", "update"],
+            ["apt-get", "install", "-y", "--no-install-recommends", "chromium", "chromium-driver"],
+        ):
             print("+", " ".join(cmd), flush=True)
             if subprocess.run(cmd, env=env).returncode:
-                print("warning: installing Chromium failed; tests/test_report.py and tests/test_hub_web.py will fail", flush=True)
+                print(
+                    "warning: installing Chromium failed; tests/test_report.py and tests/test_hub_web.py will fail",
+                    flush=True,
+                )
                 return
     else:
-        print("note: tests/test_report.py and tests/test_hub_web.py need Chromium: install /usr/bin/chromium and "
-              "chromedriver (Debian: sudo apt-get install chromium chromium-driver)", flush=True)  # fmt: skip
+        print(
+            "note: tests/test_report.py and tests/test_hub_web.py need Chromium: install /usr/bin/chromium and "
+            "chromedriver (Debian: sudo apt-get install chromium chromium-driver)",
+            flush=True,
+        )
 
 
 def _is_myosuite_test(arg: str) -> bool:
@@ -159,7 +199,9 @@ def test() -> int:
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     args = sys.argv[2:]
     fast = "--fast" in args
-    args = [a for a in args if a != "--fast"] + (["-m", "not slow and not trains and not genesis"] if fast else [])  # fmt: skip
+    args = [a for a in args if a != "--fast"] + (
+        ["-m", "not slow and not trains and not genesis"] if fast else []
+    )
     paths = [a for a in args if not a.startswith("-") and (ROOT / a.split("::")[0]).exists()]
     myosuite_named = [a for a in paths if _is_myosuite_test(a)]
     status = 0
@@ -167,7 +209,16 @@ def test() -> int:
         setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray")
         main = [a for a in args if a not in myosuite_named]
         ensure_chromium()
-        cmd = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--durations=10", f"--ignore={MYOSUITE_TESTS}", *main]  # fmt: skip
+        cmd = [
+            str(BIN / "python"),
+            "-m",
+            "pytest",
+            "-n",
+            "2",
+            "--durations=10",
+            f"--ignore={MYOSUITE_TESTS}",
+            *main,
+        ]
         print("+", " ".join(cmd), flush=True)
         status = subprocess.run(cmd, cwd=ROOT, env=env).returncode
     if myosuite_named or (not paths and not fast):

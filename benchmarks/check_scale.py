@@ -102,8 +102,10 @@ def time_check(root: Path, env: dict, label: str) -> float:
     t_zoo, zoo = timed([sys.executable, "-m", "zoo", "check", str(root), "--json"], env)
     reports = json.loads(zoo.stdout)
     ok = sum(r["status"] == "ok" for r in reports)
-    print(f"zoo check ({label}){' ' * (17 - len(label))}: {t_zoo:8.3f}s  ({len(reports)} runs, {ok} ok, exit {zoo.returncode})",
-          end="")  # fmt: skip
+    print(
+        f"zoo check ({label}){' ' * (17 - len(label))}: {t_zoo:8.3f}s  ({len(reports)} runs, {ok} ok, exit {zoo.returncode})",
+        end="",
+    )
     return t_zoo
 
 

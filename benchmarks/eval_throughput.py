@@ -127,8 +127,14 @@ def cleanrl_single(policy: CleanRLPolicy, spec: EnvSpec, episodes: int, determin
         env.close()
 
 
-def bench(env_id: str, exp_name: str, sb3_algo: str | None, episodes: int, num_envs: int = 8,
-          preset: str = "classic") -> dict:  # fmt: skip
+def bench(
+    env_id: str,
+    exp_name: str,
+    sb3_algo: str | None,
+    episodes: int,
+    num_envs: int = 8,
+    preset: str = "classic",
+) -> dict:
     """The same env stack under every variant (``preset``): only the loops differ."""
     spec = EnvSpec(env_id, preset)
     policy, label = zoo_policy(exp_name, spec)
@@ -141,9 +147,14 @@ def bench(env_id: str, exp_name: str, sb3_algo: str | None, episodes: int, num_e
     engine = engine_policy(policy, spec, exp_name) if deterministic else None
     zoo_rollout(policy, spec, num_envs, num_envs, deterministic)  # warm-up: imports, first forward passes
     # (a), (b) and (f) interleaved round by round, the medians kept: this machine's speed drifts by 2x over minutes
-    rounds = [(random_actions(spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs)),
-               zoo_rollout(policy, spec, num_envs, episodes, deterministic),
-               zoo_rollout(engine, spec, num_envs, episodes) if engine else None) for _ in range(ROUNDS)]  # fmt: skip
+    rounds = [
+        (
+            random_actions(spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs)),
+            zoo_rollout(policy, spec, num_envs, episodes, deterministic),
+            zoo_rollout(engine, spec, num_envs, episodes) if engine else None,
+        )
+        for _ in range(ROUNDS)
+    ]
     a = float(np.median([r[0] for r in rounds]))
     b = float(np.median([r[1] for r in rounds]))
     f = float(np.median([r[2] for r in rounds])) if engine else None
@@ -151,7 +162,16 @@ def bench(env_id: str, exp_name: str, sb3_algo: str | None, episodes: int, num_e
     engine_ratios = sorted(r[2] / r[0] for r in rounds) if engine else None
     c = sb3_evaluate(spec, num_envs, episodes, sb3_algo) if sb3_algo else None
     d = cleanrl_single(policy, spec, max(2, episodes // 8), deterministic)
-    return {"a": a, "b": b, "c": c, "d": d, "f": f, "policy": label, "ratios": ratios, "engine_ratios": engine_ratios}
+    return {
+        "a": a,
+        "b": b,
+        "c": c,
+        "d": d,
+        "f": f,
+        "policy": label,
+        "ratios": ratios,
+        "engine_ratios": engine_ratios,
+    }
 
 
 def engine_policy(policy, spec: EnvSpec, exp_name: str):
@@ -165,10 +185,14 @@ def engine_policy(policy, spec: EnvSpec, exp_name: str):
 
 
 #: rl_zoo3's Atari stack, as zoo rebuilds it from a run's config.yml (``env_wrapper`` and ``frame_stack: 4``).
-SB3_ATARI = EnvSpec("BreakoutNoFrameskip-v4", "run_config", wrappers=(
-    WrapperRef("stable_baselines3.common.atari_wrappers.AtariWrapper"),
-    WrapperRef("zoo.env_wrappers.StackedFrames", (("n_stack", 4),)),
-))  # fmt: skip
+SB3_ATARI = EnvSpec(
+    "BreakoutNoFrameskip-v4",
+    "run_config",
+    wrappers=(
+        WrapperRef("stable_baselines3.common.atari_wrappers.AtariWrapper"),
+        WrapperRef("zoo.env_wrappers.StackedFrames", (("n_stack", 4),)),
+    ),
+)
 
 
 def sb3_atari(episodes: int, num_envs: int = 8) -> dict:
@@ -201,8 +225,14 @@ def sb3_atari(episodes: int, num_envs: int = 8) -> dict:
         # the exported file acts greedily; a fresh greedy CNN may never press FIRE again: a fixed step budget
         e = exported_steps(exported, spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs))
     venv.close()
-    return {"a": a, "b": b, "c": c, "d": None, "e": e,
-            "policy": "SB3 PPO CnnPolicy (fresh weights), sampled actions"}  # fmt: skip
+    return {
+        "a": a,
+        "b": b,
+        "c": c,
+        "d": None,
+        "e": e,
+        "policy": "SB3 PPO CnnPolicy (fresh weights), sampled actions",
+    }
 
 
 def exported_steps(policy, spec: EnvSpec, num_envs: int, vector_steps: int) -> float:
@@ -228,12 +258,16 @@ def report(env_id: str, r: dict, targets: str) -> None:
     print(f"  (b) zoo eval rollout loop         : {r['b']:10,.0f}   b/a = {r['b'] / r['a']:.2f}")
     if r.get("ratios"):
         ratios = r["ratios"]
-        print(f"      b/a per round: median {float(np.median(ratios)):.2f}, "
-              f"range {ratios[0]:.2f}-{ratios[-1]:.2f} over {len(ratios)} interleaved rounds")  # fmt: skip
+        print(
+            f"      b/a per round: median {float(np.median(ratios)):.2f}, "
+            f"range {ratios[0]:.2f}-{ratios[-1]:.2f} over {len(ratios)} interleaved rounds"
+        )
     if r.get("f") is not None:
         ratios = r["engine_ratios"]
-        print(f"  (f) zoo eval --engine onnxruntime : {r['f']:10,.0f}   f/a = {r['f'] / r['a']:.2f}   (per round: "
-              f"median {float(np.median(ratios)):.2f}, range {ratios[0]:.2f}-{ratios[-1]:.2f})")  # fmt: skip
+        print(
+            f"  (f) zoo eval --engine onnxruntime : {r['f']:10,.0f}   f/a = {r['f'] / r['a']:.2f}   (per round: "
+            f"median {float(np.median(ratios)):.2f}, range {ratios[0]:.2f}-{ratios[-1]:.2f})"
+        )
     if r["c"] is not None:
         print(f"  (c) SB3 evaluate_policy           : {r['c']:10,.0f}   b/c = {r['b'] / r['c']:.2f}")
     if r.get("e") is not None:
@@ -250,7 +284,9 @@ def main() -> None:
     parser.add_argument("--episodes-cartpole", type=int, default=400)
     parser.add_argument("--episodes-cheetah", type=int, default=16)
     parser.add_argument("--episodes-breakout", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of (a) and (b), medians kept")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="interleaved rounds of (a) and (b), medians kept"
+    )
     parser.add_argument("--only", choices=["cartpole", "cheetah"], help="just one env (quick loop)")
     args = parser.parse_args()
     global ROUNDS

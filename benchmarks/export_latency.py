@@ -43,8 +43,13 @@ def _callables(run: Path, workdir: Path):
 
     target = zoo.resolve(run)
     policy = zoo.load_policy(target)
-    facts = {"task": target.env_id, "env": {"id": target.env_id, "preset": "classic"},
-             "exp_name": target.entry.name, "framework": target.entry.framework, "checkpoint": str(run)}  # fmt: skip
+    facts = {
+        "task": target.env_id,
+        "env": {"id": target.env_id, "preset": "classic"},
+        "exp_name": target.entry.name,
+        "framework": target.entry.framework,
+        "checkpoint": str(run),
+    }
     for fmt, suffix in (("torchscript", ".ts"), ("onnx", ".onnx")):
         export_policy(policy, target=facts, preset_notes=[], fmt=fmt, out=workdir / f"{run.name}{suffix}")
     module = policy.export_spec().module
@@ -106,12 +111,16 @@ def main() -> None:
             lat = {v: statistics.median(t) for v, t in latency.items()}
             thr = {v: statistics.median(t) for v, t in throughput.items()}
             for variant in VARIANTS:
-                print(f"{run.name:<50} {variant:<12} {lat[variant] * 1e6:>11.1f} {lat[variant] / lat['eager']:>8.2f}x "
-                      f"{thr[variant]:>17,.0f} {thr[variant] / thr['eager']:>8.2f}x")  # fmt: skip
+                print(
+                    f"{run.name:<50} {variant:<12} {lat[variant] * 1e6:>11.1f} {lat[variant] / lat['eager']:>8.2f}x "
+                    f"{thr[variant]:>17,.0f} {thr[variant] / thr['eager']:>8.2f}x"
+                )
             ratio = lat["onnxruntime"] / lat["eager"]
             met.append(ratio <= 0.5)
-            print(f"{'':<50} target onnxruntime/eager batch-1 latency <= 0.50: {ratio:.2f} "
-                  f"({'met' if ratio <= 0.5 else 'MISSED'})\n")  # fmt: skip
+            print(
+                f"{'':<50} target onnxruntime/eager batch-1 latency <= 0.50: {ratio:.2f} "
+                f"({'met' if ratio <= 0.5 else 'MISSED'})\n"
+            )
     print(f"target met for {sum(met)} of {len(met)} bundled policies")
 
 

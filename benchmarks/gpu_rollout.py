@@ -134,16 +134,21 @@ def main() -> None:
     sizes = args.num_envs or ([1, 64, 4096] if args.device.startswith("cuda") else [1, 64])
     if args.device == "cpu":
         torch.set_num_threads(1)  # as zoo eval does on the CPU; Genesis' CPU kernels run on one thread too
-    print(f"Go2 walking (zoo's Genesis task), device {args.device}, episodes of {args.episode_steps} steps, "
-          f"best of {args.rounds} interleaved rounds; env steps per second")  # fmt: skip
+    print(
+        f"Go2 walking (zoo's Genesis task), device {args.device}, episodes of {args.episode_steps} steps, "
+        f"best of {args.rounds} interleaved rounds; env steps per second"
+    )
     print(
         f"{'envs':>6} {'(a) random':>12} {'(b) zoo':>12} {'(c) example':>12} {'b/a':>6} {'c/a':>6} {'b/c':>6} {'build s':>8}"
     )
     with tempfile.TemporaryDirectory(prefix="zoo-gpu-bench-") as tmp:
         for n in sizes:
             r = bench(n, args.device, args.episode_steps, args.rounds, Path(tmp))
-            print(f"{n:>6} {r['a']:>12.0f} {r['b']:>12.0f} {r['c']:>12.0f} {r['b'] / r['a']:>6.2f} "
-                  f"{r['c'] / r['a']:>6.2f} {r['b'] / r['c']:>6.2f} {r['build_s']:>8.1f}", flush=True)  # fmt: skip
+            print(
+                f"{n:>6} {r['a']:>12.0f} {r['b']:>12.0f} {r['c']:>12.0f} {r['b'] / r['a']:>6.2f} "
+                f"{r['c'] / r['a']:>6.2f} {r['b'] / r['c']:>6.2f} {r['build_s']:>8.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

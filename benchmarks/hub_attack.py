@@ -64,14 +64,38 @@ def main() -> int:
         report = attack(server, world, range(args.first, args.first + args.cases), on_case=progress)
         alice = (("Authorization", f"Bearer {ALICE}"),)
         reproduced = {  # the attacks, each once, by hand
-            "1 PiB LFS batch": Case(-1, "batch", "POST", "/alice/open.git/info/lfs/objects/batch", alice, json.dumps(
-                {"operation": "upload", "objects": [{"oid": "a" * 64, "size": 1 << 50}]}).encode()),
+            "1 PiB LFS batch": Case(
+                -1,
+                "batch",
+                "POST",
+                "/alice/open.git/info/lfs/objects/batch",
+                alice,
+                json.dumps({"operation": "upload", "objects": [{"oid": "a" * 64, "size": 1 << 50}]}).encode(),
+            ),
             "NUL in a path": Case(-2, "resolve", "GET", "/alice/open/resolve/main/%00", (), b""),
-            "forged lfsFile": Case(-3, "commit", "POST", "/api/models/bob/mine/commit/main",
-                                   (("Authorization", f"Bearer {BOB}"),), b"".join(json.dumps(line).encode() + b"\n"
-                for line in ({"key": "header", "value": {"summary": "x"}}, {"key": "lfsFile", "value": {
-                    "path": "w.bin", "algo": "sha256", "oid": world.secret_oid, "size": world.secret_size}}))),
-        }  # fmt: skip
+            "forged lfsFile": Case(
+                -3,
+                "commit",
+                "POST",
+                "/api/models/bob/mine/commit/main",
+                (("Authorization", f"Bearer {BOB}"),),
+                b"".join(
+                    json.dumps(line).encode() + b"\n"
+                    for line in (
+                        {"key": "header", "value": {"summary": "x"}},
+                        {
+                            "key": "lfsFile",
+                            "value": {
+                                "path": "w.bin",
+                                "algo": "sha256",
+                                "oid": world.secret_oid,
+                                "size": world.secret_size,
+                            },
+                        },
+                    )
+                ),
+            ),
+        }
         outcomes = {name: send(server.url, case) for name, case in reproduced.items()}
         assert answer(server.url) == 401  # still answering (a token file: whoami needs a token)
         report.rss_peak = memory(server.proc.pid)[1]

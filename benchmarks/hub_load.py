@@ -98,8 +98,12 @@ class Workload:
             self.plans.append(plan)
 
 
-def run_clients(workload: Workload, upload: Callable[[int, str, bytes], Uploaded],
-                download: Callable[[Uploaded], str], max_seconds: float) -> Tally:  # fmt: skip
+def run_clients(
+    workload: Workload,
+    upload: Callable[[int, str, bytes], Uploaded],
+    download: Callable[[Uploaded], str],
+    max_seconds: float,
+) -> Tally:
     """Run every client's plan in a thread of its own; downloads pick a random file uploaded so far."""
     tally = Tally()
     done: list[Uploaded] = []
@@ -167,8 +171,13 @@ def cpu_seconds(pid: int) -> float:
 
 
 def hub_variant(url: str, workload: Workload, repos: int, max_seconds: float, hf_home: Path) -> Tally:
-    os.environ.update(HF_ENDPOINT=url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-                      HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HOME=str(hf_home))  # fmt: skip
+    os.environ.update(
+        HF_ENDPOINT=url,
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+        HF_HOME=str(hf_home),
+    )
     from huggingface_hub import HfApi, hf_hub_url
     from huggingface_hub.utils import get_session
 
@@ -245,11 +254,13 @@ def report(name: str, tally: Tally, limit: Tally | None) -> str:
     rate = tally.ops / tally.wall if tally.wall else 0.0
     ratio = f"{rate / (limit.ops / limit.wall):.3f}x" if limit and limit.wall else "1.000x"
     up, down = tally.latencies["upload"], tally.latencies["download"]
-    return (f"{name:<20} {tally.ops:>5} ops {tally.wall:6.2f} s {rate:7.1f} ops/s {ratio:>7} "
-            f"{tally.requests / tally.wall if tally.wall else 0:7.1f} req/s  "
-            f"upload p50/p99 {_ms(up, 0.5):>6}/{_ms(up, 0.99):>6} ms  "
-            f"download p50/p99 {_ms(down, 0.5):>5}/{_ms(down, 0.99):>5} ms  "
-            f"errors {len(tally.errors)}  inconsistent {tally.inconsistent}")  # fmt: skip
+    return (
+        f"{name:<20} {tally.ops:>5} ops {tally.wall:6.2f} s {rate:7.1f} ops/s {ratio:>7} "
+        f"{tally.requests / tally.wall if tally.wall else 0:7.1f} req/s  "
+        f"upload p50/p99 {_ms(up, 0.5):>6}/{_ms(up, 0.99):>6} ms  "
+        f"download p50/p99 {_ms(down, 0.5):>5}/{_ms(down, 0.99):>5} ms  "
+        f"errors {len(tally.errors)}  inconsistent {tally.inconsistent}"
+    )
 
 
 def main() -> None:
@@ -265,8 +276,10 @@ def main() -> None:
 
     workload = Workload(args.clients, args.ops, args.size, args.seed)
     uploads = sum(data is not None for plan in workload.plans for _, data in plan)
-    print(f"{args.clients} clients x {args.ops} operations ({uploads} uploads of {args.size} bytes, "
-          f"{args.clients * args.ops - uploads} downloads), {args.repos} shared repos, {os.cpu_count()} cores")  # fmt: skip
+    print(
+        f"{args.clients} clients x {args.ops} operations ({uploads} uploads of {args.size} bytes, "
+        f"{args.clients * args.ops - uploads} downloads), {args.repos} shared repos, {os.cpu_count()} cores"
+    )
     with tempfile.TemporaryDirectory(prefix="zoo-hub-load-") as tmp:
         folder = Path(tmp)
         rounds = [
@@ -288,12 +301,17 @@ def main() -> None:
             proc.wait(30)
         print(report(f"raw copies (best {args.limit_rounds})", limit, None))
         print(report("zoo hub serve", hub, limit))
-        print(f"{'':<20} CPU during the hub run: server {server_cpu:.1f} s, clients {clients_cpu:.1f} s "
-              f"({(server_cpu + clients_cpu) / hub.wall:.2f} of {os.cpu_count()} cores)")  # fmt: skip
+        print(
+            f"{'':<20} CPU during the hub run: server {server_cpu:.1f} s, clients {clients_cpu:.1f} s "
+            f"({(server_cpu + clients_cpu) / hub.wall:.2f} of {os.cpu_count()} cores)"
+        )
         for line in dict.fromkeys(hub.errors + limit.errors):
             print(f"  error: {line}")
-        verify = subprocess.run([sys.executable, "-m", "zoo", "hub", "verify", "--root", str(folder / "root")],
-                                capture_output=True, text=True)  # fmt: skip
+        verify = subprocess.run(
+            [sys.executable, "-m", "zoo", "hub", "verify", "--root", str(folder / "root")],
+            capture_output=True,
+            text=True,
+        )
         print(
             f"zoo hub verify (exit {verify.returncode}): {(verify.stdout + verify.stderr).strip().splitlines()[-1]}"
         )

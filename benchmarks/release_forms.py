@@ -52,11 +52,16 @@ def train_runs(root: Path) -> dict[str, tuple[Path, str]]:
     from train_skrl import train_isaac_lab_style
 
     runs = {
-        "sb3 PPO + VecNormalize": (sb3_train("ppo", "Pendulum-v1", 256, 1, root / "ppo" / "ppo-Pendulum-v1.zip",
-                                             normalize=True), "Pendulum-v1"),
-        "sb3 DQN": (sb3_train("dqn", "CartPole-v1", 300, 1, root / "dqn" / "dqn-CartPole-v1.zip"), "CartPole-v1"),
+        "sb3 PPO + VecNormalize": (
+            sb3_train("ppo", "Pendulum-v1", 256, 1, root / "ppo" / "ppo-Pendulum-v1.zip", normalize=True),
+            "Pendulum-v1",
+        ),
+        "sb3 DQN": (
+            sb3_train("dqn", "CartPole-v1", 300, 1, root / "dqn" / "dqn-CartPole-v1.zip"),
+            "CartPole-v1",
+        ),
         "CleanRL td3": (next((REPO / "examples" / "runs").glob("Pendulum-v1__td3*")), "Pendulum-v1"),
-    }  # fmt: skip
+    }
     env_id, cfg, wrapper = skrl_configure("gaussian", timesteps=256)
     skrl = train_isaac_lab_style(cfg, root / "logs" / "skrl" / env_id, "bench_ppo_torch", env_id, wrapper)[0]
     runs["skrl PPO"] = (skrl, env_id)
@@ -114,16 +119,22 @@ def cold_loads(run: Path, env_id: str, release: Path, reps: int, env: dict) -> d
     times: dict[str, list[float]] = {form: [] for form in FORMS}
     for _ in range(reps):
         for form, statement in COLD.items():
-            code = ("import time\nstart = time.perf_counter()\n"
-                    + statement.format(run=str(run), env_id=env_id, release=str(release))
-                    + "\nprint(time.perf_counter() - start)")  # fmt: skip
-            done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)  # fmt: skip
+            code = (
+                "import time\nstart = time.perf_counter()\n"
+                + statement.format(run=str(run), env_id=env_id, release=str(release))
+                + "\nprint(time.perf_counter() - start)"
+            )
+            done = subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            )
             times[form].append(float(done.stdout.split()[-1]))
     return {form: statistics.median(t) for form, t in times.items()}
 
 
 def _row(label: str, what: str, values: dict[str, float], unit: str, scale: float, digits: int) -> str:
-    cells = [f"{values[f] * scale:>10,.{digits}f} {unit:<2} {values[f] / values['native']:>5.2f}x" for f in FORMS]  # fmt: skip
+    cells = [
+        f"{values[f] * scale:>10,.{digits}f} {unit:<2} {values[f] / values['native']:>5.2f}x" for f in FORMS
+    ]
     return f"{label:<24} {what:<11} " + " ".join(cells)
 
 
@@ -142,12 +153,18 @@ def main() -> None:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="zoo-release-forms-") as tmp:
         root = Path(tmp)
-        env = {**os.environ, "ZOO_CACHE_DIR": str(root / "cache"), "OMP_NUM_THREADS": "1",
-               "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+        env = {
+            **os.environ,
+            "ZOO_CACHE_DIR": str(root / "cache"),
+            "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        }
         os.environ["ZOO_CACHE_DIR"] = env["ZOO_CACHE_DIR"]
         runs = train_runs(root / "runs")
-        print(f"torch {torch.__version__}, 1 thread; warm: median of {args.reps}, cold: median of {args.cold_reps} "
-              "fresh processes; ratios to the native files\n")  # fmt: skip
+        print(
+            f"torch {torch.__version__}, 1 thread; warm: median of {args.reps}, cold: median of {args.cold_reps} "
+            "fresh processes; ratios to the native files\n"
+        )
         header = f"{'run':<24} {'':<11} " + " ".join(f"{form:>19}" for form in FORMS)
         print(header)
         print("-" * len(header))

@@ -94,8 +94,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message="Evaluation environment is not wrapped")
-    print(f"torch {torch.__version__}, gymnasium {gym.__version__}, default threads {torch.get_num_threads()}, "
-          f"{args.num_envs} envs, {args.episodes} episodes")  # fmt: skip
+    print(
+        f"torch {torch.__version__}, gymnasium {gym.__version__}, default threads {torch.get_num_threads()}, "
+        f"{args.num_envs} envs, {args.episodes} episodes"
+    )
     rates: dict[str, list[float]] = {name: [] for name in VARIANTS}
     returns: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -64,8 +64,11 @@ def report(
     ``wall * workers / runs - rollout`` (start-up, imports, loading, writing, scheduling)."""
     speedup = f"{baseline / wall:6.2f}x" if baseline else "   1.00x (baseline)"
     overhead = 1000 * (wall * workers / runs - rollout)
-    print(f"  {label:<34} {wall:8.1f} s  {runs / wall:7.2f} runs/s  overhead {overhead:7.1f} ms/run  "
-          f"rollout {1000 * rollout:6.1f} ms/run  {speedup}", flush=True)  # fmt: skip
+    print(
+        f"  {label:<34} {wall:8.1f} s  {runs / wall:7.2f} runs/s  overhead {overhead:7.1f} ms/run  "
+        f"rollout {1000 * rollout:6.1f} ms/run  {speedup}",
+        flush=True,
+    )
 
 
 def main() -> None:

@@ -47,20 +47,40 @@ def _pinned(cmd: list[str], cores: str | None) -> list[str]:
     return ["taskset", "-c", cores, *cmd] if cores else cmd
 
 
-def train(run_dir: Path, steps: int, save_every: int, cores: str | None, watched: bool,
-          watch_args: list[str]) -> tuple[float, int]:  # fmt: skip
+def train(
+    run_dir: Path, steps: int, save_every: int, cores: str | None, watched: bool, watch_args: list[str]
+) -> tuple[float, int]:
     """The trainer's wall seconds, and how many checkpoints a watcher evaluated (0 when alone)."""
     watcher = None
     run_dir.mkdir(parents=True)  # zoo watch follows a folder that exists; the trainer fills it
     if watched:
-        watch = [sys.executable, "-m", "zoo", "watch", str(run_dir), "--env-id", "CartPole-v1", "--every", "1",
-                 "--poll", "0.5", "--idle", "5", "--json", "--quiet", *watch_args]  # fmt: skip
+        watch = [
+            sys.executable,
+            "-m",
+            "zoo",
+            "watch",
+            str(run_dir),
+            "--env-id",
+            "CartPole-v1",
+            "--every",
+            "1",
+            "--poll",
+            "0.5",
+            "--idle",
+            "5",
+            "--json",
+            "--quiet",
+            *watch_args,
+        ]
         watcher = subprocess.Popen(
             _pinned(watch, cores), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
         )
     start = time.perf_counter()
-    subprocess.run(_pinned([sys.executable, "-c", TRAINER, str(run_dir), str(steps), str(save_every)], cores),
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        _pinned([sys.executable, "-c", TRAINER, str(run_dir), str(steps), str(save_every)], cores),
+        check=True,
+        capture_output=True,
+    )
     wall = time.perf_counter() - start
     evaluated = 0
     if watcher is not None:
@@ -83,8 +103,14 @@ def main() -> None:
         for r in range(args.rounds):
             for variant in ("alone", "watched") if r % 2 == 0 else ("watched", "alone"):
                 run_dir = Path(tmp) / f"{variant}-{r}"
-                wall, n = train(run_dir, args.steps, args.save_every, args.taskset, variant == "watched",
-                                args.watch_args.split())  # fmt: skip
+                wall, n = train(
+                    run_dir,
+                    args.steps,
+                    args.save_every,
+                    args.taskset,
+                    variant == "watched",
+                    args.watch_args.split(),
+                )
                 times[variant].append(wall)
                 if variant == "watched":
                     evaluated.append(n)

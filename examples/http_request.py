@@ -29,8 +29,12 @@ def main() -> int:
     url = urlsplit(args.url)
     host, port = url.hostname or "127.0.0.1", url.port or 80
     body = args.data.read_bytes() if args.data else b""
-    head = [f"{args.method} {url.path}{f'?{url.query}' if url.query else ''} HTTP/1.1", f"Host: {host}:{port}",
-            f"Content-Length: {len(body)}", *(h.strip() for h in args.header)]  # fmt: skip
+    head = [
+        f"{args.method} {url.path}{f'?{url.query}' if url.query else ''} HTTP/1.1",
+        f"Host: {host}:{port}",
+        f"Content-Length: {len(body)}",
+        *(h.strip() for h in args.header),
+    ]
     with socket.create_connection((host, port), timeout=60) as sock:
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
         for start in range(0, len(body), 1 << 16):

@@ -132,8 +132,13 @@ def make_env(env_id: str) -> gym.Env:
     return env
 
 
-def evaluate(agent_path: str, env_id: str, episodes: int = NUM_EPISODES, seed: int | None = None,
-             max_steps: int = 10_000_000) -> list[tuple[float, int]]:  # fmt: skip
+def evaluate(
+    agent_path: str,
+    env_id: str,
+    episodes: int = NUM_EPISODES,
+    seed: int | None = None,
+    max_steps: int = 10_000_000,
+) -> list[tuple[float, int]]:
     """``(return, length)`` of each of ``episodes`` episodes of ``agent_path`` on ``env_id``, in order.
 
     ``seed`` seeds the first reset; ``max_steps`` bounds the agent steps in all (an agent that never ends an

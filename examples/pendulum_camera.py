@@ -24,19 +24,24 @@ class PendulumCamera(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        self.observation_space = gym.spaces.Dict({
-            "camera": gym.spaces.Box(0.0, 1.0, (1, SIZE, SIZE), np.float32),
-            "velocity": gym.spaces.Box(-8.0, 8.0, (1,), np.float32),
-            "height": gym.spaces.Box(-1.0, 1.0, (1,), np.float32),
-        })  # fmt: skip
+        self.observation_space = gym.spaces.Dict(
+            {
+                "camera": gym.spaces.Box(0.0, 1.0, (1, SIZE, SIZE), np.float32),
+                "velocity": gym.spaces.Box(-8.0, 8.0, (1,), np.float32),
+                "height": gym.spaces.Box(-1.0, 1.0, (1,), np.float32),
+            }
+        )
 
     def observation(self, obs):
         cos, sin, velocity = obs
         image = np.zeros((1, SIZE, SIZE), np.float32)
         for r in np.linspace(0.0, SIZE / 2 - 1, 12):
             image[0, int(SIZE / 2 - r * cos), int(SIZE / 2 + r * sin)] = 1.0
-        return {"camera": image, "velocity": np.array([velocity], np.float32),
-                "height": np.array([cos], np.float32)}  # fmt: skip
+        return {
+            "camera": image,
+            "velocity": np.array([velocity], np.float32),
+            "height": np.array([cos], np.float32),
+        }
 
 
 if ENV_ID not in gym.registry:

@@ -57,8 +57,12 @@ def legacy_checkpoint(src: Path, dst: Path, normalizer_outside: bool) -> Path:
     import torch
 
     ckpt = torch.load(src, weights_only=True)
-    renames = (("mlp.", "actor."), ("rnn.", "memory_a."), ("obs_normalizer.", "actor_obs_normalizer."),
-               ("distribution.std_param", "std"))  # fmt: skip
+    renames = (
+        ("mlp.", "actor."),
+        ("rnn.", "memory_a."),
+        ("obs_normalizer.", "actor_obs_normalizer."),
+        ("distribution.std_param", "std"),
+    )
     model, norm = {}, {}
     for key, value in ckpt["actor_state_dict"].items():
         if normalizer_outside and key.startswith("obs_normalizer."):
@@ -69,8 +73,12 @@ def legacy_checkpoint(src: Path, dst: Path, normalizer_outside: bool) -> Path:
     model.update(
         {f"critic.{k.removeprefix('mlp.')}": v for k, v in ckpt["critic_state_dict"].items() if "mlp." in k}
     )
-    legacy = {"model_state_dict": model, "optimizer_state_dict": ckpt["optimizer_state_dict"],
-              "iter": ckpt["iter"], "infos": None}  # fmt: skip
+    legacy = {
+        "model_state_dict": model,
+        "optimizer_state_dict": ckpt["optimizer_state_dict"],
+        "iter": ckpt["iter"],
+        "infos": None,
+    }
     if normalizer_outside:
         legacy["obs_norm_state_dict"] = norm
     dst.parent.mkdir(parents=True, exist_ok=True)

@@ -84,8 +84,9 @@ def modules(run: Path, out: Path) -> list[Path]:
     final = latest(run)
     shutil.copytree(run / "params", out / "params")
     cfg = yaml.safe_load((run / "params" / "agent.yaml").read_text())
-    cfg["agent"]["experiment"].update(directory=str(out.parent), experiment_name=out.name, write_interval=0,
-                                      checkpoint_interval=0)  # fmt: skip
+    cfg["agent"]["experiment"].update(
+        directory=str(out.parent), experiment_name=out.name, write_interval=0, checkpoint_interval=0
+    )
     agent = runner_for(cfg, run.parent.name).agent
     agent.load(str(final))
     return write_modules(agent, out, int(final.stem.split("_")[1]))

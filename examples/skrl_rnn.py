@@ -35,8 +35,9 @@ def rnn_models(rnn_type: str, mixin_name: str, output: str):
 
     class Policy(mixin, skrl_models.Model):
         def __init__(self, observation_space, action_space, device, num_envs):
-            skrl_models.Model.__init__(self, observation_space=observation_space, action_space=action_space,
-                                       device=device)  # fmt: skip
+            skrl_models.Model.__init__(
+                self, observation_space=observation_space, action_space=action_space, device=device
+            )
             mixin.__init__(self)
             self.num_envs, self.num_layers, self.hidden_size, self.sequence_length = (
                 num_envs,
@@ -45,8 +46,11 @@ def rnn_models(rnn_type: str, mixin_name: str, output: str):
                 SEQUENCE,
             )
             core = nn.LSTM if is_lstm else nn.GRU
-            setattr(self, rnn_type, core(input_size=self.num_observations, hidden_size=HIDDEN, num_layers=1,
-                                         batch_first=True))  # fmt: skip
+            setattr(
+                self,
+                rnn_type,
+                core(input_size=self.num_observations, hidden_size=HIDDEN, num_layers=1, batch_first=True),
+            )
             self.net = nn.Sequential(nn.Linear(HIDDEN, 32), nn.ReLU(), nn.Linear(32, self.num_actions))
             if mixin_name == "GaussianMixin":
                 self.log_std_parameter = nn.Parameter(torch.zeros(self.num_actions))
@@ -68,8 +72,10 @@ def rnn_models(rnn_type: str, mixin_name: str, output: str):
             states = inputs["rnn"]
             if self.training:  # sequences of the memory, the state zeroed where an episode ended inside one
                 rnn_input = observations.view(-1, self.sequence_length, observations.shape[-1])
-                states = [s.view(self.num_layers, -1, self.sequence_length, s.shape[-1])[:, :, 0, :].contiguous()
-                          for s in states]  # fmt: skip
+                states = [
+                    s.view(self.num_layers, -1, self.sequence_length, s.shape[-1])[:, :, 0, :].contiguous()
+                    for s in states
+                ]
                 terminated = inputs.get("terminated")
                 if terminated is not None and torch.any(terminated):
                     outputs = []
@@ -96,8 +102,9 @@ def rnn_models(rnn_type: str, mixin_name: str, output: str):
 
     class Value(skrl_models.DeterministicMixin, skrl_models.Model):
         def __init__(self, observation_space, action_space, device, num_envs):
-            skrl_models.Model.__init__(self, observation_space=observation_space, action_space=action_space,
-                                       device=device)  # fmt: skip
+            skrl_models.Model.__init__(
+                self, observation_space=observation_space, action_space=action_space, device=device
+            )
             skrl_models.DeterministicMixin.__init__(self)
             self.net = nn.Sequential(nn.Linear(self.num_observations, 32), nn.ReLU(), nn.Linear(32, 1))
 
@@ -121,13 +128,28 @@ def ppo_rnn_agent(rnn_type: str, env, directory, name: str = "", timesteps: int 
         "policy": policy(*spaces, env.device, env.num_envs),
         "value": value(*spaces, env.device, env.num_envs),
     }
-    cfg = PPO_CFG(rollouts=64, learning_epochs=2, mini_batches=2, learning_rate=1e-3,
-                  observation_preprocessor=RunningStandardScaler,
-                  observation_preprocessor_kwargs={"size": env.observation_space, "device": env.device},
-                  experiment={"directory": str(directory), "experiment_name": name, "write_interval": 0,
-                              "checkpoint_interval": timesteps})  # fmt: skip
-    return PPO_RNN(models=models, memory=RandomMemory(memory_size=64, num_envs=env.num_envs, device=env.device),
-                   observation_space=env.observation_space, action_space=env.action_space, device=env.device, cfg=cfg)  # fmt: skip
+    cfg = PPO_CFG(
+        rollouts=64,
+        learning_epochs=2,
+        mini_batches=2,
+        learning_rate=1e-3,
+        observation_preprocessor=RunningStandardScaler,
+        observation_preprocessor_kwargs={"size": env.observation_space, "device": env.device},
+        experiment={
+            "directory": str(directory),
+            "experiment_name": name,
+            "write_interval": 0,
+            "checkpoint_interval": timesteps,
+        },
+    )
+    return PPO_RNN(
+        models=models,
+        memory=RandomMemory(memory_size=64, num_envs=env.num_envs, device=env.device),
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        device=env.device,
+        cfg=cfg,
+    )
 
 
 def train(rnn_type: str, out: Path, name: str, timesteps: int = 512, num_envs: int = 4) -> tuple[Path, Path]:
@@ -140,8 +162,9 @@ def train(rnn_type: str, out: Path, name: str, timesteps: int = 512, num_envs: i
     set_seed(42)
     env = vec_env(env_id, num_envs)
     agent = ppo_rnn_agent(rnn_type, env, out / "torch" / env_id, name, timesteps=timesteps)
-    cfg = SequentialTrainerCfg(timesteps=timesteps, headless=True, disable_progressbar=True,
-                               close_environment_at_exit=False)  # fmt: skip
+    cfg = SequentialTrainerCfg(
+        timesteps=timesteps, headless=True, disable_progressbar=True, close_environment_at_exit=False
+    )
     SequentialTrainer(env=env, agents=agent, cfg=cfg).train()
     run = out / "torch" / env_id / name
     return run, run / "checkpoints" / f"agent_{timesteps}.pt"

@@ -263,8 +263,13 @@ def store(
         rb.add(obs[i], next_obs[i], actions[i], rewards[i], terminations[i])
 
 
-def epsilon_greedy_steps(args: DQNArgs | C51Args, envs: gym.vector.SyncVectorEnv, q_network: nn.Module,
-                         writer: SummaryWriter, rb: ReplayBuffer) -> Iterator[int]:  # fmt: skip
+def epsilon_greedy_steps(
+    args: DQNArgs | C51Args,
+    envs: gym.vector.SyncVectorEnv,
+    q_network: nn.Module,
+    writer: SummaryWriter,
+    rb: ReplayBuffer,
+) -> Iterator[int]:
     """CleanRL's DQN/C51 collection step: act epsilon-greedily, log, store; yields each global step."""
     obs, _ = envs.reset(seed=args.seed)
     after_done = np.zeros(envs.num_envs, dtype=bool)

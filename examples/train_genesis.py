@@ -26,8 +26,9 @@ import shutil
 from pathlib import Path
 
 
-def _train(task_cls, default_cfgs: list[dict], exp_name: str, logs: Path, num_envs: int, iterations: int,
-           seed: int) -> Path:  # fmt: skip
+def _train(
+    task_cls, default_cfgs: list[dict], exp_name: str, logs: Path, num_envs: int, iterations: int, seed: int
+) -> Path:
     from rsl_rl.runners import OnPolicyRunner
 
     from zoo.tasks.genesis import import_genesis

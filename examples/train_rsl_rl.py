@@ -50,8 +50,13 @@ KINDS = ("mlp", "lstm", "gru", "camera", "teacher", "student")
 #: The Gaussian every actor here acts through.
 GAUSSIAN = {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}
 #: The camera actor's CNN (BatchNorm after the first conv) and the groups it reads, in the config's order.
-CNN_CFG = {"output_channels": [4, 8], "kernel_size": 3, "stride": 2, "norm": ["batch", "none"],
-           "activation": "elu"}  # fmt: skip
+CNN_CFG = {
+    "output_channels": [4, 8],
+    "kernel_size": 3,
+    "stride": 2,
+    "norm": ["batch", "none"],
+    "activation": "elu",
+}
 CAMERA_GROUPS = ["velocity", "height", "camera"]
 
 
@@ -119,27 +124,52 @@ class _Plain(yaml.SafeDumper):
 
 def train_cfg(rnn_type: str | None) -> dict:
     """An rsl-rl-lib 5.x runner config (the dict Isaac Lab's ``RslRlOnPolicyRunnerCfg`` turns into)."""
-    actor = {"class_name": "RNNModel" if rnn_type else "MLPModel", "hidden_dims": [32, 32],
-             "activation": "elu", "obs_normalization": True, "distribution_cfg": GAUSSIAN}  # fmt: skip
+    actor = {
+        "class_name": "RNNModel" if rnn_type else "MLPModel",
+        "hidden_dims": [32, 32],
+        "activation": "elu",
+        "obs_normalization": True,
+        "distribution_cfg": GAUSSIAN,
+    }
     if rnn_type:
         actor.update(rnn_type=rnn_type, rnn_hidden_dim=16, rnn_num_layers=1 if rnn_type == "lstm" else 2)
     return {
-        "seed": 7, "num_steps_per_env": 32, "save_interval": 50, "clip_actions": None,
+        "seed": 7,
+        "num_steps_per_env": 32,
+        "save_interval": 50,
+        "clip_actions": None,
         "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
-        "algorithm": {"class_name": "PPO", "num_learning_epochs": 2, "num_mini_batches": 2,
-                      "learning_rate": 1e-3},
+        "algorithm": {
+            "class_name": "PPO",
+            "num_learning_epochs": 2,
+            "num_mini_batches": 2,
+            "learning_rate": 1e-3,
+        },
         "actor": actor,
-        "critic": {"class_name": "MLPModel", "hidden_dims": [32, 32], "activation": "elu",
-                   "obs_normalization": True},
-    }  # fmt: skip
+        "critic": {
+            "class_name": "MLPModel",
+            "hidden_dims": [32, 32],
+            "activation": "elu",
+            "obs_normalization": True,
+        },
+    }
 
 
 def camera_cfg() -> dict:
     """PPO with a ``CNNModel`` actor and critic on the camera groups."""
-    model = {"class_name": "CNNModel", "hidden_dims": [32, 32], "activation": "elu", "obs_normalization": True,
-             "cnn_cfg": CNN_CFG}  # fmt: skip
-    return {**train_cfg(None), "obs_groups": {"actor": CAMERA_GROUPS, "critic": CAMERA_GROUPS},
-            "actor": {**model, "distribution_cfg": GAUSSIAN}, "critic": model}  # fmt: skip
+    model = {
+        "class_name": "CNNModel",
+        "hidden_dims": [32, 32],
+        "activation": "elu",
+        "obs_normalization": True,
+        "cnn_cfg": CNN_CFG,
+    }
+    return {
+        **train_cfg(None),
+        "obs_groups": {"actor": CAMERA_GROUPS, "critic": CAMERA_GROUPS},
+        "actor": {**model, "distribution_cfg": GAUSSIAN},
+        "critic": model,
+    }
 
 
 def teacher_cfg() -> dict:
@@ -149,11 +179,21 @@ def teacher_cfg() -> dict:
 
 def student_cfg(rnn_type: str | None) -> dict:
     """rsl-rl-lib's ``Distillation`` of :func:`teacher_cfg`'s actor into a student reading the ``policy`` group."""
-    return {"seed": 7, "num_steps_per_env": 32, "save_interval": 50, "clip_actions": None,
-            "obs_groups": {"student": ["policy"], "teacher": ["privileged"]},
-            "algorithm": {"class_name": "Distillation", "num_learning_epochs": 2, "gradient_length": 16,
-                          "learning_rate": 1e-3},
-            "student": train_cfg(rnn_type)["actor"], "teacher": teacher_cfg()["actor"]}  # fmt: skip
+    return {
+        "seed": 7,
+        "num_steps_per_env": 32,
+        "save_interval": 50,
+        "clip_actions": None,
+        "obs_groups": {"student": ["policy"], "teacher": ["privileged"]},
+        "algorithm": {
+            "class_name": "Distillation",
+            "num_learning_epochs": 2,
+            "gradient_length": 16,
+            "learning_rate": 1e-3,
+        },
+        "student": train_cfg(rnn_type)["actor"],
+        "teacher": teacher_cfg()["actor"],
+    }
 
 
 def configure(kind: str) -> tuple[dict, GymVecEnv]:
@@ -170,8 +210,14 @@ def configure(kind: str) -> tuple[dict, GymVecEnv]:
     return cfg, env_class(env_id, 8, seed=cfg["seed"])
 
 
-def train(run_dir: Path, cfg: dict, env: GymVecEnv, checkpoints: int = 2, iterations: int = 2,
-          teacher: Path | None = None):  # fmt: skip
+def train(
+    run_dir: Path,
+    cfg: dict,
+    env: GymVecEnv,
+    checkpoints: int = 2,
+    iterations: int = 2,
+    teacher: Path | None = None,
+):
     """One run into ``run_dir``: its config files, then ``checkpoints`` times ``runner.learn(iterations)`` and
     ``runner.save`` (rsl_rl numbers a checkpoint by its last iteration, and a resumed ``learn`` repeats that one).
     A ``Distillation`` config loads ``teacher`` (a PPO checkpoint: rsl_rl loads its actor as the teacher only).
@@ -184,8 +230,9 @@ def train(run_dir: Path, cfg: dict, env: GymVecEnv, checkpoints: int = 2, iterat
     torch.manual_seed(cfg["seed"])
     distill = cfg["algorithm"]["class_name"] == "Distillation"
     with contextlib.redirect_stdout(io.StringIO()):  # the runner prints its models and a table per iteration
-        runner = (DistillationRunner if distill else OnPolicyRunner)(env, copy.deepcopy(cfg), log_dir=None,
-                                                                     device="cpu")  # fmt: skip
+        runner = (DistillationRunner if distill else OnPolicyRunner)(
+            env, copy.deepcopy(cfg), log_dir=None, device="cpu"
+        )
         if teacher is not None:
             runner.load(str(teacher))
     saved = []
@@ -207,8 +254,11 @@ def latest(run_dir: Path) -> Path | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("logs"), help="logs folder to write into [logs]")
-    parser.add_argument("--kinds", default="mlp,lstm,gru",
-                        help=f"comma-separated actors to train, of {','.join(KINDS)} [mlp,lstm,gru]")  # fmt: skip
+    parser.add_argument(
+        "--kinds",
+        default="mlp,lstm,gru",
+        help=f"comma-separated actors to train, of {','.join(KINDS)} [mlp,lstm,gru]",
+    )
     parser.add_argument("--checkpoints", type=int, default=2, help="checkpoints per run [2]")
     parser.add_argument("--iterations", type=int, default=2, help="PPO iterations before each checkpoint [2]")
     parser.add_argument(

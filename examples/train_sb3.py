@@ -22,17 +22,34 @@ import argparse
 from pathlib import Path
 
 ALGOS = {  # rl_zoo3's name: (module, class)
-    "a2c": ("stable_baselines3", "A2C"), "ddpg": ("stable_baselines3", "DDPG"), "dqn": ("stable_baselines3", "DQN"),
-    "ppo": ("stable_baselines3", "PPO"), "sac": ("stable_baselines3", "SAC"), "td3": ("stable_baselines3", "TD3"),
-    "ars": ("sb3_contrib", "ARS"), "crossq": ("sb3_contrib", "CrossQ"), "ppo_lstm": ("sb3_contrib", "RecurrentPPO"),
-    "ppo_mask": ("sb3_contrib", "MaskablePPO"), "qrdqn": ("sb3_contrib", "QRDQN"), "tqc": ("sb3_contrib", "TQC"),
+    "a2c": ("stable_baselines3", "A2C"),
+    "ddpg": ("stable_baselines3", "DDPG"),
+    "dqn": ("stable_baselines3", "DQN"),
+    "ppo": ("stable_baselines3", "PPO"),
+    "sac": ("stable_baselines3", "SAC"),
+    "td3": ("stable_baselines3", "TD3"),
+    "ars": ("sb3_contrib", "ARS"),
+    "crossq": ("sb3_contrib", "CrossQ"),
+    "ppo_lstm": ("sb3_contrib", "RecurrentPPO"),
+    "ppo_mask": ("sb3_contrib", "MaskablePPO"),
+    "qrdqn": ("sb3_contrib", "QRDQN"),
+    "tqc": ("sb3_contrib", "TQC"),
     "trpo": ("sb3_contrib", "TRPO"),
-}  # fmt: skip
+}
 #: Settings that let a few hundred steps train at all (the off-policy algorithms start learning after 100).
-SHORT = {"dqn": {"learning_starts": 100}, "qrdqn": {"learning_starts": 100}, "sac": {"learning_starts": 100},
-         "td3": {"learning_starts": 100}, "ddpg": {"learning_starts": 100}, "tqc": {"learning_starts": 100},
-         "crossq": {"learning_starts": 100}, "ppo": {"n_steps": 128}, "ppo_lstm": {"n_steps": 128},
-         "ppo_mask": {"n_steps": 128}, "trpo": {"n_steps": 128}}  # fmt: skip
+SHORT = {
+    "dqn": {"learning_starts": 100},
+    "qrdqn": {"learning_starts": 100},
+    "sac": {"learning_starts": 100},
+    "td3": {"learning_starts": 100},
+    "ddpg": {"learning_starts": 100},
+    "tqc": {"learning_starts": 100},
+    "crossq": {"learning_starts": 100},
+    "ppo": {"n_steps": 128},
+    "ppo_lstm": {"n_steps": 128},
+    "ppo_mask": {"n_steps": 128},
+    "trpo": {"n_steps": 128},
+}
 
 
 def train(algo: str, env_id: str, steps: int, seed: int, out: Path, normalize: bool = False) -> Path:

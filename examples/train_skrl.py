@@ -68,12 +68,21 @@ def mlp(input_: str = "OBSERVATIONS", layers: tuple = (32, 32), activations: str
 
 def gaussian_policy(network: list[dict] | None = None, output: str = "ACTIONS") -> dict:
     """skrl's ``GaussianMixin`` policy as Isaac Lab's skrl configs write it (state-independent log std)."""
-    return {"class": "GaussianMixin", "clip_actions": False, "clip_log_std": True, "min_log_std": -20.0,
-            "max_log_std": 2.0, "initial_log_std": 0.0, "network": network or mlp(), "output": output}  # fmt: skip
+    return {
+        "class": "GaussianMixin",
+        "clip_actions": False,
+        "clip_log_std": True,
+        "min_log_std": -20.0,
+        "max_log_std": 2.0,
+        "initial_log_std": 0.0,
+        "network": network or mlp(),
+        "output": output,
+    }
 
 
-def ppo_cfg(policy: dict, *, value_network: list | None = None, timesteps: int = 512, separate: bool = True,
-            **agent) -> dict:  # fmt: skip
+def ppo_cfg(
+    policy: dict, *, value_network: list | None = None, timesteps: int = 512, separate: bool = True, **agent
+) -> dict:
     """An skrl Runner config for PPO (what Isaac Lab dumps to params/agent.yaml), ``agent`` keys overridden."""
     value = {
         "class": "DeterministicMixin",
@@ -86,49 +95,88 @@ def ppo_cfg(policy: dict, *, value_network: list | None = None, timesteps: int =
         "models": {"separate": separate, "policy": policy, "value": value},
         "memory": {"class": "RandomMemory", "memory_size": -1},
         "agent": {
-            "class": "PPO", "rollouts": 64, "learning_epochs": 4, "mini_batches": 2, "learning_rate": 1.0e-3,
-            "observation_preprocessor": "RunningStandardScaler", "observation_preprocessor_kwargs": None,
-            "value_preprocessor": "RunningStandardScaler", "value_preprocessor_kwargs": None,
-            "experiment": {"write_interval": 64, "checkpoint_interval": timesteps}, **agent,
+            "class": "PPO",
+            "rollouts": 64,
+            "learning_epochs": 4,
+            "mini_batches": 2,
+            "learning_rate": 1.0e-3,
+            "observation_preprocessor": "RunningStandardScaler",
+            "observation_preprocessor_kwargs": None,
+            "value_preprocessor": "RunningStandardScaler",
+            "value_preprocessor_kwargs": None,
+            "experiment": {"write_interval": 64, "checkpoint_interval": timesteps},
+            **agent,
         },
-        "trainer": {"class": "SequentialTrainer", "timesteps": timesteps, "headless": True,
-                    "disable_progressbar": True, "close_environment_at_exit": False},
-    }  # fmt: skip
+        "trainer": {
+            "class": "SequentialTrainer",
+            "timesteps": timesteps,
+            "headless": True,
+            "disable_progressbar": True,
+            "close_environment_at_exit": False,
+        },
+    }
 
 
-CATEGORICAL = {"class": "CategoricalMixin", "unnormalized_log_prob": True,
-               "network": mlp(activations="relu"), "output": "ACTIONS"}  # fmt: skip
-MULTIVARIATE = {"class": "MultivariateGaussianMixin", "clip_actions": False, "clip_log_std": True,
-                "min_log_std": -20.0, "max_log_std": 2.0, "initial_log_std": 0.0,
-                "network": mlp(layers=(32,), activations="tanh"), "output": "2 * tanh(ACTIONS)"}  # fmt: skip
+CATEGORICAL = {
+    "class": "CategoricalMixin",
+    "unnormalized_log_prob": True,
+    "network": mlp(activations="relu"),
+    "output": "ACTIONS",
+}
+MULTIVARIATE = {
+    "class": "MultivariateGaussianMixin",
+    "clip_actions": False,
+    "clip_log_std": True,
+    "min_log_std": -20.0,
+    "max_log_std": 2.0,
+    "initial_log_std": 0.0,
+    "network": mlp(layers=(32,), activations="tanh"),
+    "output": "2 * tanh(ACTIONS)",
+}
 
 
 def asymmetric_cfg(timesteps: int = 512) -> dict:
     """The asymmetric actor-critic: the critic reads the privileged STATES through its own scaler, the policy
     reads OBSERVATIONS unscaled."""
     policy = {**MULTIVARIATE, "class": "GaussianMixin", "network": mlp()}
-    return ppo_cfg(policy, value_network=mlp("STATES"), timesteps=timesteps, observation_preprocessor=None,
-                   state_preprocessor="RunningStandardScaler", state_preprocessor_kwargs=None)  # fmt: skip
+    return ppo_cfg(
+        policy,
+        value_network=mlp("STATES"),
+        timesteps=timesteps,
+        observation_preprocessor=None,
+        state_preprocessor="RunningStandardScaler",
+        state_preprocessor_kwargs=None,
+    )
 
 
 #: Isaac Lab's skrl camera configs' shape: a ``features_extractor`` container permutes the NHWC images to NCHW and
 #: runs ``conv2d`` layers and ``flatten``, a ``net`` container of linear layers follows; one shared policy/value.
 CNN_NETWORK = [
-    {"name": "features_extractor", "input": "permute(OBSERVATIONS, (0, 3, 1, 2))",
-     "layers": [{"conv2d": {"out_channels": 8, "kernel_size": 3, "stride": 2, "padding": 0}},
-                {"conv2d": {"out_channels": 8, "kernel_size": 3, "stride": 1, "padding": 1}}, "flatten"],
-     "activations": "relu"},
+    {
+        "name": "features_extractor",
+        "input": "permute(OBSERVATIONS, (0, 3, 1, 2))",
+        "layers": [
+            {"conv2d": {"out_channels": 8, "kernel_size": 3, "stride": 2, "padding": 0}},
+            {"conv2d": {"out_channels": 8, "kernel_size": 3, "stride": 1, "padding": 1}},
+            "flatten",
+        ],
+        "activations": "relu",
+    },
     {"name": "net", "input": "features_extractor", "layers": [32], "activations": "elu"},
-]  # fmt: skip
+]
 #: The kinds in Isaac Lab's layout: (env id, the Runner config for ``timesteps``).
 KINDS = {
     "gaussian": ("Pendulum-v1", lambda t: ppo_cfg(gaussian_policy(output="2 * tanh(ACTIONS)"), timesteps=t)),
     "multivariate": ("Pendulum-v1", lambda t: ppo_cfg(MULTIVARIATE, timesteps=t)),
     "categorical": ("CartPole-v1", lambda t: ppo_cfg(CATEGORICAL, timesteps=t)),
     "asymmetric": ("Pendulum-v1", asymmetric_cfg),
-    "cnn": ("PixelTarget-v0", lambda t: ppo_cfg(gaussian_policy(CNN_NETWORK), value_network=CNN_NETWORK,
-                                                separate=False, timesteps=t)),
-}  # fmt: skip
+    "cnn": (
+        "PixelTarget-v0",
+        lambda t: ppo_cfg(
+            gaussian_policy(CNN_NETWORK), value_network=CNN_NETWORK, separate=False, timesteps=t
+        ),
+    ),
+}
 #: The kinds in skrl's own layout, ``PPO_RNN`` (examples/skrl_rnn.py).
 RNN_KINDS = ("gru", "lstm")
 
@@ -161,8 +209,9 @@ def configure(kind: str, timesteps: int = 512) -> tuple[str, dict, type | None]:
         import pixel_target  # noqa: F401 - registers the env; this folder is on the path when run as a script
     env_id, cfg = KINDS[kind]
     cfg = cfg(timesteps)
-    cfg["agent"]["experiment"].update(write_interval=max(1, timesteps // 10),
-                                      checkpoint_interval=max(1, timesteps // 4))  # fmt: skip
+    cfg["agent"]["experiment"].update(
+        write_interval=max(1, timesteps // 10), checkpoint_interval=max(1, timesteps // 4)
+    )
     return env_id, cfg, privileged_pendulum() if kind == "asymmetric" else None
 
 

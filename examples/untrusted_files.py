@@ -132,8 +132,20 @@ def _evasion_pickle() -> bytes:
     def text(value: str) -> bytes:  # SHORT_BINUNICODE
         return b"\x8c" + bytes([len(value.encode())]) + value.encode()
 
-    return (b"\x80\x04" + text("posix") + text("system") + text("collections") + b"0" + text("OrderedDict") + b"0"
-            + b"\x93" + text(PAYLOAD) + b"\x85" + b"R" + b".")  # fmt: skip
+    return (
+        b"\x80\x04"
+        + text("posix")
+        + text("system")
+        + text("collections")
+        + b"0"
+        + text("OrderedDict")
+        + b"0"
+        + b"\x93"
+        + text(PAYLOAD)
+        + b"\x85"
+        + b"R"
+        + b"."
+    )
 
 
 def _flipped(src: Path, dst: Path, member: str) -> Path:
@@ -157,16 +169,28 @@ def broken(out: Path) -> list[Path]:
     import shutil
 
     good = next((EXAMPLES / "runs").glob("CartPole-v1__dqn__*")) / "dqn.cleanrl_model"
-    runs = {name: out / name for name in (
-        "Acrobot-v1__dqn__1__1796031200", "CartPole-v1__dqn__2__1796031000", "CartPole-v1__dqn__3__1796031100",
-        "CartPole-v1__c51__4__1796031300", "CartPole-v1__ddqn__1__1796031500", "CartPole-v1__dqn__6__1796031600",
-        "CartPole-v1__dqn__8__1796031800", "CartPole-v1__dqn__9__1796031900", "CartPole-v1__dqn__10__1796032000")}  # fmt: skip
+    runs = {
+        name: out / name
+        for name in (
+            "Acrobot-v1__dqn__1__1796031200",
+            "CartPole-v1__dqn__2__1796031000",
+            "CartPole-v1__dqn__3__1796031100",
+            "CartPole-v1__c51__4__1796031300",
+            "CartPole-v1__ddqn__1__1796031500",
+            "CartPole-v1__dqn__6__1796031600",
+            "CartPole-v1__dqn__8__1796031800",
+            "CartPole-v1__dqn__9__1796031900",
+            "CartPole-v1__dqn__10__1796032000",
+        )
+    }
     for run in runs.values():
         run.mkdir(parents=True, exist_ok=True)
-    written = [shutil.copy(good, out / "dqn.cleanrl_model"),
-               shutil.copy(good, runs["Acrobot-v1__dqn__1__1796031200"] / "dqn.cleanrl_model"),
-               shutil.copy(good, runs["CartPole-v1__c51__4__1796031300"] / "dqn.cleanrl_model"),
-               shutil.copy(good, runs["CartPole-v1__ddqn__1__1796031500"] / "ddqn.cleanrl_model")]  # fmt: skip
+    written = [
+        shutil.copy(good, out / "dqn.cleanrl_model"),
+        shutil.copy(good, runs["Acrobot-v1__dqn__1__1796031200"] / "dqn.cleanrl_model"),
+        shutil.copy(good, runs["CartPole-v1__c51__4__1796031300"] / "dqn.cleanrl_model"),
+        shutil.copy(good, runs["CartPole-v1__ddqn__1__1796031500"] / "ddqn.cleanrl_model"),
+    ]
     truncated = runs["CartPole-v1__dqn__2__1796031000"] / "dqn.cleanrl_model"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     events = next(good.parent.glob("events.out.tfevents.*"))  # a run that logged, and saved no model
@@ -245,9 +269,13 @@ def loaders(out: Path) -> list[Path]:
     written = [
         planted,
         _edit_sb3_zip(clean, out / "hub" / "ppo-CartPole-v1.zip", drop="policy.optimizer.pth"),
-        _edit_sb3_zip(clean, out / "old" / "ppo-CartPole-v1.zip", version="1.6.2",
-                      data={key: _serialized(constant, cloudpickle.dumps) for key in ("lr_schedule", "clip_range")}),
-    ]  # fmt: skip
+        _edit_sb3_zip(
+            clean,
+            out / "old" / "ppo-CartPole-v1.zip",
+            version="1.6.2",
+            data={key: _serialized(constant, cloudpickle.dumps) for key in ("lr_schedule", "clip_range")},
+        ),
+    ]
     cut = out / "hub" / "a2c-CartPole-v1.zip"  # a download that stopped inside the first entry
     cut.write_bytes(clean[:8192])
     return [*written, cut, tagged]
@@ -333,8 +361,14 @@ def sb3_broken(tree: Path) -> list[Path]:
     import torch
 
     model, run = tree / "hub" / "ppo-CartPole-v1.zip", tree / "logs" / "ppo" / "Pendulum-v1_1"
-    runs = {name: shutil.copytree(run, tree / name) for name in (
-        "bad/logs/ppo/Pendulum-v1_1", "damaged/logs/ppo/Pendulum-v1_2", "damaged/logs/ppo/Pendulum-v1_3")}  # fmt: skip
+    runs = {
+        name: shutil.copytree(run, tree / name)
+        for name in (
+            "bad/logs/ppo/Pendulum-v1_1",
+            "damaged/logs/ppo/Pendulum-v1_2",
+            "damaged/logs/ppo/Pendulum-v1_3",
+        )
+    }
     unsafe_stats = runs["bad/logs/ppo/Pendulum-v1_1"] / "Pendulum-v1" / "vecnormalize.pkl"
     unsafe_stats.write_bytes(pickle.dumps(RunsACommand(), protocol=4))
     bomb = _model_zip(runs["damaged/logs/ppo/Pendulum-v1_2"])
@@ -371,15 +405,27 @@ def skrl(out: Path) -> list[Path]:
 
     checkpoint = out / "logs/skrl/Pendulum-v1/2026-11-30_12-00-00_ppo_torch/checkpoints/agent_2000.pt"
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    modules = {"policy": {"net_container.0.weight": torch.zeros(32, 3)}, "observation_preprocessor": {
-        "running_mean": torch.zeros(3), "payload": RunsACommand()}}  # fmt: skip
+    modules = {
+        "policy": {"net_container.0.weight": torch.zeros(32, 3)},
+        "observation_preprocessor": {"running_mean": torch.zeros(3), "payload": RunsACommand()},
+    }
     torch.save(modules, checkpoint)
     return [checkpoint]
 
 
-KINDS = {"pickles": pickles, "cleanrl": cleanrl, "broken": broken, "diverged": diverged, "loaders": loaders,
-         "rl_zoo3": rl_zoo3, "no-optimizer": no_optimizer, "sb3": sb3, "sb3-broken": sb3_broken, "rsl_rl": rsl_rl,
-         "skrl": skrl}  # fmt: skip
+KINDS = {
+    "pickles": pickles,
+    "cleanrl": cleanrl,
+    "broken": broken,
+    "diverged": diverged,
+    "loaders": loaders,
+    "rl_zoo3": rl_zoo3,
+    "no-optimizer": no_optimizer,
+    "sb3": sb3,
+    "sb3-broken": sb3_broken,
+    "rsl_rl": rsl_rl,
+    "skrl": skrl,
+}
 
 
 def main() -> None:

@@ -14,14 +14,39 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 #: Fixtures that train with a real library (seconds to minutes each): their tests are marked ``trains``.
-TRAINING_FIXTURES = frozenset({
-    "models", "trained", "train_examples", "trained_runs", "dqn_real_run", "c51_run", "seeds",
-    "skrl_runs", "skrl_reference", "skrl_kind_runs", "skrl_rnn_runs", "skrl_cnn_run",
-    "rsl_cnn_run", "rsl_distilled",
-    "rlzoo_runs", "atari_reference", "contrib_run", "contrib_models",
-    "pendulum_runs", "skrl_pendulum", "sb3_run", "go2_run", "short_run", "skrl_go2_run", "genesis_hover_run",
-    "mismatch_runs", "release_runs", "retrained_dqn", "sb3_releases",
-})  # fmt: skip
+TRAINING_FIXTURES = frozenset(
+    {
+        "models",
+        "trained",
+        "train_examples",
+        "trained_runs",
+        "dqn_real_run",
+        "c51_run",
+        "seeds",
+        "skrl_runs",
+        "skrl_reference",
+        "skrl_kind_runs",
+        "skrl_rnn_runs",
+        "skrl_cnn_run",
+        "rsl_cnn_run",
+        "rsl_distilled",
+        "rlzoo_runs",
+        "atari_reference",
+        "contrib_run",
+        "contrib_models",
+        "pendulum_runs",
+        "skrl_pendulum",
+        "sb3_run",
+        "go2_run",
+        "short_run",
+        "skrl_go2_run",
+        "genesis_hover_run",
+        "mismatch_runs",
+        "release_runs",
+        "retrained_dqn",
+        "sb3_releases",
+    }
+)
 
 
 def pytest_collection_modifyitems(items):

@@ -157,8 +157,10 @@ def _console(lines: list[str], start: int, end: int, indent: str, page: str) -> 
     while i < end:
         text = _dedent(lines[i], indent)
         if not text.startswith("$ "):
-            raise PageError(f"{page}:{i + 1}: a console block's lines are commands ($ ...) and what they print; "
-                            f"this one comes before any command: {text!r}")  # fmt: skip
+            raise PageError(
+                f"{page}:{i + 1}: a console block's lines are commands ($ ...) and what they print; "
+                f"this one comes before any command: {text!r}"
+            )
         command, i = _command(lines, i, end, indent, "$ ")
         out_start = i
         while i < end and not _dedent(lines[i], indent).startswith("$ "):
@@ -171,10 +173,18 @@ def _console(lines: list[str], start: int, end: int, indent: str, page: str) -> 
             steps[-1].exit = int(numbers[0])
             steps[-1].exit_line = next(j for j in range(out_start, i) if lines[j].strip())
             continue
-        step = Step(page, out_start - (command.count("\n") + 1) + 1, "shell", command, shown,
-                    exit=None if any(s.startswith("error:") for s in shown) else 0,
-                    not_run=_not_run(command), background=_is_background(command),
-                    shown_span=(out_start, i), indent=indent)  # fmt: skip
+        step = Step(
+            page,
+            out_start - (command.count("\n") + 1) + 1,
+            "shell",
+            command,
+            shown,
+            exit=None if any(s.startswith("error:") for s in shown) else 0,
+            not_run=_not_run(command),
+            background=_is_background(command),
+            shown_span=(out_start, i),
+            indent=indent,
+        )
         steps.append(step)
     return steps
 
@@ -189,8 +199,17 @@ def _bash(lines: list[str], start: int, end: int, indent: str, page: str) -> lis
             continue
         line = i + 1
         command, i = _command(lines, i, end, indent, "")
-        steps.append(Step(page, line, "shell", command.strip(), not_run=_not_run(command),
-                          background=_is_background(command.strip()), indent=indent))  # fmt: skip
+        steps.append(
+            Step(
+                page,
+                line,
+                "shell",
+                command.strip(),
+                not_run=_not_run(command),
+                background=_is_background(command.strip()),
+                indent=indent,
+            )
+        )
     return steps
 
 
@@ -202,8 +221,10 @@ def parse(page: Path) -> list[Step]:
     steps: list[Step] = []
     for n, (lang, start, end, indent) in enumerate(blocks):
         if lang == "":
-            raise PageError(f"{name}:{start}: a fenced block without a language: say console, bash, python or "
-                            "text (a usage synopsis is text)")  # fmt: skip
+            raise PageError(
+                f"{name}:{start}: a fenced block without a language: say console, bash, python or "
+                "text (a usage synopsis is text)"
+            )
         body = [_dedent(line, indent) for line in lines[start:end]]
         if lang != "console" and any(b.startswith("$ ") for b in body):
             raise PageError(
@@ -224,8 +245,10 @@ def _python(lines: list[str], blocks: list[tuple[str, int, int, str]], n: int, p
     first = code.splitlines()[0] if code.strip() else ""
     if excerpt := _EXCERPT.match(first):
         if not (REPO / excerpt["path"]).is_file():
-            raise PageError(f"{page}:{start + 1}: the block shows {excerpt['path']}, which is not in the repo; "
-                            "code to adapt starts with `# fragment: ...`")  # fmt: skip
+            raise PageError(
+                f"{page}:{start + 1}: the block shows {excerpt['path']}, which is not in the repo; "
+                "code to adapt starts with `# fragment: ...`"
+            )
         return Step(page, start + 1, "excerpt", code, not_run=None)
     step = Step(
         page,
@@ -311,8 +334,16 @@ class Shell:
 
     def __init__(self, cwd: Path, env: dict[str, str], work: Path):
         self.work, self.count = work, 0
-        self.proc = subprocess.Popen(["bash", "--noprofile", "--norc"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, cwd=cwd, env=env, text=True, start_new_session=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            ["bash", "--noprofile", "--norc"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+            text=True,
+            start_new_session=True,
+        )
 
     def _files(self) -> tuple[Path, Path]:
         self.count += 1
@@ -337,8 +368,10 @@ class Shell:
         """(exit status, output); status None: a hang (past ``timeout``) or the session ended."""
         out, status = self._files()
         q_out, q_status = shlex.quote(str(out)), shlex.quote(str(status))
-        self._send(f"{{\n{command}\n}} >{q_out} 2>&1 </dev/null\n"
-                   f"__rc=$?; echo $__rc >{q_status}.tmp; mv {q_status}.tmp {q_status}; (exit $__rc)\n")  # fmt: skip
+        self._send(
+            f"{{\n{command}\n}} >{q_out} 2>&1 </dev/null\n"
+            f"__rc=$?; echo $__rc >{q_status}.tmp; mv {q_status}.tmp {q_status}; (exit $__rc)\n"
+        )
         done = self._wait_file(status, timeout)
         output = out.read_text(errors="replace") if out.exists() else ""
         if not done:
@@ -350,8 +383,10 @@ class Shell:
         if re.search(r"[;&|]", command.split("#")[0]):
             return None, Path(), "a background command must be one simple command"
         out, pid_file = self._files()
-        self._send(f"{command.split(' #')[0]} >{shlex.quote(str(out))} 2>&1 </dev/null &\n"
-                   f"echo $! >{shlex.quote(str(pid_file))}.tmp; mv {shlex.quote(str(pid_file))}.tmp {shlex.quote(str(pid_file))}\n")  # fmt: skip
+        self._send(
+            f"{command.split(' #')[0]} >{shlex.quote(str(out))} 2>&1 </dev/null &\n"
+            f"echo $! >{shlex.quote(str(pid_file))}.tmp; mv {shlex.quote(str(pid_file))}.tmp {shlex.quote(str(pid_file))}\n"
+        )
         if not self._wait_file(pid_file, 30):
             return None, out, "the shell did not start it"
         pid = int(pid_file.read_text())
@@ -419,8 +454,13 @@ class LocalHub:
     """``zoo hub serve --port 0`` on a copy of ``store`` (open access), for a page that uses the network."""
 
     def __init__(self, root: Path, env: dict[str, str]):
-        self.proc = subprocess.Popen([sys.executable, "-m", "zoo", "hub", "serve", "--root", str(root), "--port", "0"],
-                                     stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=_with_zoo(env), text=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "zoo", "hub", "serve", "--root", str(root), "--port", "0"],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=_with_zoo(env),
+            text=True,
+        )
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             if match := re.search(r"at (http://127\.0\.0\.1:\d+)", line):
@@ -441,9 +481,25 @@ def seed_hub(store: Path, env: dict[str, str]) -> None:
     try:
         for repo_id, run in HUB_SEED:
             shutil.copytree(REPO / "examples" / "runs" / run, work / run)
-            subprocess.run([sys.executable, "-m", "zoo", "push", str(work / run), "--repo-id", repo_id, "--yes",
-                            "--episodes", "10", "--stage-dir", str(work / "stage")],
-                           env=_with_zoo(dict(env, HF_ENDPOINT=hub.url)), check=True, capture_output=True)  # fmt: skip
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "zoo",
+                    "push",
+                    str(work / run),
+                    "--repo-id",
+                    repo_id,
+                    "--yes",
+                    "--episodes",
+                    "10",
+                    "--stage-dir",
+                    str(work / "stage"),
+                ],
+                env=_with_zoo(dict(env, HF_ENDPOINT=hub.url)),
+                check=True,
+                capture_output=True,
+            )
     finally:
         hub.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -452,10 +508,15 @@ def seed_hub(store: Path, env: dict[str, str]) -> None:
 def base_env(tmp: Path) -> dict[str, str]:
     dropped = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT", "COLUMNS", "PYTHONPATH")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
-    env.update(HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(tmp / "hf-home"),
-               ZOO_CACHE_DIR=str(tmp / "zoo-cache"), MUJOCO_GL=env.get("MUJOCO_GL", "egl"),
-               PATH=os.pathsep.join([str(tmp / "bin"), str(Path(sys.executable).parent), env.get("PATH", "")]),
-               PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
+    env.update(
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HOME=str(tmp / "hf-home"),
+        ZOO_CACHE_DIR=str(tmp / "zoo-cache"),
+        MUJOCO_GL=env.get("MUJOCO_GL", "egl"),
+        PATH=os.pathsep.join([str(tmp / "bin"), str(Path(sys.executable).parent), env.get("PATH", "")]),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     return env
 
 
@@ -482,9 +543,12 @@ class PageRun:
             with open(tmp / "fork-server.log", "wb") as log:
                 self.fork_server = subprocess.Popen(
                     [sys.executable, str(FORK_SERVER), "serve", str(self.sockets / "s"), str(REPO)],
-                    env=_with_zoo(self.env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                    env=_with_zoo(self.env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
                     start_new_session=True,
-                )  # fmt: skip
+                )
         _shims(tmp / "bin", self.sockets / "s" if self.sockets else None)
         self.shown_ports: dict[str, str] = {}
         self.hub: LocalHub | None = None
@@ -592,8 +656,9 @@ class PageRun:
         blocks.write_text(json.dumps([{"code": s.text, "where": s.where} for s in group]))
         (self.tmp / "shell" / "driver.py").write_text(_PY_DRIVER)
         driver = self.tmp / "shell" / "driver.py"
-        status, output = shell.run(f"python {shlex.quote(str(driver))} {shlex.quote(str(blocks))} "
-                                   f"{shlex.quote(str(results))}")  # fmt: skip
+        status, output = shell.run(
+            f"python {shlex.quote(str(driver))} {shlex.quote(str(blocks))} {shlex.quote(str(results))}"
+        )
         done = json.loads(results.read_text()) if results.exists() else []
         outcomes = []
         for k, step in enumerate(group):
@@ -645,8 +710,10 @@ def record(page: Path, outcomes: list[Outcome]) -> str:
         if step.not_run is not None or outcome.exit is None or step.shown_span is None or step.background:
             continue
         elided = [line for line in step.shown if "…" in line]  # kept where they match: the page elides there
-        printed = [step.indent + next((e for e in elided if matches(e, line)), line).rstrip()
-                   for line in outcome.output.rstrip("\n").splitlines()]  # fmt: skip
+        printed = [
+            step.indent + next((e for e in elided if matches(e, line)), line).rstrip()
+            for line in outcome.output.rstrip("\n").splitlines()
+        ]
         says_error = any(line.startswith("error:") for line in outcome.output.splitlines())
         if step.exit_line is not None:
             edits.append((step.exit_line, step.exit_line + 1, [step.indent + str(outcome.exit)]))

@@ -95,21 +95,44 @@ def _sb3(root: Path) -> tuple[Seed, Seed]:
 
 _SKRL_CFG = {
     "seed": 42,
-    "models": {"separate": True,
-               "policy": {"class": "GaussianMixin", "clip_actions": False, "clip_log_std": True, "min_log_std": -20.0,
-                          "max_log_std": 2.0, "initial_log_std": 0.0,
-                          "network": [{"name": "net", "input": "OBSERVATIONS", "layers": [16], "activations": "elu"}],
-                          "output": "2 * tanh(ACTIONS)"},
-               "value": {"class": "DeterministicMixin", "clip_actions": False,
-                         "network": [{"name": "net", "input": "OBSERVATIONS", "layers": [16], "activations": "elu"}],
-                         "output": "ONE"}},
+    "models": {
+        "separate": True,
+        "policy": {
+            "class": "GaussianMixin",
+            "clip_actions": False,
+            "clip_log_std": True,
+            "min_log_std": -20.0,
+            "max_log_std": 2.0,
+            "initial_log_std": 0.0,
+            "network": [{"name": "net", "input": "OBSERVATIONS", "layers": [16], "activations": "elu"}],
+            "output": "2 * tanh(ACTIONS)",
+        },
+        "value": {
+            "class": "DeterministicMixin",
+            "clip_actions": False,
+            "network": [{"name": "net", "input": "OBSERVATIONS", "layers": [16], "activations": "elu"}],
+            "output": "ONE",
+        },
+    },
     "memory": {"class": "RandomMemory", "memory_size": -1},
-    "agent": {"class": "PPO", "rollouts": 16, "learning_epochs": 1, "mini_batches": 1, "learning_rate": 1e-3,
-              "observation_preprocessor": "RunningStandardScaler", "observation_preprocessor_kwargs": None,
-              "experiment": {"write_interval": 0, "checkpoint_interval": 32}},
-    "trainer": {"class": "SequentialTrainer", "timesteps": 32, "headless": True, "disable_progressbar": True,
-                "close_environment_at_exit": False},
-}  # fmt: skip
+    "agent": {
+        "class": "PPO",
+        "rollouts": 16,
+        "learning_epochs": 1,
+        "mini_batches": 1,
+        "learning_rate": 1e-3,
+        "observation_preprocessor": "RunningStandardScaler",
+        "observation_preprocessor_kwargs": None,
+        "experiment": {"write_interval": 0, "checkpoint_interval": 32},
+    },
+    "trainer": {
+        "class": "SequentialTrainer",
+        "timesteps": 32,
+        "headless": True,
+        "disable_progressbar": True,
+        "close_environment_at_exit": False,
+    },
+}
 
 
 def _skrl(root: Path) -> Seed:
@@ -256,8 +279,14 @@ def zip_structure(data: bytes, rng: random.Random) -> bytes:
     elif how == 1:
         entries.insert(rng.randrange(len(entries) + 1), (info, content))
     elif how == 2:
-        renamed = rng.choice([info.filename.upper(), "other/" + info.filename, info.filename.split("/", 1)[-1],
-                              info.filename + "x"])  # fmt: skip
+        renamed = rng.choice(
+            [
+                info.filename.upper(),
+                "other/" + info.filename,
+                info.filename.split("/", 1)[-1],
+                info.filename + "x",
+            ]
+        )
         entries[i] = (renamed, content)
     elif how == 3:
         rng.shuffle(entries)
@@ -445,14 +474,24 @@ def mutators(fmt: str, canary_dir: Path) -> list[tuple[str, Callable[[bytes, ran
     """``(name, mutate)`` for one format: its generic byte mutations, its structural ones, every payload."""
     found: list[tuple[str, Callable[[bytes, random.Random], bytes]]] = [(m.__name__, m) for m in BYTES]
     if fmt in ("cleanrl", "skrl", "rsl_rl", "sb3"):
-        found += [("zip_entry_content", zip_entry_content), ("zip_structure", zip_structure),
-                  ("zip_framing", zip_framing), ("in_place_entry_flip", in_place_entry_flip)]  # fmt: skip
+        found += [
+            ("zip_entry_content", zip_entry_content),
+            ("zip_structure", zip_structure),
+            ("zip_framing", zip_framing),
+            ("in_place_entry_flip", in_place_entry_flip),
+        ]
     if fmt in ("cleanrl", "skrl", "rsl_rl"):
-        found += [("torch_pickle", torch_pickle), ("torch_storage", torch_storage),
-                  ("zip_bomb", lambda d, r: zip_bomb(d, r, "data.pkl"))]  # fmt: skip
+        found += [
+            ("torch_pickle", torch_pickle),
+            ("torch_storage", torch_storage),
+            ("zip_bomb", lambda d, r: zip_bomb(d, r, "data.pkl")),
+        ]
     if fmt == "sb3":
-        found += [("sb3_json", sb3_json), ("sb3_policy", sb3_policy),
-                  ("zip_bomb", lambda d, r: zip_bomb(d, r, "data"))]  # fmt: skip
+        found += [
+            ("sb3_json", sb3_json),
+            ("sb3_policy", sb3_policy),
+            ("zip_bomb", lambda d, r: zip_bomb(d, r, "data")),
+        ]
     if fmt in ("cleanrl-legacy", "vecnormalize", "cfgs"):
         found += [("pickle_opcodes", pickle_opcodes)] * 2 + [("pickle_values", pickle_values)] * 3
     for payload in payloads(canary_dir):
@@ -609,8 +648,11 @@ def run_case(seed: Seed, number: int, canary_dir: Path, registry=None) -> Outcom
             if stray or len(lines) > 2:
                 outcome.stray = "; ".join(stray or lines)[:300]
             if reports:
-                report = next(r for r in reports if r["run"]["model_file"] in (str(seed.target), None)
-                              or r["run"]["path"] == str(seed.run))  # fmt: skip
+                report = next(
+                    r
+                    for r in reports
+                    if r["run"]["model_file"] in (str(seed.target), None) or r["run"]["path"] == str(seed.run)
+                )
                 outcome.status, outcome.reason = report["status"], report["reason"]
                 if report["status"] == "error" and (not report["hint"] or "\n" in report["reason"]):
                     outcome.internal = f"not a one-line error with a hint: {report['reason']!r}"
@@ -658,14 +700,22 @@ class Summary:
             if not mine:
                 continue
             status = Counter(o.status for o in mine)
-            rows.append({
-                "format": fmt, "cases": len(mine), "ok": status["ok"], "warning": status["warning"],
-                "clean errors": status["error"], "lost runs": status["no-run"],
-                "wrong ok": sum(bool(o.wrong_ok) for o in mine), "internal errors": sum(bool(o.internal) for o in mine),
-                "stray output": sum(bool(o.stray) for o in mine),
-                "hangs": sum(o.hang for o in mine), "false errors": sum(o.status == "error" and bool(o.loads) for o in mine),
-                "max s": round(max(o.seconds for o in mine), 2),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "format": fmt,
+                    "cases": len(mine),
+                    "ok": status["ok"],
+                    "warning": status["warning"],
+                    "clean errors": status["error"],
+                    "lost runs": status["no-run"],
+                    "wrong ok": sum(bool(o.wrong_ok) for o in mine),
+                    "internal errors": sum(bool(o.internal) for o in mine),
+                    "stray output": sum(bool(o.stray) for o in mine),
+                    "hangs": sum(o.hang for o in mine),
+                    "false errors": sum(o.status == "error" and bool(o.loads) for o in mine),
+                    "max s": round(max(o.seconds for o in mine), 2),
+                }
+            )
         return rows
 
     def table(self) -> str:

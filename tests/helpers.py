@@ -88,8 +88,9 @@ def save_model(path: Path, exp_name: str, env_id: str, seed: int = 0) -> Path:
     return path
 
 
-def make_run(root: Path, env_id: str, exp_name: str, seed: int = 1, t: int = 1700000000,
-             model_name: str | None = None) -> Path:  # fmt: skip
+def make_run(
+    root: Path, env_id: str, exp_name: str, seed: int = 1, t: int = 1700000000, model_name: str | None = None
+) -> Path:
     """``root/runs/{env_id}__{exp_name}__{seed}__{t}/{exp_name}.cleanrl_model``."""
     run = root / "runs" / f"{env_id}__{exp_name}__{seed}__{t}"
     save_model(run / (model_name or f"{exp_name}.cleanrl_model"), exp_name, env_id, seed)
@@ -122,8 +123,9 @@ def episodes_of(eval_json: Path) -> list[tuple[float, int]]:
     return [(e["return"], e["length"]) for e in json.loads(eval_json.read_text())["episodes"]]
 
 
-def assert_exports_act_like_checkpoint(target: Path, out_dir: Path, *target_args: str, episodes: int = 8,
-                                       num_envs: int = 4, continuous: bool) -> dict[str, dict]:  # fmt: skip
+def assert_exports_act_like_checkpoint(
+    target: Path, out_dir: Path, *target_args: str, episodes: int = 8, num_envs: int = 4, continuous: bool
+) -> dict[str, dict]:
     """Evaluate the checkpoint, export it in both formats, evaluate each exported file: same episodes.
 
     Discrete actions and TorchScript give the same returns bit for bit. onnxruntime's kernels round
@@ -166,8 +168,13 @@ def write_release(target: Path, folder: Path, *, env_id: str | None = None) -> P
     return folder
 
 
-def assert_release_acts_like_checkpoint(target: Path, out_dir: Path, target_args: tuple[str, ...],
-                                        common: tuple[str, ...], expected: list[tuple[float, int]]) -> None:  # fmt: skip
+def assert_release_acts_like_checkpoint(
+    target: Path,
+    out_dir: Path,
+    target_args: tuple[str, ...],
+    common: tuple[str, ...],
+    expected: list[tuple[float, int]],
+) -> None:
     """The release's framework-free forms (what ``zoo push`` stages beside the native files) written for the
     target, each proven at writing; ``zoo eval`` of the folder evaluates model.safetensors + config.json and
     gives the checkpoint's episodes, bit for bit (the graph runs the very kernels the framework's module ran)."""
@@ -213,8 +220,15 @@ def holding_little(work, bound_mib: int = 64):
 # ----------------------------------------------------------------------------- a base install
 #: What a base install lacks (the training frameworks, their hub tools), and zoo's native loaders (each adapter's
 #: policy module), which a release must not need either.
-BLOCKED = ("stable_baselines3", "sb3_contrib", "rl_zoo3", "huggingface_sb3", "skrl", "rsl_rl",
-           *(f"zoo.frameworks.{name}.policy" for name in ("sb3", "skrl", "rsl_rl", "cleanrl")))  # fmt: skip
+BLOCKED = (
+    "stable_baselines3",
+    "sb3_contrib",
+    "rl_zoo3",
+    "huggingface_sb3",
+    "skrl",
+    "rsl_rl",
+    *(f"zoo.frameworks.{name}.policy" for name in ("sb3", "skrl", "rsl_rl", "cleanrl")),
+)
 SITECUSTOMIZE = f"""
 import importlib.abc
 import sys
@@ -231,6 +245,7 @@ class NotInstalled(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, NotInstalled())
 """
+
 
 def base_install_env(tmp_path: Path) -> dict[str, str]:
     """The environment of a process in which the training frameworks cannot be imported; one torch thread, as

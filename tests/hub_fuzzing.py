@@ -129,15 +129,29 @@ def seed_world(url: str) -> World:
     """alice/open (public: README.md, cfg/a.json, w.bin through LFS; tag v1; PR refs/pr/1), lab/secret
     (private, alice's org), bob/mine (Bob's), all through the server's own API."""
     world = World(url)
-    for namespace, name, private, token in (("alice", "open", False, ALICE), ("lab", "secret", True, ALICE),
-                                            ("bob", "mine", False, BOB)):  # fmt: skip
-        _http(url, "POST", "/api/repos/create",
-              json.dumps({"organization": namespace, "name": name, "private": private}).encode(), token)  # fmt: skip
+    for namespace, name, private, token in (
+        ("alice", "open", False, ALICE),
+        ("lab", "secret", True, ALICE),
+        ("bob", "mine", False, BOB),
+    ):
+        _http(
+            url,
+            "POST",
+            "/api/repos/create",
+            json.dumps({"organization": namespace, "name": name, "private": private}).encode(),
+            token,
+        )
     weights, secret = random.Random(0).randbytes(3000), random.Random(1).randbytes(2000)
     world.lfs_oid, world.lfs_size = hashlib.sha256(weights).hexdigest(), len(weights)
     world.secret_oid, world.secret_size = hashlib.sha256(secret).hexdigest(), len(secret)
-    batch = {"operation": "upload", "objects": [{"oid": world.lfs_oid, "size": world.lfs_size},
-                                                {"oid": "f" * 64, "size": 1000}, {"oid": "e" * 64, "size": (64 << 20) + 1}]}  # fmt: skip
+    batch = {
+        "operation": "upload",
+        "objects": [
+            {"oid": world.lfs_oid, "size": world.lfs_size},
+            {"oid": "f" * 64, "size": 1000},
+            {"oid": "e" * 64, "size": (64 << 20) + 1},
+        ],
+    }
     objects = _http(url, "POST", "/alice/open.git/info/lfs/objects/batch", json.dumps(batch).encode())[
         "objects"
     ]
@@ -149,14 +163,28 @@ def seed_world(url: str) -> World:
         "objects"
     ]
     _http(url, "PUT", obj["actions"]["upload"]["href"].removeprefix(url), secret, token=None)
-    lines = [{"key": "header", "value": {"summary": "seed"}},
-             {"key": "file", "value": {"path": "README.md", "content": _b64(b"---\nlicense: mit\ntags: [CartPole-v1]\n---\n# seed\n")}},
-             {"key": "file", "value": {"path": "cfg/a.json", "content": _b64(b'{"a": 1}')}},
-             {"key": "lfsFile", "value": {"path": "w.bin", "algo": "sha256", "oid": world.lfs_oid, "size": world.lfs_size}}]  # fmt: skip
+    lines = [
+        {"key": "header", "value": {"summary": "seed"}},
+        {
+            "key": "file",
+            "value": {
+                "path": "README.md",
+                "content": _b64(b"---\nlicense: mit\ntags: [CartPole-v1]\n---\n# seed\n"),
+            },
+        },
+        {"key": "file", "value": {"path": "cfg/a.json", "content": _b64(b'{"a": 1}')}},
+        {
+            "key": "lfsFile",
+            "value": {"path": "w.bin", "algo": "sha256", "oid": world.lfs_oid, "size": world.lfs_size},
+        },
+    ]
     world.commit = _http(url, "POST", "/api/models/alice/open/commit/main", _ndjson(lines))["commitOid"]
     _http(url, "POST", "/api/models/alice/open/tag/main", b'{"tag": "v1"}')
     _http(url, "POST", "/api/models/alice/open/commit/main?create_pr=1", _ndjson(lines[:1] + lines[2:3]))
-    private = {"key": "lfsFile", "value": {"path": "w.bin", "algo": "sha256", "oid": world.secret_oid, "size": world.secret_size}}  # fmt: skip
+    private = {
+        "key": "lfsFile",
+        "value": {"path": "w.bin", "algo": "sha256", "oid": world.secret_oid, "size": world.secret_size},
+    }
     _http(url, "POST", "/api/models/lab/secret/commit/main", _ndjson([*lines[:2], private]))
     return world
 
@@ -186,15 +214,23 @@ class Case:
     def request(self) -> bytes:
         """The bytes sent: the head and the body."""
         if self.chunked:
-            framing, body = "Transfer-Encoding: chunked", b"".join(
-                b"%x\r\n%s\r\n" % (len(piece), piece) for piece in _pieces(self.body)) + b"0\r\n\r\n"  # fmt: skip
+            framing, body = (
+                "Transfer-Encoding: chunked",
+                b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in _pieces(self.body))
+                + b"0\r\n\r\n",
+            )
         else:
             framing, body = (
                 f"Content-Length: {self.declared if self.declared is not None else len(self.body)}",
                 self.body,
             )
-        lines = [f"{self.method} {self.target} HTTP/1.1", "Host: fuzz", "Connection: close",
-                 *(f"{k}: {v}" for k, v in self.headers), framing]  # fmt: skip
+        lines = [
+            f"{self.method} {self.target} HTTP/1.1",
+            "Host: fuzz",
+            "Connection: close",
+            *(f"{k}: {v}" for k, v in self.headers),
+            framing,
+        ]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
@@ -251,35 +287,169 @@ ROUTES: list[tuple[tuple[str, ...], str, str]] = [
     (("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"), "/{path}", "json"),
 ]
 
-_HOSTILE_NAMES = ["", ".", "..", "...", "a" * 300, "%00", "%0A", "%0D%0A", "%2F", "%2e%2e", "%2E%2E%2F",
-                  "-", "--", "api", "models", "a.git", "%FF", "%C0%AE", "%E2%80%AE", "%F0%9F%90%8D", "a%20b",
-                  "con", "x" * 97, "_", "a--b", "%25", "%3Cscript%3E", "~", "a.", ".a"]  # fmt: skip
-_HOSTILE_REVS = ["", "HEAD", "..", "main%00", "refs%2Fpr%2F1", "refs%2Fpr%2F99999999999999999999",
-                 "refs%2Fheads%2Fmain", "refs%2Ftags%2Fv1", "0" * 40, "f" * 40, "abc12", "a" * 300, "-1",
-                 "%2e%2e%2F%2e%2e", "main%0Ax", "v1", "refs%2Fpr%2F-1", "%E2%80%AE", "~1", "main^"]  # fmt: skip
-_HOSTILE_PATHS = ["", "..%2F..%2Fetc%2Fpasswd", "../../etc/passwd", "%2e%2e/%2e%2e/repo.json", "a//b",
-                  ".git/config", "a/" * 300 + "b", "x" * 5000, "a%0Ab", "%E2%80%AE.bin", "README.md%00.png",
-                  "cfg", "cfg/", "cfg/a.json/x", "w.bin/..", "%C2%85", "CartPole-v1", "index.html",
-                  "..%5C..%5Cwin.ini", "%7F", "file%3Fq=1"]  # fmt: skip
-_QUERIES = ["", "limit=-1", "limit=99999999999999999999", "cursor=abc", "cursor=-5", "expand[]=formatted",
-            "full=1&cardData=1", "sort=%00", "direction=0", "direction=x", "search=%00%0A", "filter=a&filter=b",
-            "blobs=true", "create_pr=1", "recursive=1&expand=1", "author=%E2%80%AE", "p=99999", "size=1&expires=1",
-            "size=-1&expires=99999999999&signature=00", "token=" + ALICE, "x=" + "y" * 20000]  # fmt: skip
-_AUTH = [None, None, f"Bearer {ALICE}", f"Bearer {ALICE}", f"Bearer {ALICE}", f"Bearer {BOB}", "Bearer",
-         "Bearer not-a-token", "Basic YTpi",
-         "bearer " + ALICE, "Bearer " + "x" * 30000, "Bearer \t", f"Bearer {ALICE} extra"]  # fmt: skip
-_EXTRA_HEADERS = [("Range", "bytes=0-0"), ("Range", "bytes=-0"), ("Range", "bytes=99999999999999999999-"),
-                  ("Range", "bytes=5-1"), ("Range", ",".join(f"{i}-{i}" for i in range(2000))),
-                  ("Range", "garbage"), ("Cookie", "zoo_session=" + "a" * 100), ("Cookie", "=;=;;"),
-                  ("Accept", "text/html"), ("Content-Type", "application/x-www-form-urlencoded"),
-                  ("Content-Type", "multipart/form-data; boundary=x"), ("If-None-Match", '"x"'),
-                  ("X-Forwarded-For", "127.0.0.1"), ("Expect", "100-continue"), ("Origin", "http://evil"),
-                  ("Content-Encoding", "gzip"), ("Host", "evil.example")]  # fmt: skip
+_HOSTILE_NAMES = [
+    "",
+    ".",
+    "..",
+    "...",
+    "a" * 300,
+    "%00",
+    "%0A",
+    "%0D%0A",
+    "%2F",
+    "%2e%2e",
+    "%2E%2E%2F",
+    "-",
+    "--",
+    "api",
+    "models",
+    "a.git",
+    "%FF",
+    "%C0%AE",
+    "%E2%80%AE",
+    "%F0%9F%90%8D",
+    "a%20b",
+    "con",
+    "x" * 97,
+    "_",
+    "a--b",
+    "%25",
+    "%3Cscript%3E",
+    "~",
+    "a.",
+    ".a",
+]
+_HOSTILE_REVS = [
+    "",
+    "HEAD",
+    "..",
+    "main%00",
+    "refs%2Fpr%2F1",
+    "refs%2Fpr%2F99999999999999999999",
+    "refs%2Fheads%2Fmain",
+    "refs%2Ftags%2Fv1",
+    "0" * 40,
+    "f" * 40,
+    "abc12",
+    "a" * 300,
+    "-1",
+    "%2e%2e%2F%2e%2e",
+    "main%0Ax",
+    "v1",
+    "refs%2Fpr%2F-1",
+    "%E2%80%AE",
+    "~1",
+    "main^",
+]
+_HOSTILE_PATHS = [
+    "",
+    "..%2F..%2Fetc%2Fpasswd",
+    "../../etc/passwd",
+    "%2e%2e/%2e%2e/repo.json",
+    "a//b",
+    ".git/config",
+    "a/" * 300 + "b",
+    "x" * 5000,
+    "a%0Ab",
+    "%E2%80%AE.bin",
+    "README.md%00.png",
+    "cfg",
+    "cfg/",
+    "cfg/a.json/x",
+    "w.bin/..",
+    "%C2%85",
+    "CartPole-v1",
+    "index.html",
+    "..%5C..%5Cwin.ini",
+    "%7F",
+    "file%3Fq=1",
+]
+_QUERIES = [
+    "",
+    "limit=-1",
+    "limit=99999999999999999999",
+    "cursor=abc",
+    "cursor=-5",
+    "expand[]=formatted",
+    "full=1&cardData=1",
+    "sort=%00",
+    "direction=0",
+    "direction=x",
+    "search=%00%0A",
+    "filter=a&filter=b",
+    "blobs=true",
+    "create_pr=1",
+    "recursive=1&expand=1",
+    "author=%E2%80%AE",
+    "p=99999",
+    "size=1&expires=1",
+    "size=-1&expires=99999999999&signature=00",
+    "token=" + ALICE,
+    "x=" + "y" * 20000,
+]
+_AUTH = [
+    None,
+    None,
+    f"Bearer {ALICE}",
+    f"Bearer {ALICE}",
+    f"Bearer {ALICE}",
+    f"Bearer {BOB}",
+    "Bearer",
+    "Bearer not-a-token",
+    "Basic YTpi",
+    "bearer " + ALICE,
+    "Bearer " + "x" * 30000,
+    "Bearer \t",
+    f"Bearer {ALICE} extra",
+]
+_EXTRA_HEADERS = [
+    ("Range", "bytes=0-0"),
+    ("Range", "bytes=-0"),
+    ("Range", "bytes=99999999999999999999-"),
+    ("Range", "bytes=5-1"),
+    ("Range", ",".join(f"{i}-{i}" for i in range(2000))),
+    ("Range", "garbage"),
+    ("Cookie", "zoo_session=" + "a" * 100),
+    ("Cookie", "=;=;;"),
+    ("Accept", "text/html"),
+    ("Content-Type", "application/x-www-form-urlencoded"),
+    ("Content-Type", "multipart/form-data; boundary=x"),
+    ("If-None-Match", '"x"'),
+    ("X-Forwarded-For", "127.0.0.1"),
+    ("Expect", "100-continue"),
+    ("Origin", "http://evil"),
+    ("Content-Encoding", "gzip"),
+    ("Host", "evil.example"),
+]
 
 
 def _scalar(rng: random.Random) -> object:
-    return rng.choice([None, True, False, -1, 0, 1, 2**63, 10**30, 1e308, -0.0, "", "x" * 10_000, "\x00",
-                       "../", "a/b/c", "main", "alice/open", [], {}, [[[[[]]]]], "\u202e", "model"])  # fmt: skip
+    return rng.choice(
+        [
+            None,
+            True,
+            False,
+            -1,
+            0,
+            1,
+            2**63,
+            10**30,
+            1e308,
+            -0.0,
+            "",
+            "x" * 10_000,
+            "\x00",
+            "../",
+            "a/b/c",
+            "main",
+            "alice/open",
+            [],
+            {},
+            [[[[[]]]]],
+            "\u202e",
+            "model",
+        ]
+    )
 
 
 def _value(rng: random.Random, world: World, depth: int = 0) -> object:
@@ -297,9 +467,29 @@ def _value(rng: random.Random, world: World, depth: int = 0) -> object:
     return _scalar(rng)
 
 
-_JSON_KEYS = ["name", "organization", "type", "private", "visibility", "content", "files", "objects",
-              "operation", "oid", "size", "parts", "tag", "startingPoint", "fromRepo", "toRepo", "target",
-              "gated", "transfers", "hash_algo", "ref"]  # fmt: skip
+_JSON_KEYS = [
+    "name",
+    "organization",
+    "type",
+    "private",
+    "visibility",
+    "content",
+    "files",
+    "objects",
+    "operation",
+    "oid",
+    "size",
+    "parts",
+    "tag",
+    "startingPoint",
+    "fromRepo",
+    "toRepo",
+    "target",
+    "gated",
+    "transfers",
+    "hash_algo",
+    "ref",
+]
 
 
 def _json_body(rng: random.Random, world: World) -> bytes:
@@ -310,9 +500,15 @@ def _json_body(rng: random.Random, world: World) -> bytes:
         )
     body = {key: _value(rng, world) for key in rng.sample(_JSON_KEYS, rng.randrange(1, 6))}
     if rng.random() < 0.3:
-        body["files"] = [{"path": rng.choice(_HOSTILE_PATHS + ["w.bin"]), "size": _value(rng, world),
-                          "sample": rng.choice(["", "AAAA", "%%%", _b64(b"\0" * 600)]), "sha256": _value(rng, world)}
-                         for _ in range(rng.randrange(1, 5))]  # fmt: skip
+        body["files"] = [
+            {
+                "path": rng.choice(_HOSTILE_PATHS + ["w.bin"]),
+                "size": _value(rng, world),
+                "sample": rng.choice(["", "AAAA", "%%%", _b64(b"\0" * 600)]),
+                "sha256": _value(rng, world),
+            }
+            for _ in range(rng.randrange(1, 5))
+        ]
     if rng.random() < 0.2:
         body["target"] = {
             "type": rng.choice(["model", "dataset", None]),
@@ -324,16 +520,34 @@ def _json_body(rng: random.Random, world: World) -> bytes:
 def _batch_body(rng: random.Random, world: World) -> bytes:
     sizes = [0, 1, world.lfs_size, -1, 2**50, 2**63, 10**30, 64 << 20, (64 << 20) + 1, "1", None, 1.5]
     count = rng.choice([1, 2, 3, 1001]) if rng.random() < 0.9 else rng.randrange(1, 300)
-    objects = [{"oid": rng.choice([world.lfs_oid, world.secret_oid, "a" * 64, "A" * 64, "", "../x", rng.randbytes(32).hex()]),
-                "size": rng.choice(sizes)} for _ in range(count)]  # fmt: skip
-    body = {"operation": rng.choice(["upload", "upload", "download", None]), "objects": objects,
-            "transfers": ["basic", "multipart"], "hash_algo": rng.choice(["sha256", "md5"])}  # fmt: skip
+    objects = [
+        {
+            "oid": rng.choice(
+                [world.lfs_oid, world.secret_oid, "a" * 64, "A" * 64, "", "../x", rng.randbytes(32).hex()]
+            ),
+            "size": rng.choice(sizes),
+        }
+        for _ in range(count)
+    ]
+    body = {
+        "operation": rng.choice(["upload", "upload", "download", None]),
+        "objects": objects,
+        "transfers": ["basic", "multipart"],
+        "hash_algo": rng.choice(["sha256", "md5"]),
+    }
     return json.dumps(body).encode()
 
 
 def _ndjson_body(rng: random.Random, world: World) -> bytes:
-    lines: list[object] = [{"key": "header", "value": {"summary": rng.choice(["x", "", "a\nb", "\x00"]),
-                                                       "parentCommit": rng.choice([None, world.commit[:7], "zz", 5])}}]  # fmt: skip
+    lines: list[object] = [
+        {
+            "key": "header",
+            "value": {
+                "summary": rng.choice(["x", "", "a\nb", "\x00"]),
+                "parentCommit": rng.choice([None, world.commit[:7], "zz", 5]),
+            },
+        }
+    ]
     for _ in range(rng.randrange(1, 6)):
         key = rng.choice(["file", "lfsFile", "deletedFile", "deletedFolder", "bogus"])
         value = {"path": rng.choice(_HOSTILE_PATHS + ["ok.txt", "README.md"]).replace("%", "")}
@@ -341,8 +555,11 @@ def _ndjson_body(rng: random.Random, world: World) -> bytes:
             value["content"] = rng.choice([_b64(b"hi"), "%%%", _b64(b"---\na: &a [*a]\n---\n"), ""])
             value["encoding"] = rng.choice(["base64", "utf-8"])
         elif key == "lfsFile":
-            value.update(oid=rng.choice([world.lfs_oid, world.secret_oid, "b" * 64, "", "../../repo.json"]),
-                         size=_value(rng, world), algo=rng.choice(["sha256", "md5"]))  # fmt: skip
+            value.update(
+                oid=rng.choice([world.lfs_oid, world.secret_oid, "b" * 64, "", "../../repo.json"]),
+                size=_value(rng, world),
+                algo=rng.choice(["sha256", "md5"]),
+            )
         lines.append({"key": key, "value": value} if rng.random() < 0.9 else _value(rng, world))
     data = _ndjson(lines)
     return (
@@ -374,12 +591,15 @@ def _fill(template: str, rng: random.Random, world: World, hostile: set[str]) ->
 
     ns, name = rng.choice([("alice", "open"), ("lab", "secret"), ("bob", "mine"), ("alice", "nope")])
     values = {
-        "{ns}": pick("ns", [ns], _HOSTILE_NAMES), "{name}": pick("name", [name], _HOSTILE_NAMES),
+        "{ns}": pick("ns", [ns], _HOSTILE_NAMES),
+        "{name}": pick("name", [name], _HOSTILE_NAMES),
         "{rev}": pick("rev", ["main", world.commit, world.commit[:7], "refs%2Fpr%2F1", "v1"], _HOSTILE_REVS),
         "{path}": pick("path", ["README.md", "w.bin", "cfg/a.json", "cfg", "CartPole-v1"], _HOSTILE_PATHS),
-        "{oid}": pick("oid", [world.lfs_oid, "f" * 64, "e" * 64], ["", "A" * 64, "../x", "0" * 63, "%00" * 22]),
+        "{oid}": pick(
+            "oid", [world.lfs_oid, "f" * 64, "e" * 64], ["", "A" * 64, "../x", "0" * 63, "%00" * 22]
+        ),
         "{n}": pick("n", ["1", "2"], ["0", "-1", "01", "999999", "9" * 30, "%C2%B2", "x", ""]),
-    }  # fmt: skip
+    }
     for key, value in values.items():
         template = template.replace(key, value)
     return template
@@ -417,14 +637,29 @@ def make_case(number: int, world: World) -> Case:
     if "headers" in hostile:
         headers += rng.sample(_EXTRA_HEADERS, rng.randrange(1, 3))
     makers: dict[str, Callable[[random.Random, World], bytes]] = {
-        "json": _json_body, "yaml": _json_body, "batch": _batch_body, "ndjson": _ndjson_body, "form": _form_body,
-    }  # fmt: skip
+        "json": _json_body,
+        "yaml": _json_body,
+        "batch": _batch_body,
+        "ndjson": _ndjson_body,
+        "form": _form_body,
+    }
     body = b""
     if kind in makers:
         body = makers[kind](rng, world)
         if kind == "yaml" and rng.random() < 0.7:
-            body = json.dumps({"content": rng.choice(["---\na: 1\n---\n", "---\n" + "\n" * 5000, "---\na: &a [*a]\n---\n",
-                                                      "---\n" + "- " * 3000 + "x\n---\n", "\x00---"])}).encode()  # fmt: skip
+            body = json.dumps(
+                {
+                    "content": rng.choice(
+                        [
+                            "---\na: 1\n---\n",
+                            "---\n" + "\n" * 5000,
+                            "---\na: &a [*a]\n---\n",
+                            "---\n" + "- " * 3000 + "x\n---\n",
+                            "\x00---",
+                        ]
+                    )
+                }
+            ).encode()
     elif kind in ("upload", "part"):
         body = rng.choice([b"", b"x" * 1000, rng.randbytes(rng.randrange(1, 70_000))])
     declared, roll = None, rng.random()
@@ -479,12 +714,14 @@ class Report:
         answers = ", ".join(
             f"{status}: {n}" for status, n in sorted(self.statuses.items(), key=lambda kv: str(kv[0]))
         )
-        return (f"requests tried       {self.tried} in {self.seconds:.1f} s ({self.tried / max(self.seconds, 1e-9):.0f}/s)\n"
-                f"answers by status    {answers}\n"
-                f"server errors (5xx)  {sum(n for s, n in self.statuses.items() if isinstance(s, int) and s >= 500 and s != 501)}\n"
-                f"dropped connections  {self.dropped}\n"
-                f"timeouts             {self.statuses[TIMEOUT]}\n"
-                f"server RSS           {self.rss_before / 2**20:.1f} MiB before, peak {self.rss_peak / 2**20:.1f} MiB")  # fmt: skip
+        return (
+            f"requests tried       {self.tried} in {self.seconds:.1f} s ({self.tried / max(self.seconds, 1e-9):.0f}/s)\n"
+            f"answers by status    {answers}\n"
+            f"server errors (5xx)  {sum(n for s, n in self.statuses.items() if isinstance(s, int) and s >= 500 and s != 501)}\n"
+            f"dropped connections  {self.dropped}\n"
+            f"timeouts             {self.statuses[TIMEOUT]}\n"
+            f"server RSS           {self.rss_before / 2**20:.1f} MiB before, peak {self.rss_peak / 2**20:.1f} MiB"
+        )
 
 
 def attack(

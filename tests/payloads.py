@@ -85,54 +85,246 @@ def payloads(canary_dir: Path) -> list[Payload]:
         found.append(Payload(name, data, tuple(expected), malicious))
 
     # the evasion and its relatives: decoys that a "recent strings" guess would take
-    add("stack_global_pop", call("stack_global_pop", PROTO(4), su("posix"), su("system"), su("collections"), POP,
-                                 su("OrderedDict"), POP, STACK_GLOBAL), OS)  # fmt: skip
-    add("stack_global_pop_mark", call("stack_global_pop_mark", PROTO(4), su("posix"), su("system"), MARK,
-                                      su("collections"), su("OrderedDict"), POP_MARK, STACK_GLOBAL), OS)  # fmt: skip
-    add("stack_global_dup", call("stack_global_dup", PROTO(4), su("posix"), su("system"), EMPTY_LIST, DUP,
-                                 su("collections"), APPEND, su("OrderedDict"), APPEND, POP, POP, STACK_GLOBAL), OS)  # fmt: skip
-    add("memo_after_pop", call("memo_after_pop", PROTO(4), su("posix"), su("collections"), POP, BINPUT(0), POP,
-                               su("system"), BINPUT(1), POP, su("OrderedDict"), POP, BINGET(0), BINGET(1),
-                               STACK_GLOBAL), OS)  # fmt: skip
-    add("memoize_after_pop", call("memoize_after_pop", PROTO(4), su("posix"), su("collections"), POP, MEMOIZE,
-                                  su("system"), su("OrderedDict"), POP, MEMOIZE, POP, POP, BINGET(0), BINGET(1),
-                                  STACK_GLOBAL), OS)  # fmt: skip
-    add("text_put_get", call("text_put_get", PROTO(4), su("posix"), su("collections"), POP, PUT(7), POP,
-                             su("system"), PUT(8), POP, GET(7), GET(8), STACK_GLOBAL), OS)  # fmt: skip
+    add(
+        "stack_global_pop",
+        call(
+            "stack_global_pop",
+            PROTO(4),
+            su("posix"),
+            su("system"),
+            su("collections"),
+            POP,
+            su("OrderedDict"),
+            POP,
+            STACK_GLOBAL,
+        ),
+        OS,
+    )
+    add(
+        "stack_global_pop_mark",
+        call(
+            "stack_global_pop_mark",
+            PROTO(4),
+            su("posix"),
+            su("system"),
+            MARK,
+            su("collections"),
+            su("OrderedDict"),
+            POP_MARK,
+            STACK_GLOBAL,
+        ),
+        OS,
+    )
+    add(
+        "stack_global_dup",
+        call(
+            "stack_global_dup",
+            PROTO(4),
+            su("posix"),
+            su("system"),
+            EMPTY_LIST,
+            DUP,
+            su("collections"),
+            APPEND,
+            su("OrderedDict"),
+            APPEND,
+            POP,
+            POP,
+            STACK_GLOBAL,
+        ),
+        OS,
+    )
+    add(
+        "memo_after_pop",
+        call(
+            "memo_after_pop",
+            PROTO(4),
+            su("posix"),
+            su("collections"),
+            POP,
+            BINPUT(0),
+            POP,
+            su("system"),
+            BINPUT(1),
+            POP,
+            su("OrderedDict"),
+            POP,
+            BINGET(0),
+            BINGET(1),
+            STACK_GLOBAL,
+        ),
+        OS,
+    )
+    add(
+        "memoize_after_pop",
+        call(
+            "memoize_after_pop",
+            PROTO(4),
+            su("posix"),
+            su("collections"),
+            POP,
+            MEMOIZE,
+            su("system"),
+            su("OrderedDict"),
+            POP,
+            MEMOIZE,
+            POP,
+            POP,
+            BINGET(0),
+            BINGET(1),
+            STACK_GLOBAL,
+        ),
+        OS,
+    )
+    add(
+        "text_put_get",
+        call(
+            "text_put_get",
+            PROTO(4),
+            su("posix"),
+            su("collections"),
+            POP,
+            PUT(7),
+            POP,
+            su("system"),
+            PUT(8),
+            POP,
+            GET(7),
+            GET(8),
+            STACK_GLOBAL,
+        ),
+        OS,
+    )
     # classic forms, every protocol
     add("p0_inst", MARK + text(touch("p0_inst")) + glob(*OS, op=b"i") + STOP, OS)
     add("p1_obj", MARK + glob(*OS) + su(touch("p1_obj")) + OBJ + STOP, OS)
-    add("p4_newobj_ex", PROTO(4) + sg("subprocess", "Popen") + EMPTY_TUPLE + EMPTY_DICT + su("args")
-        + EMPTY_LIST + su("touch") + APPEND + SETITEM + NEWOBJ_EX + STOP, ("subprocess", "Popen"))  # fmt: skip
+    add(
+        "p4_newobj_ex",
+        PROTO(4)
+        + sg("subprocess", "Popen")
+        + EMPTY_TUPLE
+        + EMPTY_DICT
+        + su("args")
+        + EMPTY_LIST
+        + su("touch")
+        + APPEND
+        + SETITEM
+        + NEWOBJ_EX
+        + STOP,
+        ("subprocess", "Popen"),
+    )
     for protocol in range(6):
         name = f"reduce_p{protocol}"
         add(name, pickle.dumps(_Reducer(touch(name)), protocol=protocol), OS)
     # nested pickles and code runners that are not os.system
     inner = pickle.dumps(_Reducer(touch("nested_inner")), protocol=2)
-    add("nested_pickle_loads", PROTO(2) + glob("pickle", "loads") + sbytes(inner) + TUPLE1 + REDUCE + STOP,
-        ("pickle", "loads"))  # fmt: skip
-    add("nested_numpy_load", PROTO(2) + glob("numpy", "load") + glob("_io", "BytesIO") + sbytes(inner) + TUPLE1
-        + REDUCE + NONE + NEWTRUE + TUPLE3 + REDUCE + STOP, ("numpy", "load"), ("_io", "BytesIO"))  # fmt: skip
-    add("nested_torch_load", PROTO(2) + glob("torch", "load") + glob("_io", "BytesIO") + sbytes(inner) + TUPLE1
-        + REDUCE + TUPLE1 + REDUCE + STOP, ("torch", "load"), ("_io", "BytesIO"))  # fmt: skip
-    add("timeit", PROTO(4) + sg("timeit", "timeit") + su("pass") + su(f"__import__('os').system({touch('timeit')!r})")
-        + TUPLE2 + REDUCE + STOP, ("timeit", "timeit"))  # fmt: skip
-    add("getattr_import", call("getattr_import", PROTO(4), sg("builtins", "getattr"), sg("builtins", "__import__"),
-                               su("os"), TUPLE1, REDUCE, su("system"), TUPLE2, REDUCE),
-        ("builtins", "getattr"), ("builtins", "__import__"))  # fmt: skip
-    add("builtins_exec_p0", glob("__builtin__", "exec") + MARK + text(f"open({str(canary_dir / 'exec')!r}, 'w')")
-        + TUPLE + REDUCE + STOP, ("__builtin__", "exec"))  # fmt: skip
-    add("functools_partial", PROTO(4) + sg("functools", "partial") + sg(*OS) + su(touch("functools_partial"))
-        + TUPLE2 + REDUCE + EMPTY_TUPLE + REDUCE + STOP, ("functools", "partial"), OS)  # fmt: skip
+    add(
+        "nested_pickle_loads",
+        PROTO(2) + glob("pickle", "loads") + sbytes(inner) + TUPLE1 + REDUCE + STOP,
+        ("pickle", "loads"),
+    )
+    add(
+        "nested_numpy_load",
+        PROTO(2)
+        + glob("numpy", "load")
+        + glob("_io", "BytesIO")
+        + sbytes(inner)
+        + TUPLE1
+        + REDUCE
+        + NONE
+        + NEWTRUE
+        + TUPLE3
+        + REDUCE
+        + STOP,
+        ("numpy", "load"),
+        ("_io", "BytesIO"),
+    )
+    add(
+        "nested_torch_load",
+        PROTO(2)
+        + glob("torch", "load")
+        + glob("_io", "BytesIO")
+        + sbytes(inner)
+        + TUPLE1
+        + REDUCE
+        + TUPLE1
+        + REDUCE
+        + STOP,
+        ("torch", "load"),
+        ("_io", "BytesIO"),
+    )
+    add(
+        "timeit",
+        PROTO(4)
+        + sg("timeit", "timeit")
+        + su("pass")
+        + su(f"__import__('os').system({touch('timeit')!r})")
+        + TUPLE2
+        + REDUCE
+        + STOP,
+        ("timeit", "timeit"),
+    )
+    add(
+        "getattr_import",
+        call(
+            "getattr_import",
+            PROTO(4),
+            sg("builtins", "getattr"),
+            sg("builtins", "__import__"),
+            su("os"),
+            TUPLE1,
+            REDUCE,
+            su("system"),
+            TUPLE2,
+            REDUCE,
+        ),
+        ("builtins", "getattr"),
+        ("builtins", "__import__"),
+    )
+    add(
+        "builtins_exec_p0",
+        glob("__builtin__", "exec")
+        + MARK
+        + text(f"open({str(canary_dir / 'exec')!r}, 'w')")
+        + TUPLE
+        + REDUCE
+        + STOP,
+        ("__builtin__", "exec"),
+    )
+    add(
+        "functools_partial",
+        PROTO(4)
+        + sg("functools", "partial")
+        + sg(*OS)
+        + su(touch("functools_partial"))
+        + TUPLE2
+        + REDUCE
+        + EMPTY_TUPLE
+        + REDUCE
+        + STOP,
+        ("functools", "partial"),
+        OS,
+    )
     add("dotted_name", call("dotted_name", PROTO(4), sg("torch", "os.system")), ("torch", "os.system"))
-    add("py2_cpickle", PROTO(2) + glob("cPickle", "loads") + sbytes(inner) + TUPLE1 + REDUCE + STOP,
-        ("cPickle", "loads"))  # fmt: skip
-    add("two_pickles", pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2)
-        + pickle.dumps(_Reducer(touch("two_pickles")), protocol=2), OS)  # fmt: skip
+    add(
+        "py2_cpickle",
+        PROTO(2) + glob("cPickle", "loads") + sbytes(inner) + TUPLE1 + REDUCE + STOP,
+        ("cPickle", "loads"),
+    )
+    add(
+        "two_pickles",
+        pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2)
+        + pickle.dumps(_Reducer(touch("two_pickles")), protocol=2),
+        OS,
+    )
     # streams a guessing scanner reads differently from the real machine
     add("hex_int", call("hex_int", PROTO(2), b"I0x10\n", POP, glob(*OS)), OS)
-    add("legacy_magic_then_hex", pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2)
-        + call("legacy_magic_then_hex", PROTO(2), b"I0x3e9\n", POP, glob(*OS)), OS)  # fmt: skip
+    add(
+        "legacy_magic_then_hex",
+        pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2)
+        + call("legacy_magic_then_hex", PROTO(2), b"I0x3e9\n", POP, glob(*OS)),
+        OS,
+    )
     hidden = (sg(*OS) + su(touch("frame_desync")) + TUPLE1 + REDUCE + STOP).ljust(125, b"\x00")
     add("frame_desync", PROTO(4) + FRAME(3) + b"\x8c\x08A" + b"xxxxxxxC" + b"}" + hidden + STOP, OS)
     add("truncated_after_call", PROTO(4) + sg(*OS) + su(touch("truncated_after_call")) + TUPLE1 + REDUCE, OS)

@@ -81,15 +81,41 @@ def skrl_returns(agent, env_id: str, episodes: int, num_envs: int, categorical: 
     shim = SkrlActShim(agent, env.observation_space, env.action_space, categorical)
     env.close()
     with single_cpu_thread("cpu"):  # training and reference rollouts: the machine is shared
-        result = evaluate(shim, EnvSpec(env_id), episodes=episodes, num_envs=num_envs, seed=0, deterministic=True,
-                          checkpoint="skrl", exp_name="skrl_ppo", framework="skrl", device="cpu")  # fmt: skip
+        result = evaluate(
+            shim,
+            EnvSpec(env_id),
+            episodes=episodes,
+            num_envs=num_envs,
+            seed=0,
+            deterministic=True,
+            checkpoint="skrl",
+            exp_name="skrl_ppo",
+            framework="skrl",
+            device="cpu",
+        )
     return [e.return_ for e in result.episodes]
 
 
 def zoo_returns(target, out: Path, *args, episodes: int = 10, num_envs: int = 8, env=None) -> list[float]:
     """``zoo eval --deterministic`` (seed 0) returns, after checking eval.json names skrl."""
-    result = zoo("eval", target, "--quiet", "--deterministic", "--device", "cpu", "--out", out,
-                 "-n", episodes, "--num-envs", num_envs, "--seed", 0, *args, env=env)  # fmt: skip
+    result = zoo(
+        "eval",
+        target,
+        "--quiet",
+        "--deterministic",
+        "--device",
+        "cpu",
+        "--out",
+        out,
+        "-n",
+        episodes,
+        "--num-envs",
+        num_envs,
+        "--seed",
+        0,
+        *args,
+        env=env,
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(out.read_text())
     assert data["framework"] == "skrl" and data["num_episodes"] == episodes

@@ -120,22 +120,57 @@ def test_each_adapter_has_its_docs_page_listed_in_the_guide(name):
 #: One run dir per framework as its trainer lays it out (file names only: the hook reads listings), with
 #: zoo watch's best model in it already, and the checkpoints the hook must list: (step, model, companions).
 SAVED_RUNS = {
-    "cleanrl": (["dqn_2000.cleanrl_model", "dqn_1000.cleanrl_model", "dqn.cleanrl_model", "best_model.cleanrl_model",
-                 "events.out.tfevents.1.host"],
-                [(1000, "dqn_1000.cleanrl_model", {}), (2000, "dqn_2000.cleanrl_model", {}), (None, "dqn.cleanrl_model", {})]),
-    "sb3": (["rl_model_1000_steps.zip", "rl_model_vecnormalize_1000_steps.pkl", "rl_model_500_steps.zip",
-             "best_model.zip", "best_model_vecnormalize.pkl", "ppo_final.zip", "notes.zip"],
-            [(500, "rl_model_500_steps.zip", {}),
-             (1000, "rl_model_1000_steps.zip", {"vecnormalize": "rl_model_vecnormalize_1000_steps.pkl"}),
-             (None, "ppo_final.zip", {})]),
-    "skrl": (["checkpoints/agent_100.pt", "checkpoints/agent_20.pt", "checkpoints/best_agent.pt", "best_model.pt",
-              "params/agent.yaml"],
-             [(20, "checkpoints/agent_20.pt", {}), (100, "checkpoints/agent_100.pt", {})]),
-    "rsl_rl": (["model_10.pt", "model_2.pt", "best_model.pt", "params/agent.yaml"],
-               [(2, "model_2.pt", {}), (10, "model_10.pt", {})]),
-}  # fmt: skip
-BEST_NAMES = {"cleanrl": ["best_model.cleanrl_model"], "sb3": ["best_model.zip", "best_model_vecnormalize.pkl"],
-              "skrl": ["best_model.pt"], "rsl_rl": ["best_model.pt"]}  # fmt: skip
+    "cleanrl": (
+        [
+            "dqn_2000.cleanrl_model",
+            "dqn_1000.cleanrl_model",
+            "dqn.cleanrl_model",
+            "best_model.cleanrl_model",
+            "events.out.tfevents.1.host",
+        ],
+        [
+            (1000, "dqn_1000.cleanrl_model", {}),
+            (2000, "dqn_2000.cleanrl_model", {}),
+            (None, "dqn.cleanrl_model", {}),
+        ],
+    ),
+    "sb3": (
+        [
+            "rl_model_1000_steps.zip",
+            "rl_model_vecnormalize_1000_steps.pkl",
+            "rl_model_500_steps.zip",
+            "best_model.zip",
+            "best_model_vecnormalize.pkl",
+            "ppo_final.zip",
+            "notes.zip",
+        ],
+        [
+            (500, "rl_model_500_steps.zip", {}),
+            (1000, "rl_model_1000_steps.zip", {"vecnormalize": "rl_model_vecnormalize_1000_steps.pkl"}),
+            (None, "ppo_final.zip", {}),
+        ],
+    ),
+    "skrl": (
+        [
+            "checkpoints/agent_100.pt",
+            "checkpoints/agent_20.pt",
+            "checkpoints/best_agent.pt",
+            "best_model.pt",
+            "params/agent.yaml",
+        ],
+        [(20, "checkpoints/agent_20.pt", {}), (100, "checkpoints/agent_100.pt", {})],
+    ),
+    "rsl_rl": (
+        ["model_10.pt", "model_2.pt", "best_model.pt", "params/agent.yaml"],
+        [(2, "model_2.pt", {}), (10, "model_10.pt", {})],
+    ),
+}
+BEST_NAMES = {
+    "cleanrl": ["best_model.cleanrl_model"],
+    "sb3": ["best_model.zip", "best_model_vecnormalize.pkl"],
+    "skrl": ["best_model.pt"],
+    "rsl_rl": ["best_model.pt"],
+}
 
 
 def _lay_out(root: Path, names: list[str]) -> Path:
@@ -172,8 +207,14 @@ def test_checkpoints_lists_a_training_run_by_step_and_never_the_best_model(name,
     run = _lay_out(tmp_path / "run", files)
     adapter = get_adapter(name)
     found = adapter.checkpoints(run)
-    assert [(c.step, c.model_file.relative_to(run).as_posix(),
-             {k: v.relative_to(run).as_posix() for k, v in c.companions.items()}) for c in found] == expected  # fmt: skip
+    assert [
+        (
+            c.step,
+            c.model_file.relative_to(run).as_posix(),
+            {k: v.relative_to(run).as_posix() for k, v in c.companions.items()},
+        )
+        for c in found
+    ] == expected
     assert list(adapter.best_model_files(run, found[-1] if name != "sb3" else found[1])) == BEST_NAMES[name]
 
 

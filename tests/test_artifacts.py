@@ -39,8 +39,15 @@ def test_state_dict_is_described_without_loading(tmp_path):
     real = torch.load(path, weights_only=True)
     assert list(info.content) == list(real)
     for key, tensor in real.items():
-        assert info.content[key] == TensorInfo(tuple(tensor.shape), "float32", info.content[key].storage_key,
-                                               tensor.numel(), False, tensor.storage_offset(), tensor.stride())  # fmt: skip
+        assert info.content[key] == TensorInfo(
+            tuple(tensor.shape),
+            "float32",
+            info.content[key].storage_key,
+            tensor.numel(),
+            False,
+            tensor.storage_offset(),
+            tensor.stride(),
+        )
 
 
 def test_c51_dict_and_td3_tuple_layouts(tmp_path):
@@ -245,8 +252,14 @@ def test_non_finite_weights_are_counted_per_tensor_from_the_static_read(tmp_path
     }
     torch.save(state, tmp_path / "m.pt")
     assert inspect_torch_file(tmp_path / "m.pt").verified
-    assert _non_finite(tmp_path / "m.pt") == [("q.0.weight", 12, 12), ("q.0.bias", 1, 3), ("head.weight", 1, 4),
-                                             ("strided", 1, 4), ("half", 1, 2), ("bf16", 1, 4)]  # fmt: skip
+    assert _non_finite(tmp_path / "m.pt") == [
+        ("q.0.weight", 12, 12),
+        ("q.0.bias", 1, 3),
+        ("head.weight", 1, 4),
+        ("strided", 1, 4),
+        ("half", 1, 2),
+        ("bf16", 1, 4),
+    ]
     torch.save({"w": torch.ones(2, 2)}, tmp_path / "finite.pt")
     assert _non_finite(tmp_path / "finite.pt") == []
 

@@ -102,9 +102,28 @@ def test_dev_stdout_redirected_to_a_file_writes_into_that_file(run, tmp_path):
     redirected = tmp_path / "redirected.json"
     with redirected.open("w") as fh:
         inode = os.fstat(fh.fileno()).st_ino
-        proc = subprocess.run([sys.executable, "-m", "zoo", "eval", str(run), "-n", "1", "--num-envs", "1",
-                               "--deterministic", "--out", "/dev/stdout", "-q"], stdout=fh, stderr=subprocess.PIPE,
-                              text=True, cwd=REPO, timeout=300)  # fmt: skip
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "zoo",
+                "eval",
+                str(run),
+                "-n",
+                "1",
+                "--num-envs",
+                "1",
+                "--deterministic",
+                "--out",
+                "/dev/stdout",
+                "-q",
+            ],
+            stdout=fh,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
     assert proc.returncode == 0, proc.stderr
     assert os.stat(redirected).st_ino == inode
     assert json.loads(redirected.read_text())["num_episodes"] == 1
@@ -154,7 +173,9 @@ def test_a_full_disk_anywhere_is_named_as_the_cause(run, monkeypatch):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/tmp/some-library-temp")
 
     monkeypatch.setattr(zoo.api, "run_plan", full)
-    _one_error(_eval(run, run / "eval.json"), "cannot write /tmp/some-library-temp: no space left on its disk")
+    _one_error(
+        _eval(run, run / "eval.json"), "cannot write /tmp/some-library-temp: no space left on its disk"
+    )
 
 
 def test_new_files_get_the_umask_mode_and_replaced_ones_keep_theirs(run, tmp_path, umask_027):
@@ -170,7 +191,9 @@ def test_watch_records_and_the_handoff_are_readable_as_a_plain_write_makes_them(
     """best_model_meta.json, evals.jsonl's neighbours and doctor's handoff were 0600 (mkstemp's mode)."""
     from zoo.atomic import copy_file_atomic, write_bytes_atomic, write_json_atomic
 
-    assert stat.S_IMODE(write_json_atomic(tmp_path / "best_model_meta.json", {"a": 1}).stat().st_mode) == 0o640
+    assert (
+        stat.S_IMODE(write_json_atomic(tmp_path / "best_model_meta.json", {"a": 1}).stat().st_mode) == 0o640
+    )
     assert stat.S_IMODE(write_bytes_atomic(tmp_path / "curve.png", b"\x89PNG").stat().st_mode) == 0o640
     src = tmp_path / "model.pt"
     src.write_bytes(b"weights")

@@ -67,14 +67,27 @@ def test_a_lone_model_file_is_what_exp_name_and_env_id_say(tmp_path):
     model = save_model(tmp_path / "model.cleanrl_model", "dqn", "CartPole-v1")
     (alone,) = zoo("check", model, "--json").json()
     assert alone["status"] == "error" and alone["reason"].startswith("cannot tell the experiment: its folder")
-    assert "'model' is not a registry entry" in alone["reason"] and alone["hint"].startswith("pass --exp-name")
+    assert "'model' is not a registry entry" in alone["reason"] and alone["hint"].startswith(
+        "pass --exp-name"
+    )
     (named,) = zoo("check", model, "--exp-name", "dqn", "--json").json()
     assert named["status"] == "warning" and named["hint"] == "pass --env-id"
     said = zoo("check", model, "--exp-name", "dqn", "--env-id", "CartPole-v1", "--json")
     assert said.exit_code == 0 and said.json()[0]["status"] == "ok"
     assert said.json()[0]["run"]["exp_name"] == "dqn" and said.json()[0]["run"]["env_id"] == "CartPole-v1"
-    evaluated = zoo("eval", model, "--exp-name", "dqn", "--env-id", "CartPole-v1", "-n", "1", "-q",
-                    "--out", tmp_path / "eval.json")  # fmt: skip
+    evaluated = zoo(
+        "eval",
+        model,
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "CartPole-v1",
+        "-n",
+        "1",
+        "-q",
+        "--out",
+        tmp_path / "eval.json",
+    )
     assert evaluated.exit_code == 0, evaluated.stderr
     wrong = zoo("check", model, "--exp-name", "dqn", "--env-id", "Pendulum-v1", "--json")
     assert wrong.exit_code == 1 and wrong.json()[0]["status"] == "error"
@@ -96,7 +109,9 @@ def test_one_run_is_said_what_it_is_and_several_are_picked_from(tmp_path):
     assert said["status"] == "error" and "dqn on Acrobot-v1: network.0.weight is (120, 4)" in said["reason"]
     assert said["run"]["env_id"] == "Acrobot-v1"
     inside = zoo("check", run / "dqn.cleanrl_model", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--json")
-    assert inside.exit_code == 0 and [r["run"]["path"] for r in inside.json()] == [str(run)]  # one row: its run's
+    assert inside.exit_code == 0 and [r["run"]["path"] for r in inside.json()] == [
+        str(run)
+    ]  # one row: its run's
     make_run(tmp_path, "Acrobot-v1", "c51")
     picked = zoo("check", tmp_path / "runs", "--env-id", "Acrobot-v1", "--json")
     assert picked.exit_code == 0 and [r["run"]["exp_name"] for r in picked.json()] == ["c51"]

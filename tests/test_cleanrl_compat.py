@@ -92,8 +92,19 @@ def _download_wheel() -> Path:
         return cached
     WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=WHEEL_CACHE) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--ignore-requires-python",
-               "--disable-pip-version-check", "--no-input", "cleanrl==1.2.0", "-d", tmp]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--ignore-requires-python",
+            "--disable-pip-version-check",
+            "--no-input",
+            "cleanrl==1.2.0",
+            "-d",
+            tmp,
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         except subprocess.TimeoutExpired:
@@ -202,9 +213,11 @@ WHEEL_EXPERIMENTS = {
     "ppo_continuous_action": ("ppo_continuous_action", {"agent": "Agent"}, "ppo"),
     "ddpg_continuous_action": ("ddpg_continuous_action", {"actor": "Actor", "qf1": "QNetwork"}, None),
     "td3_continuous_action": (
-        "td3_continuous_action", {"actor": "Actor", "qf1": "QNetwork", "qf2": "QNetwork"}, None,
+        "td3_continuous_action",
+        {"actor": "Actor", "qf1": "QNetwork", "qf2": "QNetwork"},
+        None,
     ),
-}  # fmt: skip
+}
 NOT_IN_WHEEL = {"qdagger_dqn_atari_impalacnn"}  # checked by hand against upstream below
 
 
@@ -285,9 +298,10 @@ def _act_batch(envs, n: int = 7) -> torch.Tensor:
 # ----------------------------------------------------------------------------- coverage
 def test_every_registry_experiment_is_covered(registry, cleanrl_wheel_dir):
     cleanrl_entries = {  # the JAX scripts' entries are proven against flax in tests/test_cleanrl_flax_models.py
-        name for name in registry.names()
+        name
+        for name in registry.names()
         if registry.get(name).framework == "cleanrl" and registry.get(name).layout["kind"] != "flax"
-    }  # fmt: skip
+    }
     uncovered = cleanrl_entries - set(WHEEL_EXPERIMENTS) - NOT_IN_WHEEL
     assert not uncovered, f"registry experiments with no compatibility test: {sorted(uncovered)}"
     for name in cleanrl_entries & set(WHEEL_EXPERIMENTS):
@@ -441,9 +455,24 @@ def test_impala_q_network_matches_upstream_layout_and_forward(registry, space):
 
 
 # ----------------------------------------------------------------------------- real training output
-DQN_ARGS = ["--env-id", "CartPole-v1", "--total-timesteps", "600", "--learning-starts", "200",
-            "--train-frequency", "1", "--save-model", "True", "--capture-video", "False", "--cuda", "False",
-            "--seed", "1"]  # fmt: skip
+DQN_ARGS = [
+    "--env-id",
+    "CartPole-v1",
+    "--total-timesteps",
+    "600",
+    "--learning-starts",
+    "200",
+    "--train-frequency",
+    "1",
+    "--save-model",
+    "True",
+    "--capture-video",
+    "False",
+    "--cuda",
+    "False",
+    "--seed",
+    "1",
+]
 
 
 def _run_until_saved(cmd: list[str], cwd: Path, env: dict, timeout: float) -> tuple[int, str, str, bool]:

@@ -232,10 +232,19 @@ def _exec_nodes(source: str, filename: str, names: set[str]) -> tuple[dict, dict
     """Execute the top-level ``class``/``def`` statements called ``names`` of ``source``; (namespace, spans)."""
     tree = ast.parse(source)
     ns = {
-        "__file__": filename, "argparse": argparse, "os": os, "strtobool": _strtobool, "np": np,
-        "Sequence": Sequence, "flax": flax, "nn": flax.linen, "jax": jax, "jnp": jnp,
-        "constant": constant, "orthogonal": orthogonal,
-    }  # fmt: skip
+        "__file__": filename,
+        "argparse": argparse,
+        "os": os,
+        "strtobool": _strtobool,
+        "np": np,
+        "Sequence": Sequence,
+        "flax": flax,
+        "nn": flax.linen,
+        "jax": jax,
+        "jnp": jnp,
+        "constant": constant,
+        "orthogonal": orthogonal,
+    }
     spans = {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name in names:
@@ -398,9 +407,11 @@ def test_c51_ports_match_flax(script, space, argv):
         assert diff <= ATOL + amplified, f"{script} Q: max |diff| {diff:.3g} > {ATOL} + {amplified:.3g}"
         _same_argmax(script, q, q_flax)
         direct = type(model).from_flax(
-            restored["model_weights"], obs_space, act_space,
+            restored["model_weights"],
+            obs_space,
+            act_space,
             **{k: args[k] for k in ("n_atoms", "v_min", "v_max")},
-        )  # fmt: skip
+        )
         torch.testing.assert_close(direct(_as_torch(obs)), q, rtol=0, atol=0)
 
 
@@ -543,9 +554,15 @@ def test_same_padding_of_the_max_pool_is_lax_s():
 
 def test_every_saving_script_has_a_port():
     assert _flax_scripts() == {
-        "dqn_jax", "dqn_atari_jax", "c51_jax", "c51_atari_jax", "qdagger_dqn_atari_jax_impalacnn",
-        "td3_continuous_action_jax", "ddpg_continuous_action_jax", "ppo_atari_envpool_xla_jax_scan",
-    }  # fmt: skip
+        "dqn_jax",
+        "dqn_atari_jax",
+        "c51_jax",
+        "c51_atari_jax",
+        "qdagger_dqn_atari_jax_impalacnn",
+        "td3_continuous_action_jax",
+        "ddpg_continuous_action_jax",
+        "ppo_atari_envpool_xla_jax_scan",
+    }
     for script in _flax_scripts():
         entry = _entry(script)
         for part in entry.parts:
@@ -578,8 +595,13 @@ def test_a_sound_tree_loads_without_jax():
     shapes = _file_shapes("dqn_jax", obs_space, act_space)
     model = _load("dqn_jax", _tree(shapes), obs_space, act_space)["q_network"]
     assert [k for k in model.state_dict()] == [
-        "Dense_0.weight", "Dense_0.bias", "Dense_1.weight", "Dense_1.bias", "Dense_2.weight", "Dense_2.bias",
-    ]  # fmt: skip
+        "Dense_0.weight",
+        "Dense_0.bias",
+        "Dense_1.weight",
+        "Dense_1.bias",
+        "Dense_2.weight",
+        "Dense_2.bias",
+    ]
     assert model.Dense_0.weight.shape == (120, 4)  # kernel (4, 120) transposed
 
 

@@ -194,8 +194,9 @@ def test_python_api_policy_gives_identical_actions_for_both_shapes(tmp_path):
     obs = np.random.default_rng(0).uniform(-1, 1, (8, 3)).astype(np.float32)
     actions = []
     for run in runs.values():
-        policy = zoo_api.load_policy(run / "td3_continuous_action.cleanrl_model", exp_name="td3_continuous_action",
-                                     env_id=ENV)  # fmt: skip
+        policy = zoo_api.load_policy(
+            run / "td3_continuous_action.cleanrl_model", exp_name="td3_continuous_action", env_id=ENV
+        )
         actions.append(policy.act(obs, deterministic=True)[0])
     assert actions[0].shape == (8, 2) and np.array_equal(actions[0], actions[1])
 
@@ -239,12 +240,34 @@ def test_check_ok_means_the_loader_succeeds_for_every_buffer_shape():
 
 # ----------------------------------------------------------------------------- C51's saved args
 #: ``vars(args)`` of c51.py at 30381eea (argparse, no num_envs) and at HEAD (tyro Args, num_envs since 72e49d42).
-ARGPARSE_ARGS = {"exp_name": "c51", "seed": 1, "torch_deterministic": True, "cuda": True, "track": False,
-                 "wandb_project_name": "cleanRL", "wandb_entity": None, "capture_video": False, "save_model": True,
-                 "upload_model": False, "hf_entity": "", "env_id": "CartPole-v1", "total_timesteps": 500000,
-                 "learning_rate": 2.5e-4, "n_atoms": 101, "v_min": -100, "v_max": 100, "buffer_size": 10000,
-                 "gamma": 0.99, "target_network_frequency": 500, "batch_size": 128, "start_e": 1, "end_e": 0.05,
-                 "exploration_fraction": 0.5, "learning_starts": 10000, "train_frequency": 10}  # fmt: skip
+ARGPARSE_ARGS = {
+    "exp_name": "c51",
+    "seed": 1,
+    "torch_deterministic": True,
+    "cuda": True,
+    "track": False,
+    "wandb_project_name": "cleanRL",
+    "wandb_entity": None,
+    "capture_video": False,
+    "save_model": True,
+    "upload_model": False,
+    "hf_entity": "",
+    "env_id": "CartPole-v1",
+    "total_timesteps": 500000,
+    "learning_rate": 2.5e-4,
+    "n_atoms": 101,
+    "v_min": -100,
+    "v_max": 100,
+    "buffer_size": 10000,
+    "gamma": 0.99,
+    "target_network_frequency": 500,
+    "batch_size": 128,
+    "start_e": 1,
+    "end_e": 0.05,
+    "exploration_fraction": 0.5,
+    "learning_starts": 10000,
+    "train_frequency": 10,
+}
 TYRO_ARGS = {**ARGPARSE_ARGS, "num_envs": 1}
 
 
@@ -304,16 +327,25 @@ def _save_as_if_on_cuda(obj, path):
     assert b"cuda:0" in data and b"cpu" not in data
 
 
-@pytest.mark.parametrize(("exp", "env_id"), [("dqn", "CartPole-v1"), ("c51", "CartPole-v1"),
-                                             ("ppo_continuous_action", "Pendulum-v1"),
-                                             ("td3_continuous_action", "Pendulum-v1")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("exp", "env_id"),
+    [
+        ("dqn", "CartPole-v1"),
+        ("c51", "CartPole-v1"),
+        ("ppo_continuous_action", "Pendulum-v1"),
+        ("td3_continuous_action", "Pendulum-v1"),
+    ],
+)
 def test_files_written_on_a_gpu_check_ok_and_evaluate_like_cpu_files(tmp_path, exp, env_id):
     cpu = make_run(tmp_path, env_id, exp, seed=1)
     model = cpu / f"{exp}.cleanrl_model"
     obj = torch.load(model, weights_only=True)
     if exp == "td3_continuous_action":  # the layout CleanRL master writes
-        actor = {**obj[0], "action_scale": obj[0]["action_scale"].reshape(-1),
-                 "action_bias": obj[0]["action_bias"].reshape(-1)}  # fmt: skip
+        actor = {
+            **obj[0],
+            "action_scale": obj[0]["action_scale"].reshape(-1),
+            "action_bias": obj[0]["action_bias"].reshape(-1),
+        }
         obj = (actor, *obj[1:])
     gpu = tmp_path / "runs" / f"{env_id}__{exp}__2__1700000000"
     gpu.mkdir()

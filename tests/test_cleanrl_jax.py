@@ -59,8 +59,11 @@ def _save_actor_critics(run: Path, script: str, critics: int, seed: int):
     env = gymnasium.make("Pendulum-v1")
     vector_act = gymnasium.vector.utils.batch_space(env.action_space, 1)  # the scripts' envs.action_space
     classes = _wheel_classes(script)
-    actor = classes["Actor"](action_dim=1, action_scale=jax.numpy.array((vector_act.high - vector_act.low) / 2.0),
-                             action_bias=jax.numpy.array((vector_act.high + vector_act.low) / 2.0))  # fmt: skip
+    actor = classes["Actor"](
+        action_dim=1,
+        action_scale=jax.numpy.array((vector_act.high - vector_act.low) / 2.0),
+        action_bias=jax.numpy.array((vector_act.high + vector_act.low) / 2.0),
+    )
     qf = classes["QNetwork"]()
     obs, act = np.zeros((1, 3), np.float32), vector_act.sample()
     keys = jax.random.split(jax.random.PRNGKey(seed), 1 + critics)
@@ -88,8 +91,9 @@ class FlaxPolicy:
         pass
 
 
-def _reference_returns(policy, env_id: str, preset: str = "classic", episodes: int = EPISODES,
-                       num_envs: int = 3) -> list[float]:  # fmt: skip
+def _reference_returns(
+    policy, env_id: str, preset: str = "classic", episodes: int = EPISODES, num_envs: int = 3
+) -> list[float]:
     envs = make_vector_env(EnvSpec(env_id, preset), num_envs)
     try:
         return [e.return_ for e in rollout(policy, envs, episodes, seed=4, deterministic=True)]
@@ -98,8 +102,20 @@ def _reference_returns(policy, env_id: str, preset: str = "classic", episodes: i
 
 
 def _zoo_returns(run: Path, out: Path, episodes: int = EPISODES, num_envs: int = 3) -> list[float]:
-    result = zoo("eval", run, "--deterministic", "-n", episodes, "--num-envs", num_envs, "--seed", 4, "-q",
-                 "--out", out)  # fmt: skip
+    result = zoo(
+        "eval",
+        run,
+        "--deterministic",
+        "-n",
+        episodes,
+        "--num-envs",
+        num_envs,
+        "--seed",
+        4,
+        "-q",
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.stderr
     return [e["return"] for e in json.loads(out.read_text())["episodes"]]
 
@@ -139,8 +155,9 @@ def test_c51_jax_run_evaluates_like_the_flax_module(tmp_path):
     assert _zoo_returns(run, tmp_path / "eval.json") == _reference_returns(flax_policy, "CartPole-v1")
 
 
-@pytest.mark.parametrize(("script", "critics", "seed"),
-                         [("td3_continuous_action_jax", 2, 2), ("ddpg_continuous_action_jax", 1, 3)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("script", "critics", "seed"), [("td3_continuous_action_jax", 2, 2), ("ddpg_continuous_action_jax", 1, 3)]
+)
 def test_actor_critic_jax_runs_evaluate_like_the_flax_actor(tmp_path, script, critics, seed):
     run = tmp_path / "runs" / f"Pendulum-v1__{script}__1__1700000000"
     act = _save_actor_critics(run, script, critics=critics, seed=seed)
@@ -178,12 +195,15 @@ def test_jax_runs_export_with_parity(tmp_path, fmt):
 def test_loading_a_flax_file_does_not_import_jax(tmp_path):
     run = tmp_path / "runs" / "CartPole-v1__dqn_jax__1__1700000000"
     _save_dqn(run)
-    code = ("import sys, numpy as np, zoo\n"
-            f"p = zoo.load_policy({str(run)!r})\n"
-            "p.act(np.zeros((2, 4), np.float32))\n"
-            "print(sorted(m for m in ('jax', 'flax', 'jaxlib') if m in sys.modules))")  # fmt: skip
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env=dict(os.environ))  # fmt: skip
+    code = (
+        "import sys, numpy as np, zoo\n"
+        f"p = zoo.load_policy({str(run)!r})\n"
+        "p.act(np.zeros((2, 4), np.float32))\n"
+        "print(sorted(m for m in ('jax', 'flax', 'jaxlib') if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(os.environ)
+    )
     assert proc.stdout.strip() == "[]"
 
 
@@ -227,25 +247,57 @@ def test_enjoy_fetches_a_jax_model_from_a_repo_laid_out_as_cleanrl_pushes_it(tmp
     repo_dir = tmp_path / "repo"
     repo_dir.mkdir()
     (repo_dir / "dqn_jax.cleanrl_model").write_bytes((run / "dqn_jax.cleanrl_model").read_bytes())
-    for name, text in (("dqn_jax.py", "# the training script\n"), ("pyproject.toml", "[tool.poetry]\n"),
-                       ("poetry.lock", "# lock\n"), ("README.md", "---\nlibrary_name: cleanrl\n---\n"),
-                       ("events.out.tfevents.1700000000.host", ""), ("replay.mp4", ""),
-                       ("videos/CartPole-v1__dqn_jax__1__1700000000-eval/rl-video-episode-0.mp4", "")):  # fmt: skip
+    for name, text in (
+        ("dqn_jax.py", "# the training script\n"),
+        ("pyproject.toml", "[tool.poetry]\n"),
+        ("poetry.lock", "# lock\n"),
+        ("README.md", "---\nlibrary_name: cleanrl\n---\n"),
+        ("events.out.tfevents.1700000000.host", ""),
+        ("replay.mp4", ""),
+        ("videos/CartPole-v1__dqn_jax__1__1700000000-eval/rl-video-episode-0.mp4", ""),
+    ):
         (repo_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (repo_dir / name).write_text(text)
     with HubServer(tmp_path / "hub").start() as hub:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "ZOO_ALLOW"))}
-        env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-                   HF_HOME=str(tmp_path / "hf-home"))  # fmt: skip
-        upload = ("import sys; from huggingface_hub import HfApi; api = HfApi()\n"
-                  "api.create_repo('cleanrl/CartPole-v1-dqn_jax-seed1')\n"
-                  "api.upload_folder(repo_id='cleanrl/CartPole-v1-dqn_jax-seed1', folder_path=sys.argv[1])")  # fmt: skip
+        env.update(
+            HF_ENDPOINT=hub.url,
+            HF_HUB_DISABLE_XET="1",
+            HF_HUB_DISABLE_TELEMETRY="1",
+            HF_HOME=str(tmp_path / "hf-home"),
+        )
+        upload = (
+            "import sys; from huggingface_hub import HfApi; api = HfApi()\n"
+            "api.create_repo('cleanrl/CartPole-v1-dqn_jax-seed1')\n"
+            "api.upload_folder(repo_id='cleanrl/CartPole-v1-dqn_jax-seed1', folder_path=sys.argv[1])"
+        )
         subprocess.run(
             [sys.executable, "-c", upload, str(repo_dir)], env=env, check=True, capture_output=True
         )
-        cmd = [sys.executable, "-m", "zoo", "enjoy", "--exp-name", "dqn_jax", "--env-id", "CartPole-v1",
-               "--run-seed", "1", "--runs-dir", str(tmp_path / "none"), "--allow-download", "--deterministic",
-               "-n", str(EPISODES), "--num-envs", "3", "--seed", "4", "--out", str(tmp_path / "enjoy.json")]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "zoo",
+            "enjoy",
+            "--exp-name",
+            "dqn_jax",
+            "--env-id",
+            "CartPole-v1",
+            "--run-seed",
+            "1",
+            "--runs-dir",
+            str(tmp_path / "none"),
+            "--allow-download",
+            "--deterministic",
+            "-n",
+            str(EPISODES),
+            "--num-envs",
+            "3",
+            "--seed",
+            "4",
+            "--out",
+            str(tmp_path / "enjoy.json"),
+        ]
         enjoyed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert enjoyed.returncode == 0, enjoyed.stderr
     assert "downloaded from cleanrl/CartPole-v1-dqn_jax-seed1 @ main" in enjoyed.stderr

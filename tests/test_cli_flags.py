@@ -41,8 +41,20 @@ def test_seed_is_the_eval_seed_in_eval_and_enjoy(dqn_run, tmp_path):
     """The same --seed gives the same episodes through zoo eval and zoo enjoy (a local run)."""
     common = ("--stochastic", "--seed", "5", "--episodes", "3", "--num-envs", "1")
     evaluated = zoo("eval", dqn_run, *common, "--out", tmp_path / "eval.json")
-    enjoyed = zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--run-seed", "1", "--runs-dir",
-                  dqn_run.parent, *common, "--out", tmp_path / "enjoy.json")  # fmt: skip
+    enjoyed = zoo(
+        "enjoy",
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "CartPole-v1",
+        "--run-seed",
+        "1",
+        "--runs-dir",
+        dqn_run.parent,
+        *common,
+        "--out",
+        tmp_path / "enjoy.json",
+    )
     assert evaluated.exit_code == 0 and enjoyed.exit_code == 0, enjoyed.stderr
     assert "run seed 1, eval seed 5" in enjoyed.stderr
     one, two = (json.loads((tmp_path / f).read_text()) for f in ("eval.json", "enjoy.json"))
@@ -53,8 +65,20 @@ def test_old_spellings_still_work_and_say_what_to_type(dqn_run, tmp_path):
     result = zoo("check", dqn_run.parent, "--seed", "1", "--json")
     assert result.exit_code == 0 and len(result.json()) == 1
     assert "note: --seed is now --run-seed" in result.stderr
-    evaluated = zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--runs-dir", dqn_run.parent,
-                    "--eval-episodes", "2", "--out", tmp_path / "e.json", "-q")  # fmt: skip
+    evaluated = zoo(
+        "enjoy",
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "CartPole-v1",
+        "--runs-dir",
+        dqn_run.parent,
+        "--eval-episodes",
+        "2",
+        "--out",
+        tmp_path / "e.json",
+        "-q",
+    )
     assert evaluated.exit_code == 0, evaluated.stderr
     assert json.loads((tmp_path / "e.json").read_text())["num_episodes"] == 2
     assert "note: --eval-episodes is now --episodes" in evaluated.stderr

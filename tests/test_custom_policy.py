@@ -106,8 +106,22 @@ def steps(monkeypatch) -> list[int]:
 @pytest.mark.parametrize("name", CLASSES)
 def test_each_constructor_and_action_method_scores_what_a_hand_written_rollout_scores(name, env_id, tmp_path):
     out = tmp_path / "eval.json"
-    result = zoo("eval", "--policy-class", f"custom_policies:{name}", "--env-id", env_id, "-n", EPISODES,
-                 "--num-envs", NUM_ENVS, "--seed", SEED, "--out", out, "-q")  # fmt: skip
+    result = zoo(
+        "eval",
+        "--policy-class",
+        f"custom_policies:{name}",
+        "--env-id",
+        env_id,
+        "-n",
+        EPISODES,
+        "--num-envs",
+        NUM_ENVS,
+        "--seed",
+        SEED,
+        "--out",
+        out,
+        "-q",
+    )
     assert result.exit_code == 0, result.stderr
     assert f"note: running your code: --policy-class custom_policies:{name} acts" in result.stderr  # with -q
     data = _eval_json(out)
@@ -124,8 +138,20 @@ def test_each_constructor_and_action_method_scores_what_a_hand_written_rollout_s
 
 def test_mjrl_get_action_samples_item_0_and_the_same_seed_repeats_it(tmp_path):
     """--stochastic takes get_action's item 0 (MJRL's sampled action): zoo seeds np.random with --seed."""
-    common = ("--policy-class", "custom_policies:SpacesGetAction", "--env-id", "Pendulum-v1", "-n", "2",
-              "--num-envs", "2", "-q", "--json", "--out", tmp_path / "e.json")  # fmt: skip
+    common = (
+        "--policy-class",
+        "custom_policies:SpacesGetAction",
+        "--env-id",
+        "Pendulum-v1",
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "-q",
+        "--json",
+        "--out",
+        tmp_path / "e.json",
+    )
     first, again = zoo("eval", *common, "--stochastic"), zoo("eval", *common, "--stochastic")
     other_seed, greedy = zoo("eval", *common, "--stochastic", "--seed", "1"), zoo("eval", *common)
     returns = [[e["return"] for e in r.json()["episodes"]] for r in (first, again, other_seed, greedy)]
@@ -159,8 +185,18 @@ def test_the_python_api_loads_and_evaluates_a_class_with_no_file(tmp_path, monke
 def test_a_target_file_is_read_by_the_class_load_method(tmp_path):
     weights = tmp_path / "gain.json"
     weights.write_text(json.dumps({"gain": 0.0}))  # a gain of 0: the pendulum is never pushed
-    common = ("--policy-class", "custom_policies:WithLoad", "--env-id", "Pendulum-v1", "-n", "2", "--num-envs",
-              "2", "-q", "--json")  # fmt: skip
+    common = (
+        "--policy-class",
+        "custom_policies:WithLoad",
+        "--env-id",
+        "Pendulum-v1",
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "-q",
+        "--json",
+    )
     loaded = zoo("eval", weights, "--exp-name", "custom", *common, "--out", tmp_path / "loaded.json")
     assert loaded.exit_code == 0, loaded.stderr
     data = loaded.json()
@@ -169,24 +205,48 @@ def test_a_target_file_is_read_by_the_class_load_method(tmp_path):
     )
     plain = zoo("eval", *common, "--out", tmp_path / "plain.json").json()  # gain 1.0: the class's own
     assert [e["return"] for e in data["episodes"]] != [e["return"] for e in plain["episodes"]]
-    no_load = zoo("eval", weights, "--exp-name", "custom", "--policy-class", "custom_policies:SpacesAct",
-                  "--env-id", "Pendulum-v1", "-q")  # fmt: skip
+    no_load = zoo(
+        "eval",
+        weights,
+        "--exp-name",
+        "custom",
+        "--policy-class",
+        "custom_policies:SpacesAct",
+        "--env-id",
+        "Pendulum-v1",
+        "-q",
+    )
     assert no_load.exit_code == 1 and "SpacesAct has no load(path) method" in _one_error(no_load.stderr)
 
 
 # ----------------------------------------------------------------------------- actions checked before a step
-@pytest.mark.parametrize(("name", "env_id", "found"), [
-    ("WrongShape", "Pendulum-v1", "shape (2, 2), expected (2, 1)"),
-    ("OutOfBounds", "Pendulum-v1", "2 values outside the bounds, the first 5 (env 0) not in [-2, 2]"),
-    ("NotFinite", "Pendulum-v1", "not finite"),
-    ("FloatDiscrete", "CartPole-v1", "dtype float64, expected integers"),
-    ("BareGetAction", "Pendulum-v1", "get_action returned a ndarray: expected a tuple"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "env_id", "found"),
+    [
+        ("WrongShape", "Pendulum-v1", "shape (2, 2), expected (2, 1)"),
+        ("OutOfBounds", "Pendulum-v1", "2 values outside the bounds, the first 5 (env 0) not in [-2, 2]"),
+        ("NotFinite", "Pendulum-v1", "not finite"),
+        ("FloatDiscrete", "CartPole-v1", "dtype float64, expected integers"),
+        ("BareGetAction", "Pendulum-v1", "get_action returned a ndarray: expected a tuple"),
+    ],
+)
 def test_actions_that_do_not_fit_the_space_are_refused_before_the_first_step(
     name, env_id, found, steps, tmp_path
 ):
-    result = zoo("eval", "--policy-class", f"custom_policies:{name}", "--env-id", env_id, "-n", "2", "--num-envs",
-                 "2", "--out", tmp_path / "eval.json", "-q")  # fmt: skip
+    result = zoo(
+        "eval",
+        "--policy-class",
+        f"custom_policies:{name}",
+        "--env-id",
+        env_id,
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "--out",
+        tmp_path / "eval.json",
+        "-q",
+    )
     assert result.exit_code == 1
     error = _one_error(result.stderr)
     assert name in error and found in error, error
@@ -195,29 +255,49 @@ def test_actions_that_do_not_fit_the_space_are_refused_before_the_first_step(
 
 def test_every_batch_is_checked_not_only_the_first(steps, tmp_path):
     custom_policies.LateOutOfBounds.calls = 0
-    result = zoo("eval", "--policy-class", "custom_policies:LateOutOfBounds", "--env-id", "Pendulum-v1", "-n", "2",
-                 "--num-envs", "2", "-q")  # fmt: skip
+    result = zoo(
+        "eval",
+        "--policy-class",
+        "custom_policies:LateOutOfBounds",
+        "--env-id",
+        "Pendulum-v1",
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "-q",
+    )
     assert result.exit_code == 1
     assert "LateOutOfBounds.act's actions in batch 3 do not fit" in _one_error(result.stderr)
     assert len(steps) == 2  # the two batches that fit were stepped, the third never reached env.step
 
 
 # ----------------------------------------------------------------------------- one line per mistake
-@pytest.mark.parametrize(("ref", "code", "said"), [
-    ("no_colon", 2, "--policy-class 'no_colon': expected module:Class"),
-    ("custom_policies:", 2, "expected module:Class"),
-    ("custom_policies:1bad", 2, "expected module:Class"),
-    ("no_such_module_zoo:Policy", 2, "cannot import 'no_such_module_zoo'"),
-    ("custom_policies:Missing", 2, "'custom_policies' has no 'Missing'"),
-    ("custom_policies:control", 2, "control is a function, not a class"),
-    ("custom_policies:OtherNames", 1, "OtherNames(obs_space, act_space) takes neither (env, seed) nor "
-                                      "(observation_space, action_space)"),
-    ("custom_policies:ThreeArgs", 1, "ThreeArgs(env, seed, config): zoo passes only the first two, and config has "
-                                     "no default"),
-    ("custom_policies:NoActionMethod", 1, "NoActionMethod has none of get_action(obs), predict"),
-    ("custom_policies:RaisesInInit", 1, "your policy class raised: TypeError: boom from __init__"),
-    ("custom_policies:RaisesInAct", 1, "your policy class raised: ValueError: boom from act"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("ref", "code", "said"),
+    [
+        ("no_colon", 2, "--policy-class 'no_colon': expected module:Class"),
+        ("custom_policies:", 2, "expected module:Class"),
+        ("custom_policies:1bad", 2, "expected module:Class"),
+        ("no_such_module_zoo:Policy", 2, "cannot import 'no_such_module_zoo'"),
+        ("custom_policies:Missing", 2, "'custom_policies' has no 'Missing'"),
+        ("custom_policies:control", 2, "control is a function, not a class"),
+        (
+            "custom_policies:OtherNames",
+            1,
+            "OtherNames(obs_space, act_space) takes neither (env, seed) nor "
+            "(observation_space, action_space)",
+        ),
+        (
+            "custom_policies:ThreeArgs",
+            1,
+            "ThreeArgs(env, seed, config): zoo passes only the first two, and config has no default",
+        ),
+        ("custom_policies:NoActionMethod", 1, "NoActionMethod has none of get_action(obs), predict"),
+        ("custom_policies:RaisesInInit", 1, "your policy class raised: TypeError: boom from __init__"),
+        ("custom_policies:RaisesInAct", 1, "your policy class raised: ValueError: boom from act"),
+    ],
+)
 def test_a_bad_policy_class_is_one_line_with_its_exit_code(ref, code, said, steps):
     result = zoo("eval", "--policy-class", ref, "--env-id", "Pendulum-v1", "-n", "1", "-q")
     assert result.exit_code == code, result.stderr
@@ -228,8 +308,11 @@ def test_a_bad_policy_class_is_one_line_with_its_exit_code(ref, code, said, step
 def test_the_user_error_names_the_line_of_user_code_it_came_from():
     result = zoo("eval", "--policy-class", "custom_policies:RaisesInInit", "--env-id", "Pendulum-v1", "-q")
     hint = result.stderr.splitlines()[-1]
-    line = next(i for i, text in enumerate(Path(custom_policies.__file__).read_text().splitlines(), 1)
-                if "boom from __init__" in text)  # fmt: skip
+    line = next(
+        i
+        for i, text in enumerate(Path(custom_policies.__file__).read_text().splitlines(), 1)
+        if "boom from __init__" in text
+    )
     assert (
         hint
         == f"hint: custom_policies.py:{line}, in __init__; zoo called RaisesInInit(observation_space, action_space)"
@@ -256,8 +339,16 @@ def test_policy_class_on_another_frameworks_target_is_a_usage_error(dqn_run):
     result = zoo("eval", dqn_run, "--policy-class", "custom_policies:SpacesAct", "-q")
     assert result.exit_code == 2
     assert _one_error(result.stderr).startswith("error: --policy-class is not used by cleanrl models")
-    named = zoo("eval", "--policy-class", "custom_policies:SpacesAct", "--exp-name", "dqn", "--env-id",
-                "CartPole-v1", "-q")  # fmt: skip
+    named = zoo(
+        "eval",
+        "--policy-class",
+        "custom_policies:SpacesAct",
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "CartPole-v1",
+        "-q",
+    )
     assert named.exit_code == 2 and "--policy-class is not used by cleanrl models" in named.stderr
 
 
@@ -308,8 +399,22 @@ def test_a_malicious_pickle_is_refused_by_check_and_eval_and_never_runs(tmp_path
 
 
 def test_a_trusted_pickle_is_evaluated_like_a_class_with_get_actions_mean(mjrl_pickle, tmp_path):
-    result = zoo("eval", mjrl_pickle, "--env-id", "Pendulum-v1", "--trust-pickle", "-n", EPISODES, "--num-envs",
-                 NUM_ENVS, "--seed", SEED, "-q", "--out", tmp_path / "eval.json")  # fmt: skip
+    result = zoo(
+        "eval",
+        mjrl_pickle,
+        "--env-id",
+        "Pendulum-v1",
+        "--trust-pickle",
+        "-n",
+        EPISODES,
+        "--num-envs",
+        NUM_ENVS,
+        "--seed",
+        SEED,
+        "-q",
+        "--out",
+        tmp_path / "eval.json",
+    )
     assert result.exit_code == 0, result.stderr
     data = _eval_json(tmp_path / "eval.json")
     reference = _reference_returns(MJRLStylePolicy(), "Pendulum-v1", EPISODES, NUM_ENVS, SEED)

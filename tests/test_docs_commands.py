@@ -37,7 +37,9 @@ PAGES: dict[str, tuple] = {
     "docs/frameworks/genesis.md": (pytest.mark.trains, pytest.mark.slow, pytest.mark.genesis),
     "docs/frameworks/myosuite.md": (),
     "docs/frameworks/rsl_rl.md": (pytest.mark.trains,),  # 5 rsl_rl runs (MLP, LSTM, CNN, distillation), 4 its
-    "docs/frameworks/sb3.md": (pytest.mark.trains,),  # 3 rl_zoo3 runs (Breakout 64 steps) and 10 SB3 zips, <= 800 steps
+    "docs/frameworks/sb3.md": (
+        pytest.mark.trains,
+    ),  # 3 rl_zoo3 runs (Breakout 64 steps) and 10 SB3 zips, <= 800 steps
     "docs/frameworks/skrl.md": (pytest.mark.trains,),  # 7 skrl runs, 256 to 1,000 steps x 4 envs
     "docs/hub-serve.md": (),
     "docs/leaderboard.md": (),
@@ -54,25 +56,34 @@ PAGES: dict[str, tuple] = {
 #: What converted pages show but do not run (each line says why in its page: ``# not run here: REASON``).
 NOT_RUN: dict[str, set[str]] = {
     "README.md": {"python3 dev.py demo", "python3 dev.py test", "pip install torch==2.13.0 -e ."},
-    "docs/adding-a-framework.md": {"# fragment: zoo/frameworks/mylib/__init__.py, the methods' bodies are yours"},
+    "docs/adding-a-framework.md": {
+        "# fragment: zoo/frameworks/mylib/__init__.py, the methods' bodies are yours"
+    },
     "docs/enjoy.md": {"export HF_ENDPOINT=http://hub.internal:8000 HF_HUB_DISABLE_XET=1 HF_TOKEN=..."},
-    "docs/examples.md": {"python examples/train_examples.py", "python examples/train_examples.py --only dqn,c51 --out /tmp/runs"},
+    "docs/examples.md": {
+        "python examples/train_examples.py",
+        "python examples/train_examples.py --only dqn,c51 --out /tmp/runs",
+    },
     "docs/frameworks/genesis.md": {"pip install 'rl-zoo-hub[genesis,rsl]'"},
-    "docs/hub-serve.md": {"# fragment: serve from Python with raised limits (it blocks until Ctrl-C, as zoo hub serve does)"},
+    "docs/hub-serve.md": {
+        "# fragment: serve from Python with raised limits (it blocks until Ctrl-C, as zoo hub serve does)"
+    },
     "docs/frameworks/myosuite.md": {
-        "pip install torch==2.13.0 && pip install 'rl-zoo-hub[sb3,myosuite]'", "zoo check logs",
+        "pip install torch==2.13.0 && pip install 'rl-zoo-hub[sb3,myosuite]'",
+        "zoo check logs",
         "zoo eval logs/ppo/myoElbowPose1D6MRandom-v0_1 --episodes 10 --deterministic",
         "zoo doctor --framework sb3 --policy logs/ppo/myoElbowPose1D6MRandom-v0_1 --probe-env",
     },
     "docs/scale-out.md": {
-        "pip install 'rl-zoo-hub[ray]'", "ray start --head --port 6379 --num-cpus 0",
+        "pip install 'rl-zoo-hub[ray]'",
+        "ray start --head --port 6379 --num-cpus 0",
         "ray start --address HEAD:6379 --num-cpus 32",
         "zoo eval /shared/runs --all --executor ray --address HEAD:6379 --num-cpus 64",
     },
     "docs/tensor-envs.md": {
         "zoo eval logs/rsl_rl/anymal/2026-11-30_10-00-00 --env-id Isaac-Velocity-Flat-Anymal-C-v0",
     },
-}  # fmt: skip
+}
 
 
 def _pages() -> set[str]:
@@ -128,8 +139,18 @@ def test_page_runs_as_shown(page, tmp_path, hub_store):
 
 def test_python_api_page_covers_every_function():
     code = "".join(s.text for s in parse(REPO / "docs" / "python-api.md") if s.kind == "python")
-    for name in ("check", "evaluate", "evaluate_all", "plan", "load_policy", "export", "push", "enjoy", "watch",
-                 "diagnose"):  # fmt: skip
+    for name in (
+        "check",
+        "evaluate",
+        "evaluate_all",
+        "plan",
+        "load_policy",
+        "export",
+        "push",
+        "enjoy",
+        "watch",
+        "diagnose",
+    ):
         assert f"zoo.{name}(" in code, name
 
 
@@ -142,7 +163,9 @@ def _page(tmp_path: Path, text: str) -> Path:
 def test_a_page_that_says_what_zoo_does_not_do_fails(tmp_path):
     """The test's own check: a wrong exit status stops the page with the line named, a line zoo does not print
     is one; a right one passes, ``…`` standing for any text."""
-    page = _page(tmp_path, """
+    page = _page(
+        tmp_path,
+        """
 ```console
 $ zoo registry show dqnn
 error: unknown experiment 'dqnn'
@@ -163,7 +186,8 @@ zoo registry show c51
 $ zoo registry show c51
 framework: sb3
 ```
-""")  # fmt: skip
+""",
+    )
     first, second = PageRun(page, tmp_path / "run", None).run()
     assert first.problem is None and first.exit == 1
     assert second.problem == "exit 1, the page says 2" and second.fatal  # the page stops there

@@ -19,9 +19,18 @@ import yaml
 from helpers import EXAMPLES, zoo
 
 DQN = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
-CONFIG = {"framework": "sb3", "algorithm": "ppo", "env_id": "CartPole-v1", "seed": 1, "total_timesteps": 100_000,
-          "num_envs": 8, "wall_time_minutes": 20, "output_dir": "runs/sb3", "checkpoint_every": 10_000,
-          "eval": {"every": 10_000, "episodes": 10, "seed": 0}}  # fmt: skip
+CONFIG = {
+    "framework": "sb3",
+    "algorithm": "ppo",
+    "env_id": "CartPole-v1",
+    "seed": 1,
+    "total_timesteps": 100_000,
+    "num_envs": 8,
+    "wall_time_minutes": 20,
+    "output_dir": "runs/sb3",
+    "checkpoint_every": 10_000,
+    "eval": {"every": 10_000, "episodes": 10, "seed": 0},
+}
 
 
 def write_config(tmp_path: Path, **changes) -> Path:
@@ -88,7 +97,10 @@ def test_an_extra_is_installed_only_when_import_would_find_all_of_it(monkeypatch
     assert extras["mujoco"] == {"installed": False, "missing": ["mujoco"]}
     assert extras["sb3"]["installed"] is True
     table = zoo("doctor", env={"COLUMNS": "200"}).stdout
-    assert next(line for line in table.splitlines() if "extra mujoco" in line).split("│")[2].strip() == "missing mujoco"
+    assert (
+        next(line for line in table.splitlines() if "extra mujoco" in line).split("│")[2].strip()
+        == "missing mujoco"
+    )
 
 
 def test_an_extra_counts_what_the_extras_it_asks_of_its_requirements_require():
@@ -99,7 +111,9 @@ def test_an_extra_counts_what_the_extras_it_asks_of_its_requirements_require():
     assert mujoco.requires[:2] == ["gymnasium", "mujoco"] and mujoco.installed
 
 
-def test_a_cleanrl_config_needs_torch_gymnasium_and_the_envs_extra_not_a_cleanrl_package(tmp_path, monkeypatch):
+def test_a_cleanrl_config_needs_torch_gymnasium_and_the_envs_extra_not_a_cleanrl_package(
+    tmp_path, monkeypatch
+):
     """CleanRL users run its scripts from a clone: the config's plan and the policy checks both go through."""
     import zoo.doctor.checks as doctor_checks
 
@@ -109,14 +123,24 @@ def test_a_cleanrl_config_needs_torch_gymnasium_and_the_envs_extra_not_a_cleanrl
     found = checks(result)
     assert found["module torch"][0] == found["module gymnasium"][0] == "ok"
     assert not [name for name in found if "cleanrl" in name] and found["content"][0] == "ok"
-    mujoco = zoo("doctor", "--framework", "cleanrl", "--config", write_config(tmp_path, framework="cleanrl",
-                 algorithm="td3_continuous_action", env_id="HalfCheetah-v4"), "--json")  # fmt: skip
+    mujoco = zoo(
+        "doctor",
+        "--framework",
+        "cleanrl",
+        "--config",
+        write_config(
+            tmp_path, framework="cleanrl", algorithm="td3_continuous_action", env_id="HalfCheetah-v4"
+        ),
+        "--json",
+    )
     assert checks(mujoco)["extra mujoco"] == ("ok", "HalfCheetah-v4 needs the mujoco extra")
     real = doctor_checks.find_spec
     monkeypatch.setattr(doctor_checks, "find_spec", lambda name: None if name == "gymnasium" else real(name))
     missing = zoo("doctor", "--framework", "cleanrl", "--config", config, "--policy", DQN, "--json")
     assert missing.exit_code == 1 and checks(missing)["module gymnasium"] == (
-        "fail", "no module named 'gymnasium' (cleanrl training imports it)")
+        "fail",
+        "no module named 'gymnasium' (cleanrl training imports it)",
+    )
     assert checks(missing)["file"][0] == "not checked"
 
 
@@ -206,22 +230,40 @@ def test_missing_file_then_bad_content_each_have_their_own_message(tmp_path):
     assert found["file"][0] == "ok" and found["content"][0] == "fail" and "truncated" in found["content"][1]
 
 
-@pytest.mark.parametrize(("changes", "flags", "code", "needle"), [
-    ({}, [], 0, "bounded: 100,000 steps, 8 envs, 20 min, 1 run, launcher local"),
-    ({"total_timesteps": 5_000_000}, [], 3, "total_timesteps: 5e+06 exceeds the guardrail's 1e+06 (raise it with --max-timesteps)"),
-    ({"total_timesteps": 5_000_000}, ["--max-timesteps", "5000000"], 0, "bounded: 5,000,000 steps"),
-    ({"total_timesteps": -1}, [], 3, "total_timesteps: -1 leaves the run unbounded"),
-    ({"wall_time_minutes": float("inf")}, [], 3, "wall_time_minutes: inf leaves the run unbounded"),
-    ({"gpus": 4}, [], 3, "gpus: 4 exceeds the guardrail's 1"),
-    ({"sweep": {"learning_rate": [1e-3, 3e-4], "seed": [1, 2]}}, [], 3, "runs (sweep): 4 exceeds the guardrail's 1"),
-    ({"sweep": {"learning_rate": [1e-3, 3e-4], "seed": [1, 2]}}, ["--max-runs", "4"], 0, "4 runs"),
-    ({"hydra": {"mode": "MULTIRUN"}}, [], 3, "hydra.mode: MULTIRUN launches a sweep"),
-    ({"defaults": ["_self_", {"override hydra/launcher": "submitit_slurm"}]}, [], 3, "selects a cluster launcher"),
-    ({"num_envs": "eight"}, [], 1, "num_envs: 'eight' is not an integer"),
-    ({"total_timesteps": None}, [], 1, "total_timesteps: missing (expected an integer)"),
-    ({"learning_rate": 0.1}, [], 1, "learning_rate: unknown field"),
-    ({"framework": "cleanrl"}, [], 1, "framework: the config says cleanrl, --framework says sb3"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("changes", "flags", "code", "needle"),
+    [
+        ({}, [], 0, "bounded: 100,000 steps, 8 envs, 20 min, 1 run, launcher local"),
+        (
+            {"total_timesteps": 5_000_000},
+            [],
+            3,
+            "total_timesteps: 5e+06 exceeds the guardrail's 1e+06 (raise it with --max-timesteps)",
+        ),
+        ({"total_timesteps": 5_000_000}, ["--max-timesteps", "5000000"], 0, "bounded: 5,000,000 steps"),
+        ({"total_timesteps": -1}, [], 3, "total_timesteps: -1 leaves the run unbounded"),
+        ({"wall_time_minutes": float("inf")}, [], 3, "wall_time_minutes: inf leaves the run unbounded"),
+        ({"gpus": 4}, [], 3, "gpus: 4 exceeds the guardrail's 1"),
+        (
+            {"sweep": {"learning_rate": [1e-3, 3e-4], "seed": [1, 2]}},
+            [],
+            3,
+            "runs (sweep): 4 exceeds the guardrail's 1",
+        ),
+        ({"sweep": {"learning_rate": [1e-3, 3e-4], "seed": [1, 2]}}, ["--max-runs", "4"], 0, "4 runs"),
+        ({"hydra": {"mode": "MULTIRUN"}}, [], 3, "hydra.mode: MULTIRUN launches a sweep"),
+        (
+            {"defaults": ["_self_", {"override hydra/launcher": "submitit_slurm"}]},
+            [],
+            3,
+            "selects a cluster launcher",
+        ),
+        ({"num_envs": "eight"}, [], 1, "num_envs: 'eight' is not an integer"),
+        ({"total_timesteps": None}, [], 1, "total_timesteps: missing (expected an integer)"),
+        ({"learning_rate": 0.1}, [], 1, "learning_rate: unknown field"),
+        ({"framework": "cleanrl"}, [], 1, "framework: the config says cleanrl, --framework says sb3"),
+    ],
+)
 def test_config_fields_types_and_guardrail(tmp_path, changes, flags, code, needle):
     result = zoo(
         "doctor", "--framework", "sb3", "--config", write_config(tmp_path, **changes), *flags, "--json"
@@ -240,11 +282,14 @@ def test_a_cluster_launcher_is_over_the_guardrail_unless_allowed(tmp_path, monke
     assert allowed.exit_code == 0 and checks(allowed)["program sbatch"][0] == "ok"
 
 
-@pytest.mark.parametrize("args", [
-    ["--policy", str(DQN)],
-    ["--framework", "cleanrl", "--probe-env"],
-    ["--framework", "tf-agents"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--policy", str(DQN)],
+        ["--framework", "cleanrl", "--probe-env"],
+        ["--framework", "tf-agents"],
+    ],
+)
 def test_usage_errors_exit_2(args):
     result = zoo("doctor", *args)
     assert result.exit_code == 2 and "Traceback" not in result.stderr
@@ -298,22 +343,44 @@ def _tree(root: Path) -> set[tuple[str, int, int]]:
 def test_handoff_manifest_is_reproducible(tmp_path, sb3_run):
     config = write_config(tmp_path)
     handoff = tmp_path / "handoff"
-    result = zoo("doctor", "--framework", "sb3", "--policy", sb3_run, "--probe-env", "--config", config,
-                 "--episodes", "4", "--seed", "3", "--handoff", handoff)  # fmt: skip
+    result = zoo(
+        "doctor",
+        "--framework",
+        "sb3",
+        "--policy",
+        sb3_run,
+        "--probe-env",
+        "--config",
+        config,
+        "--episodes",
+        "4",
+        "--seed",
+        "3",
+        "--handoff",
+        handoff,
+    )
     assert result.exit_code == 0, result.stdout
     data = json.loads((handoff / "handoff.json").read_text())
     model = sb3_run / "CartPole-v1.zip"
     assert data["authorizes_training"] is False and data["doctor"]["exit_code"] == 0
-    assert data["doctor"]["command"] == (f"zoo doctor --framework sb3 --policy {sb3_run} --config {config} --probe-env "
-                                         f"--seed 3 --episodes 4 --handoff {handoff}")  # fmt: skip
+    assert data["doctor"]["command"] == (
+        f"zoo doctor --framework sb3 --policy {sb3_run} --config {config} --probe-env "
+        f"--seed 3 --episodes 4 --handoff {handoff}"
+    )
     assert data["artifact"]["sha256"] == hashlib.sha256(model.read_bytes()).hexdigest()
     stats = sb3_run / "CartPole-v1" / "vecnormalize.pkl"
     assert {"file": str(stats), "sha256": hashlib.sha256(stats.read_bytes()).hexdigest()} in data["artifact"][
         "companions"
     ]
     assert data["env"]["observation_space"].startswith("Box(") and data["env"]["max_episode_steps"] == 500
-    assert data["eval_budget"] == {"seed": 3, "episodes": 4, "deterministic": True, "max_steps": 500,
-                                   "render_mode": None, "out": str(sb3_run / "eval.json")}  # fmt: skip
+    assert data["eval_budget"] == {
+        "seed": 3,
+        "episodes": 4,
+        "deterministic": True,
+        "max_steps": 500,
+        "render_mode": None,
+        "out": str(sb3_run / "eval.json"),
+    }
     assert f"torch=={version('torch')}" in data["dependency_lock"]
     assert data["training"]["stop_conditions"] == {"total_timesteps": 100_000, "wall_time_minutes": 20}
     assert data["side_effects"]["checkpoints"] == 10 and data["side_effects"]["network"] == "none"

@@ -39,8 +39,17 @@ def test_env_module_errors_are_one_line():
 
 
 def test_doctor_probes_an_env_from_a_named_module(monkeypatch):
-    result = zoo("doctor", "--framework", "custom", "--probe-env", "--env-id", "CartPole-v1", "--env-module", "gymnasium",
-                 "--json")  # fmt: skip
+    result = zoo(
+        "doctor",
+        "--framework",
+        "custom",
+        "--probe-env",
+        "--env-id",
+        "CartPole-v1",
+        "--env-module",
+        "gymnasium",
+        "--json",
+    )
     assert result.exit_code == 0, result.stdout
     found = {c["name"]: c for c in result.json()["checks"]}
     assert found["module gymnasium"]["status"] == "ok"

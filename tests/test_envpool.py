@@ -101,8 +101,9 @@ def test_preset_env_is_unclipped_full_games():
 
 # ----------------------------------------------------------------------------- against EnvPool
 @needs_envpool
-@pytest.mark.parametrize(("env_id", "seed", "steps"),
-                         [("Breakout-v5", 1, 1500), ("Breakout-v5", 7, 800), ("Pong-v5", 2, 1800)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("env_id", "seed", "steps"), [("Breakout-v5", 1, 1500), ("Breakout-v5", 7, 800), ("Pong-v5", 2, 1800)]
+)
 def test_matches_envpool_frame_for_frame(env_id, seed, steps):
     pool, env = _envpool(env_id, seed), env_factory(EnvSpec(env_id, "envpool"), 0)()
     obs_p, _ = pool.reset()

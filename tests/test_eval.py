@@ -61,8 +61,20 @@ def test_rollout_counts_episodes_per_env_quota(tmp_path):
 def test_eval_json_contract_and_success_rate(tmp_path):
     model = save_model(tmp_path / "m" / "dqn.cleanrl_model", "dqn", "CartPole-v1")
     out = tmp_path / "eval.json"
-    result = _eval(model, "--exp-name", "dqn", "--env-id", "ZooTestSuccess-v0", "-n", "12", "--num-envs", "4",
-                   "--deterministic", "--out", out)  # fmt: skip
+    result = _eval(
+        model,
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "ZooTestSuccess-v0",
+        "-n",
+        "12",
+        "--num-envs",
+        "4",
+        "--deterministic",
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(out.read_text())
     assert (
@@ -162,8 +174,10 @@ def test_numpy_values_load_safely_and_unknown_globals_need_trust(tmp_path):
     torch.save({"model_weights": weights, "args": args}, run / "c51.cleanrl_model")
     assert _eval(run, "-n", "1").exit_code == 0
 
-    torch.save({"model_weights": weights, "args": {**args, "ns": argparse.Namespace(seed=1)}},
-               run / "c51.cleanrl_model")  # fmt: skip
+    torch.save(
+        {"model_weights": weights, "args": {**args, "ns": argparse.Namespace(seed=1)}},
+        run / "c51.cleanrl_model",
+    )
     refused = _eval(run, "-n", "1")
     assert refused.exit_code == 3 and "holds argparse.Namespace, which zoo cannot check" in refused.stderr
     assert "--trust-pickle" not in refused.stderr
@@ -235,8 +249,10 @@ def test_mujoco_and_atari_envs_evaluate(tmp_path):
     breakout = tmp_path / "runs" / "BreakoutNoFrameskip-v4__dqn_atari__1__1700000000"
     breakout.mkdir(parents=True)
     spaces = (gym.spaces.Box(0, 255, (4, 84, 84), np.uint8), gym.spaces.Discrete(4))
-    torch.save(build_model(load_registry().get("dqn_atari"), "q_network", spaces, {}).state_dict(),
-               breakout / "dqn_atari.cleanrl_model")  # fmt: skip
+    torch.save(
+        build_model(load_registry().get("dqn_atari"), "q_network", spaces, {}).state_dict(),
+        breakout / "dqn_atari.cleanrl_model",
+    )
     result = _eval(breakout, "-n", "1", "--num-envs", "1")
     assert result.exit_code == 0, result.stderr
     episode = json.loads((breakout / "eval.json").read_text())["episodes"][0]

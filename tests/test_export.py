@@ -15,9 +15,23 @@ import pytest
 from helpers import EXAMPLES, assert_exports_act_like_checkpoint, zoo
 
 RUNS = {p.name.split("__")[1]: p for p in EXAMPLES.iterdir() if p.is_dir()}
-DESIGN_FIELDS = ("task", "checkpoint", "obs_dim", "obs_groups", "action_dim", "action_range", "normalization_baked",
-                 "is_recurrent", "recurrent", "format", "opset", "exported_at", "torch_version", "zoo_version",
-                 "parity")  # fmt: skip
+DESIGN_FIELDS = (
+    "task",
+    "checkpoint",
+    "obs_dim",
+    "obs_groups",
+    "action_dim",
+    "action_range",
+    "normalization_baked",
+    "is_recurrent",
+    "recurrent",
+    "format",
+    "opset",
+    "exported_at",
+    "torch_version",
+    "zoo_version",
+    "parity",
+)
 
 
 @pytest.mark.parametrize("exp_name", ["dqn", "c51", "td3_continuous_action"])
@@ -140,14 +154,21 @@ def test_export_that_drops_the_normalizer_fails_parity_and_leaves_no_file(fmt, t
 
     _, policy = _td3_policy()
     out = tmp_path / "out" / f"policy.{fmt}"
-    facts = {"task": "Pendulum-v1", "env": {"id": "Pendulum-v1", "preset": "classic"}, "exp_name": "td3",
-             "framework": "test", "checkpoint": "x"}  # fmt: skip
+    facts = {
+        "task": "Pendulum-v1",
+        "env": {"id": "Pendulum-v1", "preset": "classic"},
+        "exp_name": "td3",
+        "framework": "test",
+        "checkpoint": "x",
+    }
     with pytest.raises(ZooError, match="parity check failed: max \\|diff\\|"):
-        export_policy(_NormalizingSource(policy, keep_normalizer=False), target=facts, preset_notes=[], fmt=fmt,
-                      out=out)  # fmt: skip
+        export_policy(
+            _NormalizingSource(policy, keep_normalizer=False), target=facts, preset_notes=[], fmt=fmt, out=out
+        )
     assert list(tmp_path.iterdir()) == []  # no file, no sidecar, no temp folder, not even the folder
-    result = export_policy(_NormalizingSource(policy, keep_normalizer=True), target=facts, preset_notes=[],
-                           fmt=fmt, out=out)  # fmt: skip
+    result = export_policy(
+        _NormalizingSource(policy, keep_normalizer=True), target=facts, preset_notes=[], fmt=fmt, out=out
+    )
     assert result.meta["parity"]["max_abs_diff"] <= 1e-5
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [out.name, out.name + ".metadata.json"]
 
@@ -277,11 +298,19 @@ def test_work_folder_of_a_killed_export_is_removed_by_the_next_and_ignored_by_ch
     run = tmp_path / "runs" / RUNS["dqn"].name
     shutil.copytree(RUNS["dqn"], run)
     out = run / "policy.onnx"
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time\nfrom pathlib import Path\nfrom zoo.atomic import private_workdir\n"
-        f"with private_workdir(Path({str(run)!r}), '.policy.onnx.') as w:\n"
-        "    (w / 'policy.onnx').write_bytes(b'half an onnx file')\n    print(w, flush=True)\n    time.sleep(60)\n")],
-        stdout=subprocess.PIPE, text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time\nfrom pathlib import Path\nfrom zoo.atomic import private_workdir\n"
+                f"with private_workdir(Path({str(run)!r}), '.policy.onnx.') as w:\n"
+                "    (w / 'policy.onnx').write_bytes(b'half an onnx file')\n    print(w, flush=True)\n    time.sleep(60)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     stale = Path(holder.stdout.readline().strip())
     live = zoo("export", run, "--out", tmp_path / "elsewhere.onnx", "-q")  # another export, other folder
     assert live.exit_code == 0 and stale.is_dir()
@@ -311,8 +340,9 @@ def test_cleanrl_env_wrappers_a_deployment_must_redo_are_in_the_sidecar(exp_name
     from helpers import make_run
 
     run = make_run(tmp_path, env_id, exp_name)
-    sidecars = assert_exports_act_like_checkpoint(run, tmp_path, episodes=2, num_envs=2,
-                                                  continuous=exp_name.startswith("ppo"))  # fmt: skip
+    sidecars = assert_exports_act_like_checkpoint(
+        run, tmp_path, episodes=2, num_envs=2, continuous=exp_name.startswith("ppo")
+    )
     for meta in sidecars.values():
         assert any(note in line for line in meta["left_to_caller"]), meta["left_to_caller"]
         assert meta["normalization_baked"] is False

@@ -15,8 +15,13 @@ import pytest
 from helpers import EXAMPLES, zoo
 
 DQN = EXAMPLES / "CartPole-v1__dqn__1__1796029650"
-FACTS = {"task": "Pendulum-v1", "env": {"id": "Pendulum-v1", "preset": "classic"}, "exp_name": "rsl_ppo",
-         "framework": "rsl_rl", "checkpoint": "untrained"}  # fmt: skip
+FACTS = {
+    "task": "Pendulum-v1",
+    "env": {"id": "Pendulum-v1", "preset": "classic"},
+    "exp_name": "rsl_ppo",
+    "framework": "rsl_rl",
+    "checkpoint": "untrained",
+}
 
 
 def _file_opset(path: Path) -> int:
@@ -40,10 +45,22 @@ def _rsl_rl_mlp():
     from zoo.frameworks.rsl_rl.policy import RslRlPolicy
 
     torch.manual_seed(0)
-    arch = Architecture(obs_dim=3, action_dim=1, hidden_dims=(16, 16), activation="elu", obs_normalization=True,
-                        distribution=None)  # fmt: skip
-    policy = RslRlPolicy(build_model(arch), gym.spaces.Box(-3.0, 3.0, (3,), np.float32), gym.spaces.Box(-1, 1, (1,)),
-                         clip_actions=None, device="cpu", seed=0)  # fmt: skip
+    arch = Architecture(
+        obs_dim=3,
+        action_dim=1,
+        hidden_dims=(16, 16),
+        activation="elu",
+        obs_normalization=True,
+        distribution=None,
+    )
+    policy = RslRlPolicy(
+        build_model(arch),
+        gym.spaces.Box(-3.0, 3.0, (3,), np.float32),
+        gym.spaces.Box(-1, 1, (1,)),
+        clip_actions=None,
+        device="cpu",
+        seed=0,
+    )
     with torch.no_grad():
         policy.model.obs_normalizer._mean.normal_()
     return policy
@@ -52,11 +69,16 @@ def _rsl_rl_mlp():
 # ----------------------------------------------------------------------------- --out's suffix
 @pytest.mark.parametrize(
     "fmt, name, named",
-    [("torchscript", "x.onnx", "onnx"), ("onnx", "x.ts", "torchscript"), ("onnx", "x.PT", "torchscript"),
-     ("onnx", "x.jit", "torchscript")],
-)  # fmt: skip
-def test_out_suffix_naming_the_other_format_is_refused_before_the_checkpoint_is_loaded(fmt, name, named,
-                                                                                      tmp_path):  # fmt: skip
+    [
+        ("torchscript", "x.onnx", "onnx"),
+        ("onnx", "x.ts", "torchscript"),
+        ("onnx", "x.PT", "torchscript"),
+        ("onnx", "x.jit", "torchscript"),
+    ],
+)
+def test_out_suffix_naming_the_other_format_is_refused_before_the_checkpoint_is_loaded(
+    fmt, name, named, tmp_path
+):
     run = tmp_path / "runs" / DQN.name
     shutil.copytree(DQN, run)
     (run / "dqn.cleanrl_model").write_bytes(b"not a torch file")  # loading it would fail with exit 1
@@ -85,11 +107,13 @@ def test_out_suffix_that_agrees_or_names_no_format_still_exports(tmp_path):
 # ----------------------------------------------------------------------------- --opset
 @pytest.mark.parametrize(
     "args, message",
-    [(("--opset", "99"), "--opset 99: zoo writes ONNX opsets 7 to 28"),
-     (("--opset", "29"), "--opset 29: zoo writes ONNX opsets 7 to 28"),
-     (("--opset", "24", "--exporter", "legacy"), "--exporter legacy writes ONNX opsets 7 to 23, not 24"),
-     (("--opset", "12", "--exporter", "dynamo"), "--exporter dynamo writes ONNX opsets 13 to 28, not 12")],
-)  # fmt: skip
+    [
+        (("--opset", "99"), "--opset 99: zoo writes ONNX opsets 7 to 28"),
+        (("--opset", "29"), "--opset 29: zoo writes ONNX opsets 7 to 28"),
+        (("--opset", "24", "--exporter", "legacy"), "--exporter legacy writes ONNX opsets 7 to 23, not 24"),
+        (("--opset", "12", "--exporter", "dynamo"), "--exporter dynamo writes ONNX opsets 13 to 28, not 12"),
+    ],
+)
 def test_opset_no_exporter_can_write_is_one_usage_line_and_nothing_is_written(args, message, tmp_path):
     result = zoo("export", DQN, "--out", tmp_path / "out" / "p.onnx", *args)
     assert result.exit_code == 2, result.stderr
@@ -104,22 +128,30 @@ def test_opset_below_7_is_refused_by_the_library_too(opset, tmp_path):
     from zoo.exporter import export_policy
 
     with pytest.raises(ZooError, match=f"--opset {opset}: zoo writes ONNX opsets 7 to 28") as caught:
-        export_policy(_rsl_rl_mlp(), target=FACTS, preset_notes=[], fmt="onnx", out=tmp_path / "p.onnx",
-                      opset=opset)  # fmt: skip
+        export_policy(
+            _rsl_rl_mlp(), target=FACTS, preset_notes=[], fmt="onnx", out=tmp_path / "p.onnx", opset=opset
+        )
     assert caught.value.exit_code == EXIT_USAGE
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
     "opset, exporter, used, passed_over",
-    [(7, "auto", "legacy", {"dynamo": "writes opsets 13 to 28, not 7"}),
-     (11, "legacy", "legacy", {}),
-     (13, "auto", "legacy", {"dynamo": "No Adapter From Version $14 for Relu"}),  # dynamo tried, and says why
-     (15, "dynamo", "dynamo", {}),
-     (23, "auto", "dynamo", {}),
-     (25, "auto", "dynamo", {}),  # legacy cannot, but it was never needed: not passed over
-     (28, "auto", "dynamo", {})],
-)  # fmt: skip
+    [
+        (7, "auto", "legacy", {"dynamo": "writes opsets 13 to 28, not 7"}),
+        (11, "legacy", "legacy", {}),
+        (
+            13,
+            "auto",
+            "legacy",
+            {"dynamo": "No Adapter From Version $14 for Relu"},
+        ),  # dynamo tried, and says why
+        (15, "dynamo", "dynamo", {}),
+        (23, "auto", "dynamo", {}),
+        (25, "auto", "dynamo", {}),  # legacy cannot, but it was never needed: not passed over
+        (28, "auto", "dynamo", {}),
+    ],
+)
 def test_requested_opset_is_the_files_and_the_sidecars(opset, exporter, used, passed_over, tmp_path):
     import onnx
     import onnxruntime as ort
@@ -163,8 +195,15 @@ def test_zoo_converts_where_dynamo_gave_up_and_parity_checks_the_converted_file(
     from zoo.exporter import export_policy
 
     policy = _rsl_rl_mlp()
-    result = export_policy(policy, target=FACTS, preset_notes=[], fmt="onnx", out=tmp_path / "p.onnx", opset=14,
-                           exporter="dynamo")  # fmt: skip
+    result = export_policy(
+        policy,
+        target=FACTS,
+        preset_notes=[],
+        fmt="onnx",
+        out=tmp_path / "p.onnx",
+        opset=14,
+        exporter="dynamo",
+    )
     assert _file_opset(tmp_path / "p.onnx") == 14 and result.meta["opset"] == 14
     assert result.meta["exporter"]["name"] == "dynamo" and result.meta["parity"]["max_abs_diff"] <= 1e-5
 

@@ -130,8 +130,18 @@ def _networks(flax_mods):
     return q, torso, actor, critic
 
 
-ARGS = {"exp_name": "c51_jax", "seed": 1, "env_id": "CartPole-v1", "learning_rate": 2.5e-4, "track": False,
-        "wandb_entity": None, "n_atoms": 101, "hidden": [64, 64], "pair": (1, 2.5), "gamma": np.float32(0.99)}  # fmt: skip
+ARGS = {
+    "exp_name": "c51_jax",
+    "seed": 1,
+    "env_id": "CartPole-v1",
+    "learning_rate": 2.5e-4,
+    "track": False,
+    "wandb_entity": None,
+    "n_atoms": 101,
+    "hidden": [64, 64],
+    "pair": (1, 2.5),
+    "gamma": np.float32(0.99),
+}
 
 
 def _leaves(flax_mods) -> dict:
@@ -145,14 +155,26 @@ def _leaves(flax_mods) -> dict:
     arrays |= {
         name: rng.integers(0, 200, (7,)).astype(name) for name in ("uint8", "uint16", "uint32", "uint64")
     }
-    arrays |= {"bool": rng.random((4, 4)) > 0.5, "complex64": (rng.standard_normal(3) + 1j).astype(np.complex64),
-               "complex128": rng.standard_normal(2) * 1j, "empty": np.zeros((0, 3), np.float32),
-               "zero_d": np.array(7.5, np.float32), "nan": np.array([np.nan, np.inf, -0.0], np.float32),
-               "fortran": np.asfortranarray(rng.standard_normal((3, 4)).astype(np.float32)),
-               "bfloat16": jnp.arange(6, dtype=jnp.bfloat16).reshape(2, 3), "jax_f32": jnp.ones((2, 2))}  # fmt: skip
-    scalars = {"np_f32": np.float32(1.5), "np_i64": np.int64(-3), "np_bool": np.bool_(True),
-               "np_f16": np.float16(0.25), "np_c64": np.complex64(1 - 2j), "py_complex": 3 + 4j,
-               "py": [1, -(2**40), 2.5, "text", b"bytes", None, True]}  # fmt: skip
+    arrays |= {
+        "bool": rng.random((4, 4)) > 0.5,
+        "complex64": (rng.standard_normal(3) + 1j).astype(np.complex64),
+        "complex128": rng.standard_normal(2) * 1j,
+        "empty": np.zeros((0, 3), np.float32),
+        "zero_d": np.array(7.5, np.float32),
+        "nan": np.array([np.nan, np.inf, -0.0], np.float32),
+        "fortran": np.asfortranarray(rng.standard_normal((3, 4)).astype(np.float32)),
+        "bfloat16": jnp.arange(6, dtype=jnp.bfloat16).reshape(2, 3),
+        "jax_f32": jnp.ones((2, 2)),
+    }
+    scalars = {
+        "np_f32": np.float32(1.5),
+        "np_i64": np.int64(-3),
+        "np_bool": np.bool_(True),
+        "np_f16": np.float16(0.25),
+        "np_c64": np.complex64(1 - 2j),
+        "py_complex": 3 + 4j,
+        "py": [1, -(2**40), 2.5, "text", b"bytes", None, True],
+    }
     return {"arrays": arrays, "scalars": scalars}
 
 
@@ -210,9 +232,14 @@ def test_lists_come_back_as_flax_writes_them(flax_mods, networks, tmp_path):
         args["env_id"] == "CartPole-v1" and args["wandb_entity"] is None and args["gamma"] == np.float32(0.99)
     )
     assert as_sequence(args["pair"]) == [1, 2.5] and as_sequence(args) is None
-    assert tensor_shapes(params) == {"params.Dense_0.kernel": (4, 120), "params.Dense_0.bias": (120,),
-                                     "params.Dense_1.kernel": (120, 84), "params.Dense_1.bias": (84,),
-                                     "params.Dense_2.kernel": (84, 2), "params.Dense_2.bias": (2,)}  # fmt: skip
+    assert tensor_shapes(params) == {
+        "params.Dense_0.kernel": (4, 120),
+        "params.Dense_0.bias": (120,),
+        "params.Dense_1.kernel": (120, 84),
+        "params.Dense_1.bias": (84,),
+        "params.Dense_2.kernel": (84, 2),
+        "params.Dense_2.bias": (2,),
+    }
     shapes = tensor_shapes(content)
     assert shapes["1.params.Dense_2.kernel"] == (84, 2) and not any(k.startswith("0.") for k in shapes)
 
@@ -248,8 +275,16 @@ def test_chunked_arrays_are_reassembled(flax_mods, tmp_path, monkeypatch, top):
     monkeypatch.setattr(serialization, "MAX_CHUNK_SIZE", 64)
     rng = np.random.default_rng(2)
     big = rng.standard_normal((7, 11, 3)).astype(np.float32)  # 924 bytes: 15 chunks of 16 floats
-    tree = big if top else {"params": {"Embed_0": {"embedding": big, "small": np.ones(3, np.float32)},
-                                       "ints": np.arange(40, dtype=np.int64)}}  # fmt: skip
+    tree = (
+        big
+        if top
+        else {
+            "params": {
+                "Embed_0": {"embedding": big, "small": np.ones(3, np.float32)},
+                "ints": np.arange(40, dtype=np.int64),
+            }
+        }
+    )
     data = serialization.to_bytes(tree)
     assert flaxfile.CHUNKED.encode() in data
     info = read(tmp_path, data)
@@ -382,8 +417,12 @@ def test_good_extensions_without_flax(tmp_path):
     pytest.importorskip(
         "ml_dtypes"
     )  # imported on the first narrow dtype: its import time is not the reader's
-    tree = {"s": ext_raw([], "float32", np.float32(2.5).tobytes(), code=3), "c": msgpack.ExtType(2, pack([1.0, -2.0])),
-            "b16": ext_raw([2], "bfloat16", b"\x80?\x00@"), "i4": ext_raw([2], "int4", b"\x01\x07")}  # fmt: skip
+    tree = {
+        "s": ext_raw([], "float32", np.float32(2.5).tobytes(), code=3),
+        "c": msgpack.ExtType(2, pack([1.0, -2.0])),
+        "b16": ext_raw([2], "bfloat16", b"\x80?\x00@"),
+        "i4": ext_raw([2], "int4", b"\x01\x07"),
+    }
     content = read(tmp_path, pack(tree)).content
     assert type(content["s"]) is np.float32 and content["s"] == 2.5 and content["c"] == 1 - 2j
     assert content["b16"].dtype.name == "bfloat16" and content["b16"].astype(np.float32).tolist() == [
@@ -408,8 +447,12 @@ def test_bad_keys_and_strings(tmp_path):
 
 def test_malformed_chunked_arrays(tmp_path):
     def chunked(shape, chunks, **extra):
-        return {flaxfile.CHUNKED: True, "shape": {str(i): d for i, d in enumerate(shape)},
-                "chunks": {str(i): ext_array(c) for i, c in enumerate(chunks)}, **extra}  # fmt: skip
+        return {
+            flaxfile.CHUNKED: True,
+            "shape": {str(i): d for i, d in enumerate(shape)},
+            "chunks": {str(i): ext_array(c) for i, c in enumerate(chunks)},
+            **extra,
+        }
 
     ones = np.ones(4, np.float32)
     good = read(tmp_path, pack({"w": chunked([2, 4], [ones, ones * 2])})).content["w"]
@@ -468,7 +511,7 @@ def test_deep_nesting(tmp_path):
             b"\x81\xa1a" + msgpack.packb(msgpack.ExtType(1, b"\x93\xdd\xff\xff\xff\xff")),
             "flax-msgpack",
             ["payload is not flax's", "exceeds max_array_len"],
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_msgpack_bombs(tmp_path, data, kind, words):
@@ -487,8 +530,11 @@ def test_huge_declared_strings(tmp_path, data):
 def test_container_length_bound(tmp_path):
     at_bound = pack({str(i): i for i in range(MAX_CONTAINER_LEN)})
     assert read(tmp_path, at_bound).decoded
-    assert_refused(read(tmp_path, pack({str(i): i for i in range(MAX_CONTAINER_LEN + 1)})), "flax-msgpack",
-                   f"map of {MAX_CONTAINER_LEN + 1} entries")  # fmt: skip
+    assert_refused(
+        read(tmp_path, pack({str(i): i for i in range(MAX_CONTAINER_LEN + 1)})),
+        "flax-msgpack",
+        f"map of {MAX_CONTAINER_LEN + 1} entries",
+    )
 
 
 def test_entry_count_bound(tmp_path):

@@ -22,8 +22,22 @@ TASK = "Genesis-Go2Walking-v0"
 
 
 def _eval(target, out, *args):
-    return zoo("eval", target, "--episodes", "4", "--num-envs", "2", "--seed", "3", "--device", DEVICE,
-               "--out", out, "--quiet", *args)  # fmt: skip
+    return zoo(
+        "eval",
+        target,
+        "--episodes",
+        "4",
+        "--num-envs",
+        "2",
+        "--seed",
+        "3",
+        "--device",
+        DEVICE,
+        "--out",
+        out,
+        "--quiet",
+        *args,
+    )
 
 
 def test_check_recognizes_a_genesis_run_and_names_its_task(go2_run):
@@ -81,15 +95,34 @@ def test_export_records_the_tasks_observation_terms_and_the_file_acts_like_the_c
         meta["env"]["cfgs"][0]["episode_length_s"] == 1.0
     )  # the run's config: the file evaluates on the same task
     terms = meta["obs_groups"]["policy"]["terms"]
-    assert [t["name"] for t in terms] == ["base_ang_vel", "projected_gravity", "commands", "dof_pos", "dof_vel",
-                                          "actions"]  # fmt: skip
+    assert [t["name"] for t in terms] == [
+        "base_ang_vel",
+        "projected_gravity",
+        "commands",
+        "dof_pos",
+        "dof_vel",
+        "actions",
+    ]
     assert [(t["start"], t["dim"]) for t in terms] == [(0, 3), (3, 3), (6, 3), (9, 12), (21, 12), (33, 12)]
     assert terms[0]["scale"] == 0.25 and terms[2]["scale"] == [2.0, 2.0, 0.25] and terms[4]["scale"] == 0.05
-    assert any("joint targets = 0.25 * action + default joint angles, applied one step late" in note
-               for note in meta["left_to_caller"])  # fmt: skip
+    assert any(
+        "joint targets = 0.25 * action + default joint angles, applied one step late" in note
+        for note in meta["left_to_caller"]
+    )
     checkpoint = _eval(short_run, tmp_path / "ckpt.json", "--device", "cpu")
-    from_file = zoo("eval", out, "--episodes", "4", "--num-envs", "2", "--seed", "3", "--out", tmp_path / "f.json",
-                    "--quiet")  # fmt: skip
+    from_file = zoo(
+        "eval",
+        out,
+        "--episodes",
+        "4",
+        "--num-envs",
+        "2",
+        "--seed",
+        "3",
+        "--out",
+        tmp_path / "f.json",
+        "--quiet",
+    )
     assert checkpoint.exit_code == 0 and from_file.exit_code == 0, checkpoint.stderr + from_file.stderr
     lengths = [
         [e["length"] for e in json.loads((tmp_path / n).read_text())["episodes"]]
@@ -108,21 +141,54 @@ def test_push_then_enjoy_a_genesis_run_on_the_local_hub(short_run, tmp_path):
     shutil.copytree(short_run, run)
     repo = "demo/Genesis-Go2Walking-v0-rsl_ppo-seed1"
     with token_hub(tmp_path) as (server, _log):
-        pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--stage-dir", tmp_path / "stage",
-                      hub_url=server.url, home=tmp_path / "pusher")  # fmt: skip
+        pushed = _zoo(
+            "push",
+            run,
+            "--repo-id",
+            repo,
+            "--yes",
+            "--episodes",
+            "2",
+            "--stage-dir",
+            tmp_path / "stage",
+            hub_url=server.url,
+            home=tmp_path / "pusher",
+        )
         assert pushed.returncode == 0, pushed.stderr
         staged = {p.name for p in (tmp_path / "stage").iterdir()}
         assert {"cfgs.pkl", "model_0.pt", "model_1.pt", "eval.json", "README.md"} <= staged
         card = (tmp_path / "stage" / "README.md").read_text()
         assert TASK in card and "rsl_rl" in card
-        fetched = _zoo("enjoy", "--exp-name", "rsl_ppo", "--env-id", TASK, "--run-seed", "1", "--hf-repository", repo,
-                       "--runs-dir", tmp_path / "none", "--allow-download", "--episodes", "2", "--num-envs", "2",
-                       "--device", DEVICE, "--out", tmp_path / "remote.json", hub_url=server.url,
-                       home=tmp_path / "fresh")  # fmt: skip
+        fetched = _zoo(
+            "enjoy",
+            "--exp-name",
+            "rsl_ppo",
+            "--env-id",
+            TASK,
+            "--run-seed",
+            "1",
+            "--hf-repository",
+            repo,
+            "--runs-dir",
+            tmp_path / "none",
+            "--allow-download",
+            "--episodes",
+            "2",
+            "--num-envs",
+            "2",
+            "--device",
+            DEVICE,
+            "--out",
+            tmp_path / "remote.json",
+            hub_url=server.url,
+            home=tmp_path / "fresh",
+        )
     assert fetched.returncode == 0, fetched.stderr
     remote = json.loads((tmp_path / "remote.json").read_text())
     # deterministic on the CPU: the release's framework-free form (model.safetensors) is what enjoy fetched
-    assert remote["task"] == TASK and remote["checkpoint"].endswith("model.safetensors" if DEVICE == "cpu" else "model_1.pt")
+    assert remote["task"] == TASK and remote["checkpoint"].endswith(
+        "model.safetensors" if DEVICE == "cpu" else "model_1.pt"
+    )
     assert remote["source"]["kind"] == "download" and remote["device"] == DEVICE
     assert all(e["length"] <= 51 for e in remote["episodes"])  # the downloaded cfgs.pkl set the time limit
     pushed_eval = json.loads((tmp_path / "stage" / "eval.json").read_text())
@@ -158,8 +224,21 @@ def skrl_go2_run(tmp_path_factory):
 
 @pytest.mark.slow
 def test_an_skrl_policy_trained_on_the_task_evaluates_on_it(skrl_go2_run, tmp_path):
-    result = zoo("eval", skrl_go2_run, "--env-id", TASK, "--episodes", "2", "--num-envs", "2", "--device", DEVICE,
-                 "--out", tmp_path / "e.json", "--quiet")  # fmt: skip
+    result = zoo(
+        "eval",
+        skrl_go2_run,
+        "--env-id",
+        TASK,
+        "--episodes",
+        "2",
+        "--num-envs",
+        "2",
+        "--device",
+        DEVICE,
+        "--out",
+        tmp_path / "e.json",
+        "--quiet",
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads((tmp_path / "e.json").read_text())
     assert data["framework"] == "skrl" and data["task"] == TASK and len(data["episodes"]) == 2
@@ -188,8 +267,12 @@ def test_a_watch_keeps_one_scene_and_each_checkpoint_scores_as_a_fresh_eval(shor
     from zoo.registry import load_registry
     from zoo.tasks.genesis.go2 import Go2Walking
 
-    fresh = {name: zoo.evaluate(short_run / name, episodes=4, num_envs=2, seed=3, deterministic=True,
-                                device=DEVICE, out=None).episodes for name in ("model_0.pt", "model_1.pt")}  # fmt: skip
+    fresh = {
+        name: zoo.evaluate(
+            short_run / name, episodes=4, num_envs=2, seed=3, deterministic=True, device=DEVICE, out=None
+        ).episodes
+        for name in ("model_0.pt", "model_1.pt")
+    }
     built = []
     real_build = Go2Walking._build_scene
     monkeypatch.setattr(

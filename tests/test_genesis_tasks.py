@@ -63,8 +63,12 @@ def hover_test_cfgs() -> list[dict]:
     and a 0.5 m target threshold (targets are reached and resampled often, also in steps where another
     env resets: the example then recomputes every env's relative position)."""
     cfgs = copy.deepcopy(hover.DEFAULT_CFGS)
-    cfgs[0].update(episode_length_s=0.2, at_target_threshold=0.5, termination_if_roll_greater_than=20,
-                   termination_if_pitch_greater_than=20)  # fmt: skip
+    cfgs[0].update(
+        episode_length_s=0.2,
+        at_target_threshold=0.5,
+        termination_if_roll_greater_than=20,
+        termination_if_pitch_greater_than=20,
+    )
     cfgs[3].update(pos_x_range=[-0.5, 0.5], pos_y_range=[-0.5, 0.5], pos_z_range=[0.8, 1.2])
     return cfgs
 
@@ -319,14 +323,17 @@ def test_read_cfgs_refuses_what_is_not_a_config(tmp_path):
 GO2, HOVER = (go2.Go2Walking, go2.DEFAULT_CFGS), (hover.DroneHover, hover.DEFAULT_CFGS)
 
 
-@pytest.mark.parametrize(("task", "edit", "message"), [
-    (GO2, lambda c: c[0].update(num_actions=11), "num_actions is 11"),
-    (GO2, lambda c: c[0]["joint_names"].pop(), "joint_names must list"),
-    (GO2, lambda c: c[2]["reward_scales"].update(feet_air_time=1.0), "feet_air_time"),
-    (GO2, lambda c: c[0].pop("kp"), "env_cfg['kp']"),
-    (HOVER, lambda c: c[0].update(num_actions=6), "num_actions is 6"),
-    (HOVER, lambda c: c[3].update(pos_z_range=[1.0]), "pos_z_range"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("task", "edit", "message"),
+    [
+        (GO2, lambda c: c[0].update(num_actions=11), "num_actions is 11"),
+        (GO2, lambda c: c[0]["joint_names"].pop(), "joint_names must list"),
+        (GO2, lambda c: c[2]["reward_scales"].update(feet_air_time=1.0), "feet_air_time"),
+        (GO2, lambda c: c[0].pop("kp"), "env_cfg['kp']"),
+        (HOVER, lambda c: c[0].update(num_actions=6), "num_actions is 6"),
+        (HOVER, lambda c: c[3].update(pos_z_range=[1.0]), "pos_z_range"),
+    ],
+)
 def test_a_config_the_definition_cannot_honour_is_refused(task, edit, message):
     cls, defaults = task
     cfgs = copy.deepcopy(defaults)

@@ -49,8 +49,14 @@ def secured(tmp_path):
 def hf_cli(hub: HubServer, home: Path, *args: str, token: str | None = ALICE) -> subprocess.CompletedProcess:
     """The real ``hf`` command line against ``hub``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
-    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HOME=str(home / "hf-home"), NO_COLOR="1", COLUMNS="200")  # fmt: skip
+    env.update(
+        HF_ENDPOINT=hub.url,
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HOME=str(home / "hf-home"),
+        NO_COLOR="1",
+        COLUMNS="200",
+    )
     if token:
         env["HF_TOKEN"] = token
     hf = Path(sys.executable).parent / "hf"
@@ -118,7 +124,9 @@ def test_hf_cli_lists_models_and_repos(secured, tmp_path):
 
 
 def test_branches_and_tags_are_created_resolved_listed_and_deleted(secured, tmp_path):
-    out = run_client(secured, """
+    out = run_client(
+        secured,
+        """
         api.create_repo("alice/m")
         first = api.upload_file(path_or_fileobj=b"v1", path_in_repo="w.txt", repo_id="alice/m").oid
         api.create_tag("alice/m", tag="v1.0", tag_message="first release")
@@ -142,7 +150,10 @@ def test_branches_and_tags_are_created_resolved_listed_and_deleted(secured, tmp_
         out["gone"] = caught(api.delete_branch, "alice/m", branch="dev")
         refs = api.list_repo_refs("alice/m")
         out["after"] = [[b.name for b in refs.branches], [t.name for t in refs.tags]]
-    """.replace("BOB_TOKEN", repr(BOB)), tmp_path, ALICE)  # fmt: skip
+    """.replace("BOB_TOKEN", repr(BOB)),
+        tmp_path,
+        ALICE,
+    )
     assert out["dup_tag"]["status"] == 409
     assert out["branches"] == ["dev", "main"]
     assert out["tags"] == [["v1.0", "refs/tags/v1.0", out["first"]]]
@@ -155,8 +166,13 @@ def test_branches_and_tags_are_created_resolved_listed_and_deleted(secured, tmp_
 
 
 def test_hf_cli_creates_tags_and_branches(secured, tmp_path):
-    run_client(secured, 'api.create_repo("alice/m"); api.upload_file(path_or_fileobj=b"1", path_in_repo="a",'
-                        ' repo_id="alice/m")', tmp_path, ALICE)  # fmt: skip
+    run_client(
+        secured,
+        'api.create_repo("alice/m"); api.upload_file(path_or_fileobj=b"1", path_in_repo="a",'
+        ' repo_id="alice/m")',
+        tmp_path,
+        ALICE,
+    )
     for args in (
         ["repos", "tag", "create", "alice/m", "v1"],
         ["repos", "branch", "create", "alice/m", "dev"],
@@ -173,7 +189,9 @@ def test_hf_cli_creates_tags_and_branches(secured, tmp_path):
 
 def test_commit_history_is_listed_newest_first_and_paged(hub_open, tmp_path, monkeypatch):
     monkeypatch.setattr(repo_api, "COMMITS_PAGE", 2)
-    out = run_client(hub_open, """
+    out = run_client(
+        hub_open,
+        """
         api.create_repo("anonymous/m")
         for i in range(4):
             api.upload_file(path_or_fileobj=str(i).encode(), path_in_repo="f.txt", repo_id="anonymous/m",
@@ -184,7 +202,9 @@ def test_commit_history_is_listed_newest_first_and_paged(hub_open, tmp_path, mon
         out["message"] = commits[0].message
         out["formatted"] = api.list_repo_commits("anonymous/m", formatted=True)[0].formatted_message
         out["ids"] = [c.commit_id for c in commits]
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert out["titles"] == ["step 3", "step 2", "step 1", "step 0", "initial commit"]
     assert out["authors"] == ["anonymous"] and out["message"] == "<b>why</b>"
     assert out["formatted"] == "&lt;b&gt;why&lt;/b&gt;"
@@ -227,9 +247,11 @@ def test_paths_info_and_copies_within_and_across_repos(hub_open, tmp_path):
     )
     weights, config = (tmp_path / "src" / "model.safetensors").read_bytes(), b'{"a": 1}'
     title = "Upload folder using huggingface_hub"
-    assert out["info"] == [["RepoFile", "model.safetensors", len(weights), True, title],
-                           ["RepoFile", "cfg/a.json", len(config), False, title],
-                           ["RepoFolder", "cfg", None, False, title]]  # fmt: skip
+    assert out["info"] == [
+        ["RepoFile", "model.safetensors", len(weights), True, title],
+        ["RepoFile", "cfg/a.json", len(config), False, title],
+        ["RepoFolder", "cfg", None, False, title],
+    ]
     assert out["copies"] == [weights.hex(), config.hex()] and out["cross"] == config.hex()
     files = hub_open.storage.resolve("anonymous/src", "main").files
     assert files["backup/model.safetensors"] == files["model.safetensors"]  # the same blob, not a re-upload
@@ -244,7 +266,9 @@ def _src(tmp_path: Path) -> Path:
 
 def test_delete_move_and_visibility_settings(secured, tmp_path):
     run_client(secured, SETUP, tmp_path, ALICE)
-    out = run_client(secured, """
+    out = run_client(
+        secured,
+        """
         api.move_repo("alice/cartpole-dqn", "lab/cartpole-dqn")
         out["moved"] = api.model_info("lab/cartpole-dqn").id
         out["old"] = caught(api.model_info, "alice/cartpole-dqn")
@@ -256,16 +280,23 @@ def test_delete_move_and_visibility_settings(secured, tmp_path):
         out["again"] = caught(api.delete_repo, "lab/cartpole-ppo")
         api.delete_repo("lab/cartpole-ppo", missing_ok=True)
         out["listed"] = sorted(m.id for m in api.list_models())
-    """, tmp_path, ALICE)  # fmt: skip
+    """,
+        tmp_path,
+        ALICE,
+    )
     assert out["moved"] == "lab/cartpole-dqn" and "RepositoryNotFoundError" in out["old"]["classes"]
     assert out["taken"]["status"] == 409 and out["foreign"]["status"] == 403
     assert "RepositoryNotFoundError" in out["deleted"]["classes"] and out["again"]["status"] == 404
     assert out["listed"] == ["alice/pendulum-sac", "alice/secret-dqn", "lab/cartpole-dqn"]
-    anonymous = run_client(secured, """
+    anonymous = run_client(
+        secured,
+        """
         out["listed"] = sorted(m.id for m in api.list_models())
         out["private"] = caught(api.model_info, "alice/pendulum-sac")
         out["bob_deletes"] = caught(api.delete_repo, "alice/pendulum-sac", token=BOB_TOKEN)
-    """.replace("BOB_TOKEN", repr(BOB)), tmp_path)  # fmt: skip
+    """.replace("BOB_TOKEN", repr(BOB)),
+        tmp_path,
+    )
     assert anonymous["listed"] == ["lab/cartpole-dqn"]
     assert "RepositoryNotFoundError" in anonymous["private"]["classes"]
     assert anonymous["bob_deletes"]["status"] == 404  # a private repo does not exist for bob
@@ -274,8 +305,11 @@ def test_delete_move_and_visibility_settings(secured, tmp_path):
 
 def test_hf_cli_moves_deletes_and_makes_private(secured, tmp_path):
     run_client(secured, SETUP, tmp_path, ALICE)
-    for args in (["repos", "move", "alice/cartpole-dqn", "lab/dqn"], ["repos", "settings", "lab/dqn", "--private"],
-                 ["repos", "delete", "alice/pendulum-sac", "--yes"]):  # fmt: skip
+    for args in (
+        ["repos", "move", "alice/cartpole-dqn", "lab/dqn"],
+        ["repos", "settings", "lab/dqn", "--private"],
+        ["repos", "delete", "alice/pendulum-sac", "--yes"],
+    ):
         done = hf_cli(secured, tmp_path, *args)
         assert done.returncode == 0, done.stderr
     assert secured.storage.repo_meta("lab/dqn").private
@@ -283,7 +317,9 @@ def test_hf_cli_moves_deletes_and_makes_private(secured, tmp_path):
 
 
 def test_raw_serves_git_content_and_resolve_types_are_safe(hub_open, tmp_path):
-    out = run_client(hub_open, """
+    out = run_client(
+        hub_open,
+        """
         api.create_repo("anonymous/m")
         api.upload_file(path_or_fileobj=b"<script>alert(1)</script>", path_in_repo="page.html", repo_id="anonymous/m")
         api.upload_file(path_or_fileobj=b"\\x89PNG\\r\\n\\x1a\\n" + bytes(64), path_in_repo="images/c.png",
@@ -296,7 +332,9 @@ def test_raw_serves_git_content_and_resolve_types_are_safe(hub_open, tmp_path):
         out["types"] = [get_session().get(base + "/resolve/main/" + p).headers["content-type"]
                         for p in ("page.html", "images/c.png")]
         out["missing"] = get_session().get(base + "/raw/main/nope.txt").status_code
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert out["raw_html"] == ["<script>alert(1)</script>", "text/plain; charset=utf-8", "nosniff"]
     png = hub_open.storage.resolve("anonymous/m", "main").files["images/c.png"]
     assert out["raw_png"] == f"version https://git-lfs.github.com/spec/v1\noid sha256:{png.sha256}\nsize 72\n"
@@ -308,11 +346,15 @@ def test_large_files_upload_in_parts_and_a_bad_part_is_refused(tmp_path):
     data = os.urandom((5 << 19) + 123)  # 2.5 MiB and a bit: three parts of 1 MiB
     (tmp_path / "big.bin").write_bytes(data)
     with hub_log() as log, HubServer(tmp_path / "root", limits=Limits(lfs_part_size=1 << 20)).start() as hub:
-        out = run_client(hub, """
+        out = run_client(
+            hub,
+            """
             api.create_repo("anonymous/big")
             api.upload_file(path_or_fileobj="big.bin", path_in_repo="big.bin", repo_id="anonymous/big")
             out["sha"] = __import__("hashlib").sha256(open(hf_hub_download("anonymous/big", "big.bin"), "rb").read()).hexdigest()
-        """, tmp_path)  # fmt: skip
+        """,
+            tmp_path,
+        )
         parts_left = list((hub.storage.root / "parts").iterdir())
     lines = requests_in(log.getvalue())
     assert out["sha"] == hashlib.sha256(data).hexdigest()
@@ -328,25 +370,36 @@ def test_an_object_over_the_part_cap_goes_up_in_larger_parts(tmp_path):
     (tmp_path / "big.bin").write_bytes(data)
     limits = Limits(lfs_part_size=1 << 20, lfs_max_parts=2)
     with hub_log() as log, HubServer(tmp_path / "root", limits=limits).start() as hub:
-        out = run_client(hub, """
+        out = run_client(
+            hub,
+            """
             api.create_repo("anonymous/big")
             api.upload_file(path_or_fileobj="big.bin", path_in_repo="big.bin", repo_id="anonymous/big")
             out["sha"] = __import__("hashlib").sha256(open(hf_hub_download("anonymous/big", "big.bin"), "rb").read()).hexdigest()
-        """, tmp_path)  # fmt: skip
+        """,
+            tmp_path,
+        )
     assert out["sha"] == hashlib.sha256(data).hexdigest()
     assert sum("/part/" in line for line in requests_in(log.getvalue()) if line.startswith("PUT")) == 2
 
 
 def test_calls_left_out_answer_501_with_their_name(hub_open, tmp_path):
-    out = run_client(hub_open, """
+    out = run_client(
+        hub_open,
+        """
         api.create_repo("anonymous/m")
         out["discussions"] = caught(lambda: list(api.get_repo_discussions("anonymous/m")))
         out["squash"] = caught(api.super_squash_history, "anonymous/m")
         out["likers"] = caught(lambda: list(api.list_repo_likers("anonymous/m")))
         out["unknown"] = get_session().get(api.endpoint + "/api/quux/1").json()
-    """, tmp_path)  # fmt: skip
-    for key, name in (("discussions", "HfApi.get_repo_discussions"), ("squash", "HfApi.super_squash_history"),
-                      ("likers", "HfApi.list_repo_likers")):  # fmt: skip
+    """,
+        tmp_path,
+    )
+    for key, name in (
+        ("discussions", "HfApi.get_repo_discussions"),
+        ("squash", "HfApi.super_squash_history"),
+        ("likers", "HfApi.list_repo_likers"),
+    ):
         assert out[key]["status"] == 501 and f"{name}" in out[key]["message"], out[key]
         assert "not supported by zoo hub serve" in out[key]["message"]
     assert out["unknown"] == {"error": "GET /api/quux/1 is not a call zoo hub serve implements"}
@@ -367,8 +420,13 @@ def test_the_index_is_rebuilt_from_the_store_and_reconciled_after_a_crash(tmp_pa
     from zoo.hub.storage import Put
 
     entry = rebuilt.storage.regular_file(b"---\ntags: [late]\n---\n")
-    commit, _ = rebuilt.storage.commit("anonymous/cartpole-ppo", "main", [Put("README.md", entry)],
-                                       message="behind the index's back", author="x")  # fmt: skip
+    commit, _ = rebuilt.storage.commit(
+        "anonymous/cartpole-ppo",
+        "main",
+        [Put("README.md", entry)],
+        message="behind the index's back",
+        author="x",
+    )
     rebuilt.index.close()
     reopened = HubServer(root)
     assert not reopened.index.rebuilt

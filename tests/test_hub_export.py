@@ -35,22 +35,36 @@ def run(hub, tmp_path) -> Path:
     src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
     run = tmp_path / "runs" / src.name
     shutil.copytree(src, run)
-    pushed = _zoo("push", run, "--repo-id", REPO, "--yes", "--episodes", "2", "--stage-dir", tmp_path / "stage",
-                  hub_url=hub[0].url, home=tmp_path / "pusher")  # fmt: skip
+    pushed = _zoo(
+        "push",
+        run,
+        "--repo-id",
+        REPO,
+        "--yes",
+        "--episodes",
+        "2",
+        "--stage-dir",
+        tmp_path / "stage",
+        hub_url=hub[0].url,
+        home=tmp_path / "pusher",
+    )
     assert pushed.returncode == 0, pushed.stderr
     return run
 
 
 def _upload(hub_url: str, repo_id: str, folder: Path, tmp_path: Path) -> None:
     """``folder`` uploaded as ``repo_id`` by huggingface_hub itself (not zoo push), in one commit."""
-    upload = ("import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[1]); "
-              "api.upload_folder(repo_id=sys.argv[1], folder_path=sys.argv[2])")  # fmt: skip
+    upload = (
+        "import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[1]); "
+        "api.upload_folder(repo_id=sys.argv[1], folder_path=sys.argv[2])"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(
         HF_ENDPOINT=hub_url, HF_TOKEN=SENTINEL, HF_HUB_DISABLE_XET="1", HF_HOME=str(tmp_path / "uploader")
     )
-    pushed = subprocess.run([sys.executable, "-c", upload, repo_id, folder], env=env, capture_output=True,
-                            text=True, timeout=300)  # fmt: skip
+    pushed = subprocess.run(
+        [sys.executable, "-c", upload, repo_id, folder], env=env, capture_output=True, text=True, timeout=300
+    )
     assert pushed.returncode == 0, pushed.stderr
 
 
@@ -87,13 +101,22 @@ def test_export_from_the_hub_acts_exactly_as_the_export_of_the_run_pushed(hub, r
     before = log.getvalue()
     refused = _zoo("export", REPO, "--out", tmp_path / "hub.onnx", hub_url=server.url, home=tmp_path / "hf")
     assert refused.returncode == 3, refused.stderr
-    assert (f"zoo would download README.md of {REPO} at revision main to learn what the repo holds, then the model "
-            f"file it names ({server.url})") in refused.stderr and "pass --allow-download" in refused.stderr  # fmt: skip
+    assert (
+        f"zoo would download README.md of {REPO} at revision main to learn what the repo holds, then the model "
+        f"file it names ({server.url})"
+    ) in refused.stderr and "pass --allow-download" in refused.stderr
     assert log.getvalue() == before, "without consent, not one request reaches the hub"
     assert not (tmp_path / "hub.onnx").exists()
 
-    fetched = _zoo("export", REPO, "--allow-download", "--out", tmp_path / "hub.onnx", hub_url=server.url,
-                   home=tmp_path / "hf")  # fmt: skip
+    fetched = _zoo(
+        "export",
+        REPO,
+        "--allow-download",
+        "--out",
+        tmp_path / "hub.onnx",
+        hub_url=server.url,
+        home=tmp_path / "hf",
+    )
     assert fetched.returncode == 0, fetched.stderr
     assert f"downloading README.md of {REPO} @ main from {server.url}" in fetched.stderr
     assert f"model: downloaded from {REPO} @ main, commit" in fetched.stderr
@@ -112,8 +135,17 @@ def test_export_from_the_hub_acts_exactly_as_the_export_of_the_run_pushed(hub, r
     assert np.array_equal(_actions(tmp_path / "hub.onnx", obs), expected)
 
     server.stop()  # the cache first: with the hub gone, and offline, the cached release exports again
-    cached = _zoo("export", REPO, "--format", "torchscript", "--out", tmp_path / "hub.ts", hub_url=server.url,
-                  home=tmp_path / "hf", offline=True)  # fmt: skip
+    cached = _zoo(
+        "export",
+        REPO,
+        "--format",
+        "torchscript",
+        "--out",
+        tmp_path / "hub.ts",
+        hub_url=server.url,
+        home=tmp_path / "hf",
+        offline=True,
+    )
     assert cached.returncode == 0, cached.stderr
     assert f"model: HF cache of {REPO} @ main, commit {meta['source']['commit'][:12]}" in cached.stderr
     assert "downloading" not in cached.stderr
@@ -135,8 +167,15 @@ def test_a_file_the_hub_serves_tampered_with_is_refused_and_nothing_is_written(h
     data = bytearray(blob.read_bytes())
     data[-10] ^= 0x01
     blob.write_bytes(bytes(data))
-    result = _zoo("export", REPO, "--allow-download", "--out", tmp_path / "hub.onnx", hub_url=hub[0].url,
-                  home=tmp_path / "hf")  # fmt: skip
+    result = _zoo(
+        "export",
+        REPO,
+        "--allow-download",
+        "--out",
+        tmp_path / "hub.onnx",
+        hub_url=hub[0].url,
+        home=tmp_path / "hf",
+    )
     assert result.returncode == 1, result.stderr
     assert f"{name}: " in result.stderr and "does not match the hub's" in result.stderr
     assert "the download was deleted" in result.stderr and "Traceback" not in result.stderr
@@ -145,8 +184,16 @@ def test_a_file_the_hub_serves_tampered_with_is_refused_and_nothing_is_written(h
 
 
 def test_an_unknown_repo_is_one_line(hub, tmp_path):
-    result = _zoo("export", "demo/no-such-repo", "--allow-download", "--out", tmp_path / "x.onnx",
-                  hub_url=hub[0].url, home=tmp_path / "hf", token=None)  # fmt: skip
+    result = _zoo(
+        "export",
+        "demo/no-such-repo",
+        "--allow-download",
+        "--out",
+        tmp_path / "x.onnx",
+        hub_url=hub[0].url,
+        home=tmp_path / "hf",
+        token=None,
+    )
     assert result.returncode == 1
     assert result.stderr.splitlines()[-2:] == [
         f"error: repo demo/no-such-repo not found on {hub[0].url}",
@@ -162,12 +209,21 @@ def test_a_card_over_the_bound_is_never_downloaded(hub, tmp_path):
     folder.mkdir()
     size = (folder / "README.md").write_text("---\nlibrary_name: cleanrl\n---\n" + "x" * MAX_CARD_BYTES)
     _upload(hub[0].url, "demo/big-card", folder, tmp_path)
-    result = _zoo("export", "demo/big-card", "--allow-download", "--out", tmp_path / "x.onnx", hub_url=hub[0].url,
-                  home=tmp_path / "hf")  # fmt: skip
+    result = _zoo(
+        "export",
+        "demo/big-card",
+        "--allow-download",
+        "--out",
+        tmp_path / "x.onnx",
+        hub_url=hub[0].url,
+        home=tmp_path / "hf",
+    )
     assert result.returncode == 1
     assert result.stderr.splitlines()[-2:] == [
         f"error: README.md of demo/big-card is {size:,} bytes, over the 1 MiB a model card may take; "
-        "not downloading it", "hint: say what the repo holds with --exp-name and --env-id"]  # fmt: skip
+        "not downloading it",
+        "hint: say what the repo holds with --exp-name and --env-id",
+    ]
     assert not list((tmp_path / "hf").rglob("README.md"))
 
 
@@ -222,8 +278,15 @@ def test_a_huggingface_sb3_release_exports_by_its_card_with_its_normalizer(hub, 
     _upload(server.url, "demo/ppo-Pendulum-v1", sb3_run, tmp_path)
     local = zoo("export", sb3_run, "--out", tmp_path / "local.onnx", "-q")
     assert local.exit_code == 0, local.stderr
-    fetched = _zoo("export", "demo/ppo-Pendulum-v1", "--allow-download", "--out", tmp_path / "hub.onnx",
-                   hub_url=server.url, home=tmp_path / "hf")  # fmt: skip
+    fetched = _zoo(
+        "export",
+        "demo/ppo-Pendulum-v1",
+        "--allow-download",
+        "--out",
+        tmp_path / "hub.onnx",
+        hub_url=server.url,
+        home=tmp_path / "hf",
+    )
     assert fetched.returncode == 0, fetched.stderr
     assert "downloading ppo-Pendulum-v1.zip of demo/ppo-Pendulum-v1" in fetched.stderr
     meta = json.loads((tmp_path / "hub.onnx.metadata.json").read_text())

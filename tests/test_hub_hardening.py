@@ -174,8 +174,10 @@ def test_a_cpu_heavy_request_does_not_hold_up_others(hub):
     metadata = "".join(f"key{i}: [value {i}, {{a: {i}, b: text {i}}}]\n" for i in range(5200))
     results: list[int] = []
     body = json.dumps({"content": readme(metadata)}).encode()
-    workers = [threading.Thread(target=lambda: results.append(post(hub.url, "/api/validate-yaml", body)[0]))
-               for _ in range(3)]  # fmt: skip
+    workers = [
+        threading.Thread(target=lambda: results.append(post(hub.url, "/api/validate-yaml", body)[0]))
+        for _ in range(3)
+    ]
     with hub_log() as log:
         for worker in workers:
             worker.start()
@@ -242,8 +244,11 @@ PETABYTE = 1 << 50
 
 
 def lfs_batch(url: str, repo_id: str, objects: list[dict]) -> tuple[int, dict]:
-    status, _, reply = post(url, f"/{repo_id}.git/info/lfs/objects/batch",
-                            json.dumps({"operation": "upload", "objects": objects}).encode())  # fmt: skip
+    status, _, reply = post(
+        url,
+        f"/{repo_id}.git/info/lfs/objects/batch",
+        json.dumps({"operation": "upload", "objects": objects}).encode(),
+    )
     return status, json.loads(reply)
 
 
@@ -254,12 +259,21 @@ def test_an_lfs_batch_declaring_a_petabyte_is_refused_before_any_url_is_made(ser
     create_repo(served.url, "alice/huge")
     before = rss_bytes(served.proc.pid)
     for _ in range(3):
-        status, reply = lfs_batch(served.url, "alice/huge", [{"oid": "a" * 64, "size": PETABYTE},
-                                                            {"oid": "b" * 64, "size": 100}])  # fmt: skip
+        status, reply = lfs_batch(
+            served.url, "alice/huge", [{"oid": "a" * 64, "size": PETABYTE}, {"oid": "b" * 64, "size": 100}]
+        )
         huge, small = reply["objects"]
-        assert status == 200 and huge == {"oid": "a" * 64, "size": PETABYTE, "error": {"code": 422, "message": (
-            f"LFS object of {PETABYTE} bytes is over the 50 GiB this server accepts per file (its operator can "
-            "raise it: zoo hub serve --max-lfs-size)")}}  # fmt: skip
+        assert status == 200 and huge == {
+            "oid": "a" * 64,
+            "size": PETABYTE,
+            "error": {
+                "code": 422,
+                "message": (
+                    f"LFS object of {PETABYTE} bytes is over the 50 GiB this server accepts per file (its operator can "
+                    "raise it: zoo hub serve --max-lfs-size)"
+                ),
+            },
+        }
         assert set(small["actions"]) == {"upload", "verify"}
     assert rss_bytes(served.proc.pid) - before < 64 << 20
     assert_others_are_answered(served.url)
@@ -268,13 +282,17 @@ def test_an_lfs_batch_declaring_a_petabyte_is_refused_before_any_url_is_made(ser
 def test_max_lfs_size_is_the_servers_option_and_the_client_says_why(tmp_path):
     (tmp_path / "big.bin").write_bytes(os.urandom(3 << 20))
     with zoo_serve(tmp_path / "root", "--max-lfs-size", "2MiB") as server:
-        out = run_client(server, """
+        out = run_client(
+            server,
+            """
             api.create_repo("anonymous/big")
             out["big"] = caught(api.upload_file, path_or_fileobj="big.bin", path_in_repo="big.bin",
                                 repo_id="anonymous/big")
             out["small"] = api.upload_file(path_or_fileobj=b"w" * 1000, path_in_repo="small.bin",
                                            repo_id="anonymous/big").oid
-        """, tmp_path)  # fmt: skip
+        """,
+            tmp_path,
+        )
     assert (
         "LFS object of 3145728 bytes is over the 2 MiB this server accepts per file" in out["big"]["message"]
     )
@@ -291,8 +309,11 @@ def test_part_counts_objects_and_part_urls_per_batch_are_capped(tmp_path):
         for obj in (first, second):
             header = obj["actions"]["upload"]["header"]
             assert header.pop("chunk_size") == str(4 << 20) and sorted(header) == ["1", "2", "3", "4"]
-        assert third["error"] == {"code": 422, "message": "this LFS batch needs over 10 upload parts in all: "
-                                  "upload these files in several commits"}  # fmt: skip
+        assert third["error"] == {
+            "code": 422,
+            "message": "this LFS batch needs over 10 upload parts in all: "
+            "upload these files in several commits",
+        }
         status, _ = lfs_batch(hub.url, "alice/parts", objects + objects[:1])
         assert status == 413
         assert_others_are_answered(hub.url)
@@ -303,9 +324,15 @@ def test_control_characters_in_a_path_get_an_answer_never_a_dropped_connection(h
     """A NUL in ``resolve/main/%00`` was echoed into X-Error-Message, h11 refused to write it, and the
     client got an empty reply; every header value is now cleaned, and the log line escaped."""
     create_repo(hub.url, "alice/ctl")
-    paths = [f"/alice/ctl/resolve/main/{text}", f"/alice/ctl/resolve/{text}/x", f"/alice/ctl/raw/main/{text}",
-             f"/api/models/alice/ctl/tree/main/{text}", f"/api/models/alice/ctl/revision/{text}",
-             f"/alice/{text}/resolve/main/x", f"/api/models/alice/ctl/commits/{text}"]  # fmt: skip
+    paths = [
+        f"/alice/ctl/resolve/main/{text}",
+        f"/alice/ctl/resolve/{text}/x",
+        f"/alice/ctl/raw/main/{text}",
+        f"/api/models/alice/ctl/tree/main/{text}",
+        f"/api/models/alice/ctl/revision/{text}",
+        f"/alice/{text}/resolve/main/x",
+        f"/api/models/alice/ctl/commits/{text}",
+    ]
     with hub_log() as log:
         for path in paths:
             status, headers, body = exchange(hub.url, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
@@ -397,10 +424,14 @@ def test_kill_9_mid_upload_leaves_a_partial_that_the_next_start_removes(tmp_path
     (run / "dqn.cleanrl_model").write_bytes(os.urandom(300_000))
     expected = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in run.iterdir()}
     with zoo_serve(root) as server:
-        run_client(server, f"""
+        run_client(
+            server,
+            f"""
             api.create_repo("alice/run")
             api.upload_folder(repo_id="alice/run", folder_path={str(run)!r}, commit_message="run")
-        """, tmp_path)  # fmt: skip
+        """,
+            tmp_path,
+        )
         data = os.urandom(8 << 20)
         oid = hashlib.sha256(data).hexdigest()
         batch = {"operation": "upload", "objects": [{"oid": oid, "size": len(data)}]}
@@ -422,12 +453,16 @@ def test_kill_9_mid_upload_leaves_a_partial_that_the_next_start_removes(tmp_path
     assert not (root / "blobs" / "sha256" / oid[:2] / oid[2:]).exists()  # never half a blob
     with zoo_serve(root) as server:
         assert not any((root / "tmp").iterdir())
-        out = run_client(server, """
+        out = run_client(
+            server,
+            """
             import hashlib
             folder = snapshot_download("alice/run")
             out["files"] = {n: hashlib.sha256(open(f"{folder}/{n}", "rb").read()).hexdigest()
                             for n in api.list_repo_files("alice/run")}
-        """, tmp_path)  # fmt: skip
+        """,
+            tmp_path,
+        )
     assert out["files"] == expected
 
 
@@ -438,8 +473,9 @@ def test_a_new_process_on_the_same_root_keeps_uploads_in_flight(tmp_path):
     upload.write(b"half of it")
     (storage.tmp / "upload.legacy").write_bytes(b"x" * 10)  # an older server's leftover: nobody holds it
     code = "import sys; from zoo.hub.storage import HubStorage; print(tuple(HubStorage(sys.argv[1]).removed))"
-    other = subprocess.run([sys.executable, "-c", code, str(storage.root)], capture_output=True, text=True,
-                           timeout=60)  # fmt: skip
+    other = subprocess.run(
+        [sys.executable, "-c", code, str(storage.root)], capture_output=True, text=True, timeout=60
+    )
     assert other.returncode == 0, other.stderr
     assert other.stdout.strip() == "(1, 10)"
     sha256, size = upload.finish()

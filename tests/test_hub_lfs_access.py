@@ -45,18 +45,24 @@ def hub(tmp_path, log):
     (tmp_path / "secret.bin").write_bytes(SECRET)
     (tmp_path / "public.bin").write_bytes(PUBLIC)
     with HubServer(tmp_path / "root", token_file=tokens).start() as server:
-        run_client(server, """
+        run_client(
+            server,
+            """
             api.create_repo("alice/secret", private=True)
             api.upload_file(path_or_fileobj="secret.bin", path_in_repo="secret.bin", repo_id="alice/secret")
             api.create_repo("alice/open")
             api.upload_file(path_or_fileobj="public.bin", path_in_repo="public.bin", repo_id="alice/open")
-        """, tmp_path, ALICE)  # fmt: skip
+        """,
+            tmp_path,
+            ALICE,
+        )
         run_client(server, 'api.create_repo("bob/mine")', tmp_path, BOB)
         yield server
 
 
-def request(hub: HubServer, method: str, path: str, body: bytes | dict | None = None,
-            token: str | None = None) -> tuple[int, dict | list | bytes]:  # fmt: skip
+def request(
+    hub: HubServer, method: str, path: str, body: bytes | dict | None = None, token: str | None = None
+) -> tuple[int, dict | list | bytes]:
     """One raw HTTP request: status and the JSON answer (bytes if it is not JSON)."""
     conn = http.client.HTTPConnection(hub.url.removeprefix("http://"), timeout=60)
     data = json.dumps(body).encode() if isinstance(body, dict) else body
@@ -82,8 +88,12 @@ def commit_lfs(hub: HubServer, repo_id: str, data: bytes, token: str, **extra) -
 
 def batch(hub: HubServer, repo_id: str, data: bytes, token: str) -> dict:
     """The LFS batch endpoint's answer for one upload of ``data`` (its one object)."""
-    body = {"operation": "upload", "transfers": ["basic", "multipart"], "hash_algo": "sha256",
-            "objects": [{"oid": sha(data), "size": len(data)}]}  # fmt: skip
+    body = {
+        "operation": "upload",
+        "transfers": ["basic", "multipart"],
+        "hash_algo": "sha256",
+        "objects": [{"oid": sha(data), "size": len(data)}],
+    }
     status, answer = request(hub, "POST", f"/{repo_id}.git/info/lfs/objects/batch", body, token)
     assert status == 200, answer
     (obj,) = answer["objects"]  # type: ignore[index]
@@ -94,8 +104,10 @@ def test_a_forged_lfs_line_does_not_reach_another_users_private_file(hub):
     for data, extra in ((SECRET, {"size": len(SECRET)}), (SECRET, {}), (PUBLIC, {"size": len(PUBLIC)})):
         status, answer = commit_lfs(hub, "bob/mine", data, BOB, **extra)
         assert status == 400, answer
-        assert answer["error"] == (f"LFS object {sha(data)} was not uploaded to bob/mine; upload it (or copy it "
-                                   "from a repo you can read) before committing")  # fmt: skip
+        assert answer["error"] == (
+            f"LFS object {sha(data)} was not uploaded to bob/mine; upload it (or copy it "
+            "from a repo you can read) before committing"
+        )
     # the same answer as for content that is stored nowhere: nothing tells Bob that Alice has it
     nowhere = commit_lfs(hub, "bob/mine", b"stored nowhere", BOB, size=14)[1]["error"]
     assert nowhere.replace(sha(b"stored nowhere"), "X") == answer["error"].replace(sha(PUBLIC), "X")
@@ -112,19 +124,25 @@ def test_batch_and_verify_answer_as_if_another_repos_object_were_absent(hub, log
         obj = batch(hub, "bob/mine", data, BOB)
         assert set(obj) == {"oid", "size", "authenticated", "actions"}  # upload it: the same for all three
         assert set(obj["actions"]) == {"upload", "verify"}
-        status, _ = request(hub, "POST", "/bob/mine.git/info/lfs/objects/verify",
-                            {"oid": sha(data), "size": len(data)}, BOB)  # fmt: skip
+        status, _ = request(
+            hub, "POST", "/bob/mine.git/info/lfs/objects/verify", {"oid": sha(data), "size": len(data)}, BOB
+        )
         assert status == 404
     assert batch(hub, "alice/secret", SECRET, ALICE) == {"oid": sha(SECRET), "size": len(SECRET)}  # stored
     # Bob uploads bytes he has anyway (the same content): verified, his to commit, stored once
     (tmp_path / "mine.bin").write_bytes(PUBLIC)
     log.truncate(0)
     log.seek(0)
-    run_client(hub, """
+    run_client(
+        hub,
+        """
         api.upload_file(path_or_fileobj="mine.bin", path_in_repo="w.bin", repo_id="bob/mine")
         import hashlib
         out["got"] = hashlib.sha256(open(hf_hub_download("bob/mine", "w.bin"), "rb").read()).hexdigest()
-    """, tmp_path, BOB)  # fmt: skip
+    """,
+        tmp_path,
+        BOB,
+    )
     assert f"PUT /bob/mine.git/info/lfs/objects/{sha(PUBLIC)} 200" in requests_in(log.getvalue())
     assert [sha256 for sha256, _ in hub.storage.iter_blobs()].count(sha(PUBLIC)) == 1
     assert batch(hub, "bob/mine", PUBLIC, BOB) == {"oid": sha(PUBLIC), "size": len(PUBLIC)}  # now it is his

@@ -56,13 +56,22 @@ def test_one_line_per_request_and_per_push_and_no_secret_in_any(served, tmp_path
     up.mkdir()
     (up / "w.bin").write_bytes(b"\0weights" * 500)  # through LFS: batch, PUT (signed URL), verify
     (up / "README.md").write_text("# hi\n")
-    run_client(served, f"""
+    run_client(
+        served,
+        f"""
         api.create_repo("alice/logged")
         api.upload_folder(folder_path={str(up)!r}, repo_id="alice/logged", commit_message="first")
         hf_hub_download("alice/logged", "w.bin")
-    """, tmp_path, ALICE)  # fmt: skip
-    sent = [("GET", "/api/whoami-v2", None, 401), ("GET", "/alice/logged/resolve/main/nope?token=" + BOB, ALICE, 404),
-            ("GET", "/api/models/alice/logged", BOB, 200), ("GET", "/alice/logged/resolve/main/%00", None, 404)]  # fmt: skip
+    """,
+        tmp_path,
+        ALICE,
+    )
+    sent = [
+        ("GET", "/api/whoami-v2", None, 401),
+        ("GET", "/alice/logged/resolve/main/nope?token=" + BOB, ALICE, 404),
+        ("GET", "/api/models/alice/logged", BOB, 200),
+        ("GET", "/alice/logged/resolve/main/%00", None, 404),
+    ]
     for method, path, token, status in sent:
         assert raw(served, method, path, token=token) == status
     lines = stop(served)
@@ -70,15 +79,23 @@ def test_one_line_per_request_and_per_push_and_no_secret_in_any(served, tmp_path
     access = [ACCESS.fullmatch(line) for line in lines if " access " in line]
     assert all(access), [line for line in lines if " access " in line and not ACCESS.fullmatch(line)]
     requests = [(m[2], m[3], int(m[4]), m[5]) for m in access if m]
-    assert requests[-4:] == [("GET", "/api/whoami-v2", 401, "-"), ("GET", "/alice/logged/resolve/main/nope", 404, "alice"),
-                             ("GET", "/api/models/alice/logged", 200, "bob"),
-                             ("GET", "/alice/logged/resolve/main/%00", 404, "-")]  # fmt: skip
+    assert requests[-4:] == [
+        ("GET", "/api/whoami-v2", 401, "-"),
+        ("GET", "/alice/logged/resolve/main/nope", 404, "alice"),
+        ("GET", "/api/models/alice/logged", 200, "bob"),
+        ("GET", "/alice/logged/resolve/main/%00", 404, "-"),
+    ]
     assert ("POST", "/api/repos/create", 200, "alice") in requests
-    assert any(m == "PUT" and p.startswith("/alice/logged.git/info/lfs/objects/") and u == "-"
-               for m, p, _, u in requests)  # fmt: skip
+    assert any(
+        m == "PUT" and p.startswith("/alice/logged.git/info/lfs/objects/") and u == "-"
+        for m, p, _, u in requests
+    )
     (push,) = [line for line in lines if " push " in line]
-    assert re.fullmatch(rf"{STAMP} INFO push commit alice/logged main [0-9a-f]{{12}} user=alice files=2: "
-                        r"\+README\.md \+w\.bin", push), push  # fmt: skip
+    assert re.fullmatch(
+        rf"{STAMP} INFO push commit alice/logged main [0-9a-f]{{12}} user=alice files=2: "
+        r"\+README\.md \+w\.bin",
+        push,
+    ), push
     everything = served.log.read_text()
     for secret in (ALICE, BOB, "signature=", "?", "Bearer"):
         assert secret not in everything, secret
@@ -87,8 +104,10 @@ def test_one_line_per_request_and_per_push_and_no_secret_in_any(served, tmp_path
 
 def test_a_file_name_or_path_cannot_write_a_line_of_its_own(served):
     assert raw(served, "POST", "/api/repos/create", json.dumps({"name": "inj"}).encode(), ALICE) == 200
-    lines = [{"key": "header", "value": {"summary": "x"}},
-             {"key": "file", "value": {"path": EVIL, "content": base64.b64encode(b"x").decode()}}]  # fmt: skip
+    lines = [
+        {"key": "header", "value": {"summary": "x"}},
+        {"key": "file", "value": {"path": EVIL, "content": base64.b64encode(b"x").decode()}},
+    ]
     body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
     assert raw(served, "POST", "/api/models/alice/inj/commit/main", body, ALICE) == 200
     lines = stop(served)
@@ -112,11 +131,15 @@ def test_log_level_warning_keeps_only_problems(tmp_path):
 def test_reevaluation_steps_are_logged(tmp_path):
     """Queued, started, finished with the outcome; a failure is a WARNING with its reason."""
     with hub_log() as log, HubServer(tmp_path / "root", reevaluate=True).start() as hub:
-        run_client(hub, """
+        run_client(
+            hub,
+            """
             api.create_repo("anonymous/no-env")
             api.upload_file(path_or_fileobj=b"---\\nlicense: mit\\n---\\n# no env\\n", path_in_repo="README.md",
                             repo_id="anonymous/no-env")
-        """, tmp_path)  # fmt: skip
+        """,
+            tmp_path,
+        )
         assert hub.reevaluator is not None and hub.reevaluator.wait_idle(HANG)
         sha = hub.storage.resolve("anonymous/no-env", "main").id[:12]
     lines = [line for line in log.getvalue().splitlines() if line.startswith("zoo.hub.reevaluate ")]
@@ -125,8 +148,11 @@ def test_reevaluation_steps_are_logged(tmp_path):
         mine[0].startswith(f"queued anonymous/no-env@{sha} (")
         and mine[1] == f"started anonymous/no-env@{sha}"
     )
-    assert re.fullmatch(rf"finished anonymous/no-env@{sha}: failed in \d+\.\d s: no env id to evaluate on: neither "
-                        "an eval.json task nor a model-index result in the card", mine[2])  # fmt: skip
+    assert re.fullmatch(
+        rf"finished anonymous/no-env@{sha}: failed in \d+\.\d s: no env id to evaluate on: neither "
+        "an eval.json task nor a model-index result in the card",
+        mine[2],
+    )
     assert any("no files to evaluate" in line for line in lines)  # the new repo's empty initial commit
 
 

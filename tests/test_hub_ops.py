@@ -91,8 +91,11 @@ def test_gc_removes_old_orphans_and_dead_uploads_and_keeps_fresh_and_referenced(
     assert (dry.uploads_removed, dry.uploads_bytes, dry.parts_removed, dry.records_removed) == (1, 777, 1, 1)
     assert old.is_file() and dead.is_file() and abandoned.is_dir()  # a dry run removes nothing
     records = root / "repos" / "alice" / "gc" / "lfs"
-    assert {p.name for p in records.iterdir()} == {sha(b"W" * 5000), old.parent.name + old.name,
-                                                   fresh.parent.name + fresh.name}  # fmt: skip
+    assert {p.name for p in records.iterdir()} == {
+        sha(b"W" * 5000),
+        old.parent.name + old.name,
+        fresh.parent.name + fresh.name,
+    }
 
     report = collect_garbage(root)
     assert report.to_json() == {**dry.to_json(), "dry_run": False}
@@ -107,13 +110,17 @@ def test_gc_removes_old_orphans_and_dead_uploads_and_keeps_fresh_and_referenced(
 
 
 def test_gc_removes_the_blobs_of_a_deleted_repo_but_not_those_another_repo_shares(hub, tmp_path):
-    run_client(hub, """
+    run_client(
+        hub,
+        """
         for name in ["alice/keep", "alice/doomed"]:
             api.create_repo(name)
             api.upload_file(path_or_fileobj=b"shared weights", path_in_repo="w.bin", repo_id=name)
         api.upload_file(path_or_fileobj=b"only in doomed", path_in_repo="x.bin", repo_id="alice/doomed")
         api.delete_repo("alice/doomed")
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     age_all_blobs(hub)
     report = collect_garbage(hub.storage.root)
     assert (report.repos, report.removed, report.removed_bytes) == (1, 1, len(b"only in doomed"))
@@ -143,18 +150,33 @@ CONCURRENT_UPLOADS = """
 
 def test_gc_running_while_clients_commit_loses_nothing(hub, tmp_path):
     olds = [(b"old-%d" % n) * 300 for n in range(32)] + [b"never used" * 300]
-    run_client(hub, f"""
+    run_client(
+        hub,
+        f"""
         api.create_repo("alice/seed")
         api.preupload_lfs_files("alice/seed", additions=[CommitOperationAdd(f"{{i}}.bin", data)
                                                          for i, data in enumerate({olds!r})])
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     age_all_blobs(hub)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
-    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HOME=str(tmp_path / "hf-home"))  # fmt: skip
+    env.update(
+        HF_ENDPOINT=hub.url,
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+        HF_HOME=str(tmp_path / "hf-home"),
+    )
     code = PRELUDE + textwrap.dedent(CONCURRENT_UPLOADS) + "\nprint(json.dumps(out))\n"
-    client = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    client = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     removed, rounds = 0, 0
     while client.poll() is None:
         removed += collect_garbage(hub.storage.root).removed
@@ -166,23 +188,31 @@ def test_gc_running_while_clients_commit_loses_nothing(hub, tmp_path):
     assert out["errors"] == [] and len(out["committed"]) == 32
     assert rounds > 1 and removed >= 1  # gc ran alongside, and took at least the blob nobody re-used
     assert not blob(hub, sha(b"never used" * 300)).exists()
-    check = run_client(hub, f"""
+    check = run_client(
+        hub,
+        f"""
         import hashlib
         out["bad"] = [[c, p] for c, p, s in {out["committed"]!r}
                       if hashlib.sha256(open(hf_hub_download("alice/busy", p, revision=c), "rb").read()).hexdigest() != s]
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert check["bad"] == []
     report = verify_blobs(hub.storage.root)
     assert report.ok, report.problems
 
 
 def test_verify_names_a_flipped_byte_and_a_missing_blob_in_one_line_each(hub, tmp_path):
-    out = run_client(hub, """
+    out = run_client(
+        hub,
+        """
         api.create_repo("alice/v")
         commit = api.create_commit("alice/v", [CommitOperationAdd("weights.bin", b"A" * 4096),
                                                CommitOperationAdd("notes.txt", b"hello")], commit_message="x")
         out["commit"] = commit.oid
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     root = hub.storage.root
     sound = zoo("hub", "verify", "--root", root)
     assert sound.exit_code == 0, sound.stderr
@@ -199,8 +229,10 @@ def test_verify_names_a_flipped_byte_and_a_missing_blob_in_one_line_each(hub, tm
     result = zoo("hub", "verify", "--root", root)
     assert result.exit_code == 1
     lines = result.stdout.strip().splitlines()
-    assert lines[0] == (f"corrupt blob {weights}: its content's sha256 is {sha(bytes(data))} "
-                        f"(alice/v@{out['commit'][:12]} weights.bin)")  # fmt: skip
+    assert lines[0] == (
+        f"corrupt blob {weights}: its content's sha256 is {sha(bytes(data))} "
+        f"(alice/v@{out['commit'][:12]} weights.bin)"
+    )
     assert lines[1] == f"missing blob {sha(b'hello')}: alice/v@{out['commit'][:12]} notes.txt"
     assert lines[2].endswith(": 1 corrupt, 1 missing; no unreferenced blobs") and len(lines) == 3
     assert "restore the named files from a backup" in result.stderr and "Traceback" not in result.stderr
@@ -209,8 +241,10 @@ def test_verify_names_a_flipped_byte_and_a_missing_blob_in_one_line_each(hub, tm
     assert as_json.exit_code == 1
     report = as_json.json()
     assert report["ok"] is False and report["blobs"] == 1
-    assert [(p["kind"], p["what"]) for p in report["problems"]] == [("corrupt", sha(b"A" * 4096)),
-                                                                    ("missing", sha(b"hello"))]  # fmt: skip
+    assert [(p["kind"], p["what"]) for p in report["problems"]] == [
+        ("corrupt", sha(b"A" * 4096)),
+        ("missing", sha(b"hello")),
+    ]
 
 
 def test_gc_cli_prints_a_summary_and_json_and_refuses_a_wrong_root_in_one_line(hub, tmp_path):
@@ -219,22 +253,38 @@ def test_gc_cli_prints_a_summary_and_json_and_refuses_a_wrong_root_in_one_line(h
     root = hub.storage.root
     dry = zoo("hub", "gc", "--root", root, "--dry-run")
     assert dry.exit_code == 0, dry.stderr
-    assert dry.stdout.strip() == ("would remove 2 unreferenced blobs (4.9 KiB), 0 dead uploads (0 B) and 0 "
-                                  "abandoned multipart uploads; kept 2 referenced and 0 younger than 3600 s, "
-                                  "of 4 blobs in 1 repo")  # fmt: skip
+    assert dry.stdout.strip() == (
+        "would remove 2 unreferenced blobs (4.9 KiB), 0 dead uploads (0 B) and 0 "
+        "abandoned multipart uploads; kept 2 referenced and 0 younger than 3600 s, "
+        "of 4 blobs in 1 repo"
+    )
     assert len(list(hub.storage.iter_blobs())) == 4
     done = zoo("hub", "gc", "--root", root, "--json")
     assert done.exit_code == 0
-    assert done.json() == {"dry_run": False, "grace_seconds": 3600.0, "repos": 1, "commits": 3, "blobs": 4,
-                           "referenced": 2, "kept_fresh": 0, "removed": 2, "removed_bytes": 5000,
-                           "uploads_removed": 0, "uploads_bytes": 0, "parts_removed": 0,
-                           "records_removed": 2}  # fmt: skip
+    assert done.json() == {
+        "dry_run": False,
+        "grace_seconds": 3600.0,
+        "repos": 1,
+        "commits": 3,
+        "blobs": 4,
+        "referenced": 2,
+        "kept_fresh": 0,
+        "removed": 2,
+        "removed_bytes": 5000,
+        "uploads_removed": 0,
+        "uploads_bytes": 0,
+        "parts_removed": 0,
+        "records_removed": 2,
+    }
     assert len(list(hub.storage.iter_blobs())) == 2
 
     for command in ("gc", "verify"):
         wrong = zoo("hub", command, "--root", tmp_path / "no-such-root")
         assert wrong.exit_code == 1 and wrong.stdout == ""
-        assert wrong.stderr.splitlines()[0] == f"error: {tmp_path / 'no-such-root'} is not a zoo hub root (no blobs/sha256/ and repos/ in it)"  # fmt: skip
+        assert (
+            wrong.stderr.splitlines()[0]
+            == f"error: {tmp_path / 'no-such-root'} is not a zoo hub root (no blobs/sha256/ and repos/ in it)"
+        )
         assert not (tmp_path / "no-such-root").exists()  # nothing created on a typo
 
 
@@ -250,16 +300,21 @@ def test_gc_refuses_to_run_over_a_commit_it_cannot_read(hub, tmp_path):
         collect_garbage(hub.storage.root)
     assert len(list(hub.storage.iter_blobs())) == 4
     report = verify_blobs(hub.storage.root)
-    assert [p.message for p in report.problems] == [f"unreadable commit alice/gc/commits/{out['first']}.json: "
-                                                    "not the JSON zoo writes"]  # fmt: skip
+    assert [p.message for p in report.problems] == [
+        f"unreadable commit alice/gc/commits/{out['first']}.json: not the JSON zoo writes"
+    ]
 
 
 def test_gc_finds_a_repo_moved_while_it_lists(hub, tmp_path, monkeypatch):
     """A rename between two listings must not hide a repo's references (its blobs are hours old)."""
-    run_client(hub, """
+    run_client(
+        hub,
+        """
         api.create_repo("alice/a")
         api.upload_file(path_or_fileobj=b"precious" * 100, path_in_repo="w.bin", repo_id="alice/a")
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     age_all_blobs(hub)
     storage_cls = type(hub.storage)
     real = storage_cls.iter_repos
@@ -283,14 +338,18 @@ def test_public_url_is_where_lfs_uploads_go_behind_a_tls_proxy(tmp_path):
     name the proxy's https:// address, which only the operator can state (X-Forwarded-* is not trusted)."""
     with HubServer(tmp_path / "root", public_url="https://hub.lab.example/").start() as server:
         server.storage.create_repo("alice/tls", "alice", private=False)  # the client's would get an https URL
-        out = run_client(server, """
+        out = run_client(
+            server,
+            """
             from huggingface_hub.lfs import UploadInfo, post_lfs_batch_info
             info = UploadInfo.from_bytes(b"weights" * 1000)
             objects, errors, transfer = post_lfs_batch_info([info], token=None, repo_type="model",
                                                             repo_id="alice/tls", headers={"X-Forwarded-Proto": "http",
                                                             "X-Forwarded-Host": "evil.example"})
             out["href"], out["verify"] = objects[0]["actions"]["upload"]["href"], objects[0]["actions"]["verify"]["href"]
-        """, tmp_path)  # fmt: skip
+        """,
+            tmp_path,
+        )
     assert out["href"].startswith("https://hub.lab.example/alice/tls.git/info/lfs/objects/")
     assert out["verify"] == "https://hub.lab.example/alice/tls.git/info/lfs/objects/verify"
     bad = zoo("hub", "serve", "--root", tmp_path / "root", "--public-url", "https://hub.lab.example/zoo")

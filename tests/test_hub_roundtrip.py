@@ -41,8 +41,9 @@ def hub(tmp_path):
     assert log.getvalue().count("\n") > 3 and SENTINEL not in log.getvalue()
 
 
-def _zoo(*args, hub_url: str, home, token: str | None = SENTINEL, cwd=None,
-         offline: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
+def _zoo(
+    *args, hub_url: str, home, token: str | None = SENTINEL, cwd=None, offline: bool = False
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "ZOO_ALLOW"))}
     env.update(HF_ENDPOINT=hub_url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(home))
     if offline:
@@ -58,25 +59,62 @@ def test_push_then_enjoy_round_trip(hub, tmp_path):
     shutil.copytree(next(EXAMPLES.glob("CartPole-v1__dqn__*")), run)
     repo = "demo/CartPole-v1-dqn-seed1"
     local = tmp_path / "local.json"
-    pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "8", "--stage-dir", tmp_path / "stage",
-                  hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
+    pushed = _zoo(
+        "push",
+        run,
+        "--repo-id",
+        repo,
+        "--yes",
+        "--episodes",
+        "8",
+        "--stage-dir",
+        tmp_path / "stage",
+        hub_url=hub.url,
+        home=tmp_path / "pusher",
+    )
     assert pushed.returncode == 0, pushed.stderr
     assert "committed " in pushed.stdout and f"to {repo} @ main" in pushed.stdout
 
-    fetched = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--run-seed", "1", "--hf-repository", repo,
-                   "--runs-dir", tmp_path / "none", "--allow-download", "--deterministic", "--episodes", "8",
-                   "--out", tmp_path / "remote.json", hub_url=hub.url, home=tmp_path / "fresh-cache")  # fmt: skip
+    fetched = _zoo(
+        "enjoy",
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "CartPole-v1",
+        "--run-seed",
+        "1",
+        "--hf-repository",
+        repo,
+        "--runs-dir",
+        tmp_path / "none",
+        "--allow-download",
+        "--deterministic",
+        "--episodes",
+        "8",
+        "--out",
+        tmp_path / "remote.json",
+        hub_url=hub.url,
+        home=tmp_path / "fresh-cache",
+    )
     assert fetched.returncode == 0, fetched.stderr
     assert f"model: downloaded from {repo} @ main, commit" in fetched.stderr
-    local_eval = subprocess.run([sys.executable, "-m", "zoo", "eval", run, "--deterministic", "-n", "8", "--quiet",
-                                 "--out", local], capture_output=True, text=True)  # fmt: skip
+    local_eval = subprocess.run(
+        [sys.executable, "-m", "zoo", "eval", run, "--deterministic", "-n", "8", "--quiet", "--out", local],
+        capture_output=True,
+        text=True,
+    )
     assert local_eval.returncode == 0, local_eval.stderr
     remote = json.loads((tmp_path / "remote.json").read_text())
     assert remote["metrics"]["return_mean"] == json.loads(local.read_text())["metrics"]["return_mean"]
     assert remote["source"]["kind"] == "download" and remote["source"]["repo_id"] == repo
 
-    env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_TOKEN=SENTINEL,
-               HF_HOME=str(tmp_path / "card-home"))  # fmt: skip
+    env = dict(
+        os.environ,
+        HF_ENDPOINT=hub.url,
+        HF_HUB_DISABLE_XET="1",
+        HF_TOKEN=SENTINEL,
+        HF_HOME=str(tmp_path / "card-home"),
+    )
     code = f"import json; from huggingface_hub import ModelCard; print(json.dumps(ModelCard.load({repo!r}).data.to_dict()))"
     card = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert card.returncode == 0, card.stderr
@@ -84,13 +122,33 @@ def test_push_then_enjoy_round_trip(hub, tmp_path):
     assert data["library_name"] == "cleanrl" and "CartPole-v1" in data["tags"]
     metric = data["model-index"][0]["results"][0]["metrics"][0]
     pushed_eval = json.loads((tmp_path / "stage" / "eval.json").read_text())["metrics"]
-    assert metric == {"type": "mean_reward", "name": "mean_reward",
-                      "value": f"{pushed_eval['return_mean']:.2f} +/- {pushed_eval['return_std']:.2f}"}  # fmt: skip
+    assert metric == {
+        "type": "mean_reward",
+        "name": "mean_reward",
+        "value": f"{pushed_eval['return_mean']:.2f} +/- {pushed_eval['return_std']:.2f}",
+    }
 
     hub.stop()  # a second enjoy runs from the cache with the server gone
-    again = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--run-seed", "1", "--hf-repository", repo,
-                 "--runs-dir", tmp_path / "none", "--deterministic", "--episodes", "8",
-                 "--out", tmp_path / "cached.json", hub_url=hub.url, home=tmp_path / "fresh-cache")  # fmt: skip
+    again = _zoo(
+        "enjoy",
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "CartPole-v1",
+        "--run-seed",
+        "1",
+        "--hf-repository",
+        repo,
+        "--runs-dir",
+        tmp_path / "none",
+        "--deterministic",
+        "--episodes",
+        "8",
+        "--out",
+        tmp_path / "cached.json",
+        hub_url=hub.url,
+        home=tmp_path / "fresh-cache",
+    )
     assert again.returncode == 0, again.stderr
     assert "model: HF cache of" in again.stderr
     for proc in (pushed, fetched, again):
@@ -105,8 +163,19 @@ def pushed_repo(hub, tmp_path):
     src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
     run = tmp_path / "runs" / src.name
     shutil.copytree(src, run)
-    result = _zoo("push", run, "--repo-id", "demo/CartPole-v1-dqn-seed1", "--yes", "--episodes", "2",
-                  "--stage-dir", tmp_path / "stage", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
+    result = _zoo(
+        "push",
+        run,
+        "--repo-id",
+        "demo/CartPole-v1-dqn-seed1",
+        "--yes",
+        "--episodes",
+        "2",
+        "--stage-dir",
+        tmp_path / "stage",
+        hub_url=hub.url,
+        home=tmp_path / "pusher",
+    )
     assert result.returncode == 0, result.stderr
     return "demo/CartPole-v1-dqn-seed1"
 
@@ -116,9 +185,25 @@ def test_a_relative_hf_home_names_one_absolute_file_downloaded_or_cached(hub, tm
     holds wherever eval.json is read from."""
     sources = []
     for consent in (["--allow-download"], []):
-        result = _zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--hf-repository", pushed_repo,
-                      "--runs-dir", "none", "--episodes", "1", "--out", "e.json", *consent, hub_url=hub.url,
-                      home="hf-home", cwd=tmp_path)  # fmt: skip
+        result = _zoo(
+            "enjoy",
+            "--exp-name",
+            "dqn",
+            "--env-id",
+            "CartPole-v1",
+            "--hf-repository",
+            pushed_repo,
+            "--runs-dir",
+            "none",
+            "--episodes",
+            "1",
+            "--out",
+            "e.json",
+            *consent,
+            hub_url=hub.url,
+            home="hf-home",
+            cwd=tmp_path,
+        )
         assert result.returncode == 0, result.stderr
         sources.append(json.loads((tmp_path / "e.json").read_text())["source"])
     assert [s["kind"] for s in sources] == ["download", "cache"]
@@ -127,9 +212,23 @@ def test_a_relative_hf_home_names_one_absolute_file_downloaded_or_cached(hub, tm
 
 
 def _enjoy(hub, tmp_path, *args, home="cache", token=SENTINEL):
-    return _zoo("enjoy", "--env-id", "CartPole-v1", "--run-seed", "1", "--runs-dir", tmp_path / "none",
-                "--episodes", "2", "--out", tmp_path / "e.json", *args, hub_url=hub.url,
-                home=tmp_path / home, token=token)  # fmt: skip
+    return _zoo(
+        "enjoy",
+        "--env-id",
+        "CartPole-v1",
+        "--run-seed",
+        "1",
+        "--runs-dir",
+        tmp_path / "none",
+        "--episodes",
+        "2",
+        "--out",
+        tmp_path / "e.json",
+        *args,
+        hub_url=hub.url,
+        home=tmp_path / home,
+        token=token,
+    )
 
 
 def test_corrupted_download_is_caught_before_loading(hub, tmp_path, pushed_repo):
@@ -160,8 +259,20 @@ def test_private_repo_and_clear_errors(hub, tmp_path):
     src = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
     run = tmp_path / "runs" / src.name
     shutil.copytree(src, run)
-    pushed = _zoo("push", run, "--hf-entity", "demo", "--private", "--yes", "--episodes", "2",
-                  "--stage-dir", tmp_path / "stage", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
+    pushed = _zoo(
+        "push",
+        run,
+        "--hf-entity",
+        "demo",
+        "--private",
+        "--yes",
+        "--episodes",
+        "2",
+        "--stage-dir",
+        tmp_path / "stage",
+        hub_url=hub.url,
+        home=tmp_path / "pusher",
+    )
     assert pushed.returncode == 0, pushed.stderr
     anonymous = _enjoy(
         hub, tmp_path, "--exp-name", "dqn", "--hf-entity", "demo", "--allow-download", token=None
@@ -178,16 +289,50 @@ def test_private_repo_and_clear_errors(hub, tmp_path):
     (
         run / "eval.json"
     ).unlink()  # a published push keeps its eval.json: a new evaluation gives the PR changes
-    pr = _zoo("push", run, "--hf-entity", "demo", "--yes", "--create-pr", "--commit-message", "more episodes",
-              "--episodes", "3", "--stage-dir", tmp_path / "stage", "--json", hub_url=hub.url,
-              home=tmp_path / "pusher")  # fmt: skip
+    pr = _zoo(
+        "push",
+        run,
+        "--hf-entity",
+        "demo",
+        "--yes",
+        "--create-pr",
+        "--commit-message",
+        "more episodes",
+        "--episodes",
+        "3",
+        "--stage-dir",
+        tmp_path / "stage",
+        "--json",
+        hub_url=hub.url,
+        home=tmp_path / "pusher",
+    )
     assert pr.returncode == 0, pr.stderr
     assert json.loads(pr.stdout)["pr_url"].endswith("/discussions/1")
-    revision = _enjoy(hub, tmp_path, "--exp-name", "dqn", "--hf-entity", "demo", "--revision", "v9",
-                      "--allow-download", home="rev")  # fmt: skip
+    revision = _enjoy(
+        hub,
+        tmp_path,
+        "--exp-name",
+        "dqn",
+        "--hf-entity",
+        "demo",
+        "--revision",
+        "v9",
+        "--allow-download",
+        home="rev",
+    )
     assert revision.returncode == 1 and "revision 'v9' not found" in revision.stderr
-    no_token_push = _zoo("push", run, "--hf-entity", "demo", "--yes", "--stage-dir", tmp_path / "stage2",
-                         hub_url=hub.url, home=tmp_path / "pusher", token=None)  # fmt: skip
+    no_token_push = _zoo(
+        "push",
+        run,
+        "--hf-entity",
+        "demo",
+        "--yes",
+        "--stage-dir",
+        tmp_path / "stage2",
+        hub_url=hub.url,
+        home=tmp_path / "pusher",
+        token=None,
+    )
     assert no_token_push.returncode == 1
     assert "wants a token to push to demo/CartPole-v1-dqn-seed1, and none is set" in no_token_push.stderr
     for proc in (anonymous, owner, revision, no_token_push):
@@ -214,17 +359,47 @@ def test_sb3_model_with_vecnormalize_round_trips_under_huggingface_sb3_names(hub
     finally:
         torch.set_num_threads(threads)
     repo = "demo/ppo-Pendulum-v1"
-    pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--stage-dir", tmp_path / "stage",
-                  "--json", hub_url=hub.url, home=tmp_path / "pusher")  # fmt: skip
+    pushed = _zoo(
+        "push",
+        run,
+        "--repo-id",
+        repo,
+        "--yes",
+        "--episodes",
+        "2",
+        "--stage-dir",
+        tmp_path / "stage",
+        "--json",
+        hub_url=hub.url,
+        home=tmp_path / "pusher",
+    )
     assert pushed.returncode == 0, pushed.stderr
     staged = {f["name"] for f in json.loads(pushed.stdout)["files"]}
     assert {"ppo-Pendulum-v1.zip", "vec_normalize.pkl", "Pendulum-v1.zip"} <= staged
-    local = subprocess.run([sys.executable, "-m", "zoo", "eval", run, "-n", "4", "--quiet", "--out",
-                            tmp_path / "local.json"], capture_output=True, text=True)  # fmt: skip
+    local = subprocess.run(
+        [sys.executable, "-m", "zoo", "eval", run, "-n", "4", "--quiet", "--out", tmp_path / "local.json"],
+        capture_output=True,
+        text=True,
+    )
     assert local.returncode == 0, local.stderr
-    fetched = _zoo("enjoy", "--exp-name", "sb3_ppo", "--env-id", "Pendulum-v1", "--hf-repository", repo,
-                   "--runs-dir", tmp_path / "none", "--allow-download", "--episodes", "4",
-                   "--out", tmp_path / "remote.json", hub_url=hub.url, home=tmp_path / "cache")  # fmt: skip
+    fetched = _zoo(
+        "enjoy",
+        "--exp-name",
+        "sb3_ppo",
+        "--env-id",
+        "Pendulum-v1",
+        "--hf-repository",
+        repo,
+        "--runs-dir",
+        tmp_path / "none",
+        "--allow-download",
+        "--episodes",
+        "4",
+        "--out",
+        tmp_path / "remote.json",
+        hub_url=hub.url,
+        home=tmp_path / "cache",
+    )
     assert fetched.returncode == 0, fetched.stderr
     remote = json.loads((tmp_path / "remote.json").read_text())
     assert [e["return"] for e in remote["episodes"]] == [

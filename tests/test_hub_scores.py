@@ -31,8 +31,12 @@ from zoo.hub.server import HubServer
 ALICE = "hf_ALICEscores0123456789abcdefghijklmn"
 ENV = "CartPole-v1"
 VERIFIED, REPLACED, BOASTING, CARD_ONLY, PRIVATE = (
-    "lab/dqn-verified", "lab/dqn-replaced", "lab/dqn-boasting", "lab/card-only", "alice/dqn-private",
-)  # fmt: skip
+    "lab/dqn-verified",
+    "lab/dqn-replaced",
+    "lab/dqn-boasting",
+    "lab/card-only",
+    "alice/dqn-private",
+)
 
 CLIENT = """
 import json, sys
@@ -61,8 +65,14 @@ print(json.dumps({"ok": True}))
 
 def _env(hub: HubServer, home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "ZOO_ALLOW"))}
-    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HOME=str(home), HF_TOKEN=ALICE)  # fmt: skip
+    env.update(
+        HF_ENDPOINT=hub.url,
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+        HF_HOME=str(home),
+        HF_TOKEN=ALICE,
+    )
     return env
 
 
@@ -83,8 +93,23 @@ def zoo_hub(tmp_path_factory):
     shutil.copytree(src, run)
     with HubServer(tmp / "root", token_file=tokens).start() as hub:
         env = _env(hub, tmp / "hf-home")
-        _run([sys.executable, "-m", "zoo", "push", str(run), "--repo-id", VERIFIED, "--yes", "--episodes", "8",
-              "--stage-dir", str(tmp / "stage")], env)  # fmt: skip
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "zoo",
+                "push",
+                str(run),
+                "--repo-id",
+                VERIFIED,
+                "--yes",
+                "--episodes",
+                "8",
+                "--stage-dir",
+                str(tmp / "stage"),
+            ],
+            env,
+        )
         c51 = next(next(EXAMPLES.glob(f"{ENV}__c51__*")).glob("*.cleanrl_model"))
         _run([sys.executable, "-c", textwrap.dedent(CLIENT), str(tmp / "stage"), str(c51)], env)
         yield hub, tmp / "stage"
@@ -179,10 +204,18 @@ def test_a_commit_is_read_once(zoo_hub, monkeypatch):
     assert _rows(hub)[VERIFIED].verified and reads == []  # cached per (repo, sha): no blob read again
 
 
-@pytest.mark.parametrize(("value", "parsed"), [
-    ("123.45 +/- 6.70", (123.45, 6.7)), ("-20.5 ± 3", (-20.5, 3.0)), (42, (42.0, None)),
-    ("1e3 +/- 2", (1000.0, 2.0)), ("n/a", (None, None)), (True, (None, None)), ("nan +/- 1", (None, None)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("123.45 +/- 6.70", (123.45, 6.7)),
+        ("-20.5 ± 3", (-20.5, 3.0)),
+        (42, (42.0, None)),
+        ("1e3 +/- 2", (1000.0, 2.0)),
+        ("n/a", (None, None)),
+        (True, (None, None)),
+        ("nan +/- 1", (None, None)),
+    ],
+)
 def test_card_values_parse_as_the_hub_writes_them(value, parsed):
     assert scores.parse_score(value) == parsed
 
@@ -196,8 +229,10 @@ def reeval_hub(tmp_path):
 
 def _upload(hub: HubServer, folder: Path, repo_id: str, home: Path) -> str:
     """``upload_folder`` through the real client; returns the new main head."""
-    code = ("import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[2]); "
-            "print(api.upload_folder(repo_id=sys.argv[2], folder_path=sys.argv[1]).oid)")  # fmt: skip
+    code = (
+        "import sys; from huggingface_hub import HfApi; api = HfApi(); api.create_repo(sys.argv[2]); "
+        "print(api.upload_folder(repo_id=sys.argv[2], folder_path=sys.argv[1]).oid)"
+    )
     return _run([sys.executable, "-c", code, str(folder), repo_id], _env(hub, home)).strip().splitlines()[-1]
 
 
@@ -210,8 +245,12 @@ def test_a_push_is_reevaluated_by_the_server_and_becomes_verified(zoo_hub, reeva
     _, stage = zoo_hub
     bare = _copy_stage(stage, tmp_path / "no-eval")  # the card's score and the model, no eval.json
     sha = _upload(reeval_hub, bare, "demo/dqn", tmp_path / "home")
-    again = _upload(reeval_hub, _copy_stage(stage, tmp_path / "with-eval", keep_eval=True), "demo/dqn-eval",
-                    tmp_path / "home")  # fmt: skip
+    again = _upload(
+        reeval_hub,
+        _copy_stage(stage, tmp_path / "with-eval", keep_eval=True),
+        "demo/dqn-eval",
+        tmp_path / "home",
+    )
     assert reeval_hub.reevaluator.wait_idle(120)
     store = EvaluationStore(reeval_hub.storage.root)
     outcome = store.get("demo/dqn", sha)
@@ -257,8 +296,10 @@ def test_a_broken_or_malicious_model_is_a_recorded_failure(zoo_hub, reeval_hub, 
     canary = tmp_path / "canary"
     evil = _copy_stage(stage, tmp_path / "evil")
     write_malicious(evil / "dqn.cleanrl_model", canary)
-    shas = {repo: _upload(reeval_hub, folder, repo, tmp_path / "home")
-            for repo, folder in (("demo/broken", broken), ("demo/evil", evil))}  # fmt: skip
+    shas = {
+        repo: _upload(reeval_hub, folder, repo, tmp_path / "home")
+        for repo, folder in (("demo/broken", broken), ("demo/evil", evil))
+    }
     assert reeval_hub.reevaluator.wait_idle(120)
     store = EvaluationStore(reeval_hub.storage.root)
     outcomes = {repo: store.get(repo, sha) for repo, sha in shas.items()}
@@ -367,8 +408,20 @@ def _serve_reevaluating(root: Path, log: Path) -> tuple[subprocess.Popen, str]:
     the process and its URL."""
     import re
 
-    cmd = [sys.executable, "-m", "zoo", "hub", "serve", "--root", str(root), "--port", "0", "--reevaluate",
-           "--reevaluate-timeout", "60"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "zoo",
+        "hub",
+        "serve",
+        "--root",
+        str(root),
+        "--port",
+        "0",
+        "--reevaluate",
+        "--reevaluate-timeout",
+        "60",
+    ]
     with log.open("w") as stderr:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
     deadline = time.monotonic() + 30
@@ -398,8 +451,12 @@ def _sigterm_kills_the_evaluation_in_flight(stage: Path, tmp_path: Path) -> None
     root, log = tmp_path / "root-term", tmp_path / "serve-term.log"
     proc, url = _serve_reevaluating(root, log)
     try:
-        _upload(SimpleNamespace(url=url), _copy_stage(stage, tmp_path / "term", keep_eval=True),
-                "demo/term", tmp_path / "h-term")  # fmt: skip
+        _upload(
+            SimpleNamespace(url=url),
+            _copy_stage(stage, tmp_path / "term", keep_eval=True),
+            "demo/term",
+            tmp_path / "h-term",
+        )
         deadline = time.monotonic() + 30
         while not (children := _children(proc.pid)):
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()

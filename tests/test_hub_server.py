@@ -53,13 +53,19 @@ def caught(fn, *args, **kwargs):
 def run_client(hub: HubServer, script: str, home: Path, token: str | None = None) -> dict:
     """Run ``script`` against ``hub`` in a clean interpreter; returns its ``out`` dict."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
-    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HOME=str(home / "hf-home"))  # fmt: skip
+    env.update(
+        HF_ENDPOINT=hub.url,
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+        HF_HOME=str(home / "hf-home"),
+    )
     if token:
         env["HF_TOKEN"] = token
     code = PRELUDE + textwrap.dedent(script) + "\nprint(json.dumps(out))\n"
-    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=home, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=home, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -114,13 +120,17 @@ def history(hub: HubServer, repo_id: str, revision: str = "main") -> list:
 
 
 def test_create_repo_whoami_and_exist_ok(hub, tmp_path):
-    out = run_client(hub, """
+    out = run_client(
+        hub,
+        """
         out["url"] = str(api.create_repo("alice/demo"))
         out["again"] = caught(api.create_repo, "alice/demo")
         out["exist_ok"] = str(api.create_repo("alice/demo", exist_ok=True))
         out["me"] = api.whoami(token="any-token-works-on-an-open-server")["name"]
         out["dataset"] = caught(api.create_repo, "alice/data", repo_type="dataset")
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert hub.open_access
     assert out["url"] == out["exist_ok"] == f"{hub.url}/alice/demo"
     assert out["again"]["status"] == 409
@@ -138,7 +148,9 @@ def test_upload_folder_is_one_commit_and_reads_back(hub, tmp_path):
     (folder / "config.json").write_text('{"lr": 0.001}')
     (folder / "logs" / "notes.txt").write_text("step 1\n")
     (folder / "dqn.cleanrl_model").write_bytes(bytes(range(256)) * 4)
-    out = run_client(hub, f"""
+    out = run_client(
+        hub,
+        f"""
         api.create_repo("alice/dqn")
         commit = api.upload_folder(repo_id="alice/dqn", folder_path={str(folder)!r}, commit_message="add run")
         info = api.model_info("alice/dqn", files_metadata=True)
@@ -151,14 +163,19 @@ def test_upload_folder_is_one_commit_and_reads_back(hub, tmp_path):
         snapshot = snapshot_download("alice/dqn")
         out["snapshot"] = {{p: open(f"{{snapshot}}/{{p}}", "rb").read().hex() for p in out["files"]}}
         out["main"] = api.list_repo_refs("alice/dqn").branches[0].target_commit
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     files = ["README.md", "config.json", "dqn.cleanrl_model", "logs/notes.txt"]
     assert out["files"] == files
     assert out["oid"] == out["sha"] == out["main"]
     commits = history(hub, "alice/dqn")
     assert [c.message for c in commits] == ["add run", "initial commit"]  # upload_folder made one commit
-    assert out["card"] == out["model_card"] == {"library_name": "cleanrl", "license": "mit",
-                                                "tags": ["CartPole-v1", "zoo"]}  # fmt: skip
+    assert (
+        out["card"]
+        == out["model_card"]
+        == {"library_name": "cleanrl", "license": "mit", "tags": ["CartPole-v1", "zoo"]}
+    )
     assert out["library"] == "cleanrl" and {"CartPole-v1", "license:mit"} <= set(out["tags"])
     assert out["siblings"]["dqn.cleanrl_model"] == [1024, True]  # weights go through LFS, even small ones
     assert out["siblings"]["config.json"] == [13, False]
@@ -169,7 +186,9 @@ def test_upload_folder_is_one_commit_and_reads_back(hub, tmp_path):
 
 
 def test_create_commit_adds_deletes_and_tracks_last_commits(hub, tmp_path):
-    out = run_client(hub, """
+    out = run_client(
+        hub,
+        """
         api.create_repo("alice/ops")
         adds = [CommitOperationAdd("a.txt", b"a"), CommitOperationAdd("b.txt", b"b")]
         first = api.create_commit("alice/ops", adds, commit_message="first")
@@ -183,7 +202,9 @@ def test_create_commit_adds_deletes_and_tracks_last_commits(hub, tmp_path):
         out["old_a"] = open(hf_hub_download("alice/ops", "a.txt", revision=first.oid)).read()
         api.create_commit("alice/ops", [CommitOperationDelete("c/")], commit_message="drop folder")
         out["after_folder"] = api.list_repo_files("alice/ops")
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert out["files"] == ["b.txt", "c/d.txt"]
     assert out["last"] == {"b.txt": out["first"], "c": out["second"]}
     assert "EntryNotFoundError" in out["missing"]["classes"]
@@ -192,14 +213,18 @@ def test_create_commit_adds_deletes_and_tracks_last_commits(hub, tmp_path):
 
 
 def test_second_download_is_served_from_cache(hub, tmp_path, log):
-    out = run_client(hub, """
+    out = run_client(
+        hub,
+        """
         api.create_repo("alice/cache")
         api.upload_file(path_or_fileobj=b'{"x": 1}', path_in_repo="config.json", repo_id="alice/cache")
         first = hf_hub_download("alice/cache", "config.json")
         second = hf_hub_download("alice/cache", "config.json")
         out["same"], out["content"] = first == second, open(second).read()
         out["etag"] = get_hf_file_metadata(hf_hub_url("alice/cache", "config.json")).etag
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     lines = requests_in(log.getvalue())
     git_sha1 = hashlib.sha1(b'blob 8\0{"x": 1}').hexdigest()  # a regular file's ETag is its git blob id
     assert out == {"same": True, "content": '{"x": 1}', "etag": git_sha1}
@@ -211,7 +236,9 @@ def test_large_file_goes_through_lfs(hub, tmp_path, log):
     big = tmp_path / "weights.bin"
     big.write_bytes(os.urandom(1 << 20) * 11)  # 11 MiB: over the 10 MiB threshold
     sha256 = hashlib.sha256(big.read_bytes()).hexdigest()
-    out = run_client(hub, f"""
+    out = run_client(
+        hub,
+        f"""
         api.create_repo("alice/big")
         api.upload_file(path_or_fileobj={str(big)!r}, path_in_repo="weights.bin", repo_id="alice/big")
         meta = get_hf_file_metadata(hf_hub_url("alice/big", "weights.bin"))
@@ -223,7 +250,9 @@ def test_large_file_goes_through_lfs(hub, tmp_path, log):
         import hashlib
         downloaded = open(hf_hub_download("alice/big", "weights.bin"), "rb").read()
         out["downloaded"] = hashlib.sha256(downloaded).hexdigest()
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     size = 11 << 20
     assert hub.storage.blob_path(sha256) == tmp_path / "root" / "blobs" / "sha256" / sha256[:2] / sha256[2:]
     assert hub.storage.blob_path(sha256).stat().st_size == size
@@ -237,7 +266,9 @@ def test_large_file_goes_through_lfs(hub, tmp_path, log):
 
 
 def test_range_requests(hub, tmp_path):
-    out = run_client(hub, """
+    out = run_client(
+        hub,
+        """
         api.create_repo("alice/range")
         api.upload_file(path_or_fileobj=b"0123456789", path_in_repo="digits.txt", repo_id="alice/range")
         url = hf_hub_url("alice/range", "digits.txt")
@@ -246,7 +277,9 @@ def test_range_requests(hub, tmp_path):
             r = get_session().get(url, headers={"Range": spec})
             out[name] = [r.status_code, r.content.decode() if r.status_code == 206 else None,
                          r.headers.get("Content-Range")]
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert out["middle"] == [206, "2345", "bytes 2-5/10"]
     assert out["suffix"] == [206, "789", "bytes 7-9/10"]
     assert out["open"] == [206, "789", "bytes 7-9/10"]
@@ -254,7 +287,9 @@ def test_range_requests(hub, tmp_path):
 
 
 def test_missing_repo_revision_and_entry_map_to_client_errors(hub, tmp_path):
-    out = run_client(hub, """
+    out = run_client(
+        hub,
+        """
         api.create_repo("alice/here")
         api.upload_file(path_or_fileobj=b"x", path_in_repo="x.txt", repo_id="alice/here")
         out["repo"] = caught(hf_hub_download, "alice/absent", "x.txt")
@@ -262,7 +297,9 @@ def test_missing_repo_revision_and_entry_map_to_client_errors(hub, tmp_path):
         out["revision"] = caught(hf_hub_download, "alice/here", "x.txt", revision="v9")
         out["revision_info"] = caught(api.model_info, "alice/here", revision="v9")
         out["entry"] = caught(hf_hub_download, "alice/here", "absent.txt")
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert "RepositoryNotFoundError" in out["repo"]["classes"]
     assert "RepositoryNotFoundError" in out["repo_info"]["classes"]
     assert "RevisionNotFoundError" in out["revision"]["classes"]
@@ -271,7 +308,9 @@ def test_missing_repo_revision_and_entry_map_to_client_errors(hub, tmp_path):
 
 
 def test_private_repos_and_tokens(secured, tmp_path, log, capfd):
-    out = run_client(secured, f"""
+    out = run_client(
+        secured,
+        f"""
         alice, bob = {ALICE!r}, {BOB!r}
         out["me"] = api.whoami(token=alice)
         api.create_repo("lab/secret", private=True, token=alice)
@@ -289,7 +328,9 @@ def test_private_repos_and_tokens(secured, tmp_path, log, capfd):
         out["anon_create"] = caught(api.create_repo, "alice/new", token=False)
         out["bob_write"] = caught(api.upload_file, **write, token=bob)
         out["bad_token"] = caught(api.model_info, "alice/open", token="not-a-real-token")
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert not secured.open_access
     assert out["me"]["name"] == "alice" and [o["name"] for o in out["me"]["orgs"]] == ["lab"]
     assert out["owner"] == "s3cr3t" and out["anon_public"] == "hello"
@@ -307,7 +348,9 @@ def test_private_repos_and_tokens(secured, tmp_path, log, capfd):
 
 
 def test_concurrent_commits_both_land_and_stale_parent_is_refused(hub, tmp_path):
-    out = run_client(hub, """
+    out = run_client(
+        hub,
+        """
         import threading
         api.create_repo("alice/race")
         initial = api.model_info("alice/race").sha
@@ -327,7 +370,9 @@ def test_concurrent_commits_both_land_and_stale_parent_is_refused(hub, tmp_path)
         out["errors"], out["files"] = errors, api.list_repo_files("alice/race")
         out["stale"] = caught(api.upload_file, path_or_fileobj=b"late", path_in_repo="late.txt",
                               repo_id="alice/race", parent_commit=initial)
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert out["errors"] == []
     assert out["files"] == ["file-0.txt", "file-1.txt"]
     messages = [c.message for c in history(hub, "alice/race")]
@@ -336,7 +381,9 @@ def test_concurrent_commits_both_land_and_stale_parent_is_refused(hub, tmp_path)
 
 
 def test_pull_request_commit_creates_a_pr_ref(hub, tmp_path):
-    out = run_client(hub, """
+    out = run_client(
+        hub,
+        """
         api.create_repo("alice/pr")
         add = [CommitOperationAdd("new.txt", b"proposal")]
         info = api.create_commit("alice/pr", add, commit_message="propose", create_pr=True)
@@ -346,7 +393,9 @@ def test_pull_request_commit_creates_a_pr_ref(hub, tmp_path):
         refs = api.list_repo_refs("alice/pr", include_pull_requests=True)
         out["prs"] = [[r.ref, r.target_commit] for r in refs.pull_requests]
         out["oid"] = info.oid
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert out["pr"] == 1 and out["revision"] == "refs/pr/1"
     assert out["content"] == "proposal"
     assert "EntryNotFoundError" in out["on_main"]["classes"]
@@ -354,7 +403,9 @@ def test_pull_request_commit_creates_a_pr_ref(hub, tmp_path):
 
 
 def test_create_branch_answers_as_the_hub_does(secured, tmp_path):
-    out = run_client(secured, f"""
+    out = run_client(
+        secured,
+        f"""
         alice, bob = {ALICE!r}, {BOB!r}
         api.create_repo("alice/br", token=alice)
         first = api.upload_file(path_or_fileobj=b"one", path_in_repo="a.txt", repo_id="alice/br", token=alice)
@@ -371,7 +422,9 @@ def test_create_branch_answers_as_the_hub_does(secured, tmp_path):
         out["main"] = api.model_info("alice/br", token=alice).sha
         out["old"] = open(hf_hub_download("alice/br", "a.txt", revision="old", token=alice)).read()
         out["first"] = first.oid
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert out["heads"] == {"main": out["main"], "exp/1": out["main"], "old": out["first"]}
     assert out["old"] == "one"
     assert out["again"]["status"] == 409
@@ -381,7 +434,9 @@ def test_create_branch_answers_as_the_hub_does(secured, tmp_path):
 
 
 def test_invalid_readme_yaml_is_refused(hub, tmp_path):
-    out = run_client(hub, """
+    out = run_client(
+        hub,
+        """
         api.create_repo("alice/card")
         out["bad"] = caught(api.upload_file, path_or_fileobj=b"---\\ntags: [unclosed\\n---\\n# x\\n",
                             path_in_repo="README.md", repo_id="alice/card")
@@ -395,7 +450,9 @@ def test_invalid_readme_yaml_is_refused(hub, tmp_path):
         nowhere = get_session().get(api.endpoint + "/api/nowhere")
         out["nowhere"] = [nowhere.status_code, nowhere.json()]
         out["wrong_method"] = get_session().delete(api.endpoint + "/api/models/alice/card").status_code
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert "ValueError" in out["bad"]["classes"] and "Invalid metadata in README.md" in out["bad"]["message"]
     assert "invalid YAML" in out["bad"]["message"]
     assert out["raw"][0] == 400 and "invalid YAML" in out["raw"][1]
@@ -407,7 +464,9 @@ def test_invalid_readme_yaml_is_refused(hub, tmp_path):
 def test_lfs_uploads_are_verified_and_never_half_visible(hub, tmp_path):
     data = b"\0model" * 1000
     sha256 = hashlib.sha256(data).hexdigest()
-    out = run_client(hub, f"""
+    out = run_client(
+        hub,
+        f"""
         from huggingface_hub.lfs import UploadInfo, post_lfs_batch_info
         data = {data!r}
         api.create_repo("alice/lfs")
@@ -441,7 +500,9 @@ def test_lfs_uploads_are_verified_and_never_half_visible(hub, tmp_path):
         out["good"] = get_session().put(href, content=iter([data[:999], data[999:]])).status_code  # chunked
         out["again"] = "actions" in batch()
         out["commit"] = get_session().post(commit_url, content=body).status_code
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert out["wrong_bytes"] == 400 and out["tampered"] == 403
     assert out["crash"] is not None
     assert out["commit_missing"][0] == 400 and "was not uploaded" in out["commit_missing"][1]

@@ -105,16 +105,44 @@ def site(tmp_path_factory):
         run = home / "runs" / src.name
         shutil.copytree(src, run)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "ZOO_ALLOW"))}
-        env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-                   HF_HOME=str(home / "hf-home"), HF_TOKEN=ALICE, ZOO_CACHE_DIR=str(home / "zoo-cache"))  # fmt: skip
-        cmd = [sys.executable, "-m", "zoo", "push", str(run), "--repo-id", MODEL, "--yes", "--json",
-               "--episodes", "2", "--capture-video", "--stage-dir", str(home / "stage")]  # fmt: skip
+        env.update(
+            HF_ENDPOINT=hub.url,
+            HF_HUB_DISABLE_XET="1",
+            HF_HUB_DISABLE_TELEMETRY="1",
+            HF_HOME=str(home / "hf-home"),
+            HF_TOKEN=ALICE,
+            ZOO_CACHE_DIR=str(home / "zoo-cache"),
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "zoo",
+            "push",
+            str(run),
+            "--repo-id",
+            MODEL,
+            "--yes",
+            "--json",
+            "--episodes",
+            "2",
+            "--capture-video",
+            "--stage-dir",
+            str(home / "stage"),
+        ]
         pushed = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
         assert pushed.returncode == 0, pushed.stderr[-4000:]
         push = json.loads(pushed.stdout)
         assert push["status"] == "committed", push
-        script = CLIENT_SCRIPT.format(alice=ALICE, bob=BOB, stage=str(home / "stage"), model=MODEL,
-                                      private=PRIVATE, evil=EVIL, other=OTHER, hostile=HOSTILE_CARD)  # fmt: skip
+        script = CLIENT_SCRIPT.format(
+            alice=ALICE,
+            bob=BOB,
+            stage=str(home / "stage"),
+            model=MODEL,
+            private=PRIVATE,
+            evil=EVIL,
+            other=OTHER,
+            hostile=HOSTILE_CARD,
+        )
         client = run_client(hub, script, home)
         yield {"hub": hub, "log": log, "push": push, "client": client, "stage": home / "stage"}
 
@@ -122,14 +150,22 @@ def site(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
-        pytest.fail(f"Chromium is needed for this test: {CHROMIUM} or {CHROMEDRIVER} is missing; install them "
-                    "(Debian: apt-get install chromium chromium-driver; python3 dev.py test does it as root)")  # fmt: skip
+        pytest.fail(
+            f"Chromium is needed for this test: {CHROMIUM} or {CHROMEDRIVER} is missing; install them "
+            "(Debian: apt-get install chromium chromium-driver; python3 dev.py test does it as root)"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1800", "--autoplay-policy=no-user-gesture-required"):  # fmt: skip
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1800",
+        "--autoplay-policy=no-user-gesture-required",
+    ):
         options.add_argument(arg)
     options.binary_location = str(CHROMIUM)
     driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
@@ -186,8 +222,9 @@ def _navigate(driver, element) -> None:
     WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
-def _request(hub: HubServer, method: str, path: str, body: bytes | None = None,
-             headers: dict[str, str] | None = None) -> http.client.HTTPResponse:  # fmt: skip
+def _request(
+    hub: HubServer, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+) -> http.client.HTTPResponse:
     conn = http.client.HTTPConnection(urlsplit(hub.url).netloc, timeout=30)
     conn.request(method, path, body=body, headers=headers or {})
     response = conn.getresponse()
@@ -243,8 +280,18 @@ def test_model_page_shows_the_card_eval_files_commits_and_branches(page, site):
 
     head = hub.storage.resolve(MODEL, "main")
     shown = {e.get_attribute("data-path"): e for e in driver.find_elements(By.CSS_SELECTOR, "tr.file")}
-    assert set(shown) == set(head.files) >= {"replay.mp4", "eval.json", "README.md", "notes.txt",
-                                             "images/learning_curve.png", "images/eval_returns.png"}  # fmt: skip
+    assert (
+        set(shown)
+        == set(head.files)
+        >= {
+            "replay.mp4",
+            "eval.json",
+            "README.md",
+            "notes.txt",
+            "images/learning_curve.png",
+            "images/eval_returns.png",
+        }
+    )
     for path, row in shown.items():
         size = head.files[path].size
         assert row.get_attribute("data-size") == str(size)
@@ -281,15 +328,17 @@ def test_model_page_plays_the_replay_and_loads_the_card_images(page, site):
         const report = () => done({time: v.currentTime, ready: v.readyState, error: v.error && v.error.code,
                                    width: v.videoWidth, duration: v.duration});
         v.play().then(() => setTimeout(report, 800), e => done({failed: String(e)}));
-    """)  # fmt: skip
+    """)
     assert "failed" not in state, state
     assert state["error"] is None and state["ready"] >= 2 and state["time"] > 0 and state["width"] > 0, state
     images = driver.execute_script(
         "return [...document.querySelectorAll('#card img')].map(i => [i.alt, i.complete, i.naturalWidth,"
         " i.getAttribute('src')])"
-    )  # fmt: skip
-    assert [i[0] for i in images] == ["Learning curve: the episode returns logged in training",
-                                      "Histogram of the eval episode returns"]  # fmt: skip
+    )
+    assert [i[0] for i in images] == [
+        "Learning curve: the episode returns logged in training",
+        "Histogram of the eval episode returns",
+    ]
     for alt, complete, width, src in images:
         assert complete and width > 0 and src.startswith(f"/{MODEL}/resolve/{commit}/images/"), (alt, src)
     _shot(driver, "model-video-playing")
@@ -442,8 +491,12 @@ def test_a_private_repo_shows_only_after_signing_in_and_the_token_never_shows(pa
 def test_login_redirects_only_within_the_site_and_refuses_other_sites_forms(site):
     hub = site["hub"]
     form = {"Content-Type": "application/x-www-form-urlencoded"}
-    for target, expected in (("/alice/cartpole-dqn?x=1", "/alice/cartpole-dqn?x=1"), ("//evil.example/", "/"),
-                             ("https://evil.example/", "/"), ("/\\evil.example", "/")):  # fmt: skip
+    for target, expected in (
+        ("/alice/cartpole-dqn?x=1", "/alice/cartpole-dqn?x=1"),
+        ("//evil.example/", "/"),
+        ("https://evil.example/", "/"),
+        ("/\\evil.example", "/"),
+    ):
         response = _request(hub, "POST", "/login", urlencode({"token": BOB, "next": target}).encode(), form)
         assert response.status == 303 and response.getheader("Location") == expected, target
         cookie = response.getheader("Set-Cookie")
@@ -480,8 +533,10 @@ def test_a_hostile_card_runs_no_script_and_keeps_its_harmless_parts(page, site):
     assert handlers == []
     assert driver.find_elements(By.CSS_SELECTOR, "#card iframe, #card svg, #card script") == []
     commit = site["hub"].storage.resolve(EVIL, "main").id
-    image = driver.execute_script("const i = document.querySelector('#card img[alt=\"curve.png\"]');"
-                                  " return i && [i.complete, i.naturalWidth, i.getAttribute('src')]")  # fmt: skip
+    image = driver.execute_script(
+        "const i = document.querySelector('#card img[alt=\"curve.png\"]');"
+        " return i && [i.complete, i.naturalWidth, i.getAttribute('src')]"
+    )
     assert image == [True, 700, f"/{EVIL}/resolve/{commit}/pics/curve.png"]  # alt from the file name
     notes = driver.find_element(By.LINK_TEXT, "the notes").get_attribute("href")
     assert notes == f"{site['hub'].url}/{EVIL}/resolve/{commit}/notes.txt"
@@ -505,9 +560,11 @@ def test_leaderboard_pages_rank_verified_scores_before_self_reported_ones(page, 
     _navigate(driver, driver.find_element(By.LINK_TEXT, "CartPole-v1"))
     rows = driver.find_elements(By.CSS_SELECTOR, "#leaderboard-table tbody tr")
     board = scores.board(hub, "CartPole-v1", None)
-    assert [(r.get_attribute("data-repo"), r.get_attribute("data-verified")) for r in rows] == [
-        (b.repo_id, "true" if b.verified else "false") for b in board
-    ] == [(MODEL, "true")]  # fmt: skip
+    assert (
+        [(r.get_attribute("data-repo"), r.get_attribute("data-verified")) for r in rows]
+        == [(b.repo_id, "true" if b.verified else "false") for b in board]
+        == [(MODEL, "true")]
+    )
     assert rows[0].get_attribute("data-rank") == "1" and "verified" in rows[0].text
     _shot(driver, "leaderboard")
     driver = page("/leaderboard/Pendulum-v1")
@@ -529,8 +586,11 @@ def test_pages_pass_axe_core_without_serious_or_critical_violations(page, path):
 
     driver = page(path)
     results = Axe().run(driver)
-    bad = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in results["violations"]
-           if v["impact"] in ("serious", "critical")]  # fmt: skip
+    bad = [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in results["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
     assert bad == [], bad
     checked = {rule["id"] for rule in results["passes"]}
     assert {"html-has-lang", "color-contrast", "landmark-one-main", "region"} <= checked
@@ -558,11 +618,15 @@ def test_page_errors_are_html_and_the_api_keeps_its_json(site):
 def test_an_open_server_shows_everything_and_needs_no_sign_in(tmp_path):
     """Without a token file every request acts as ``anonymous``, who may read every repo, private ones too."""
     with HubServer(tmp_path / "root").start() as hub:
-        run_client(hub, """
+        run_client(
+            hub,
+            """
             api.create_repo("team/secret", private=True)
             api.upload_file(path_or_fileobj=b"---\\ntags: [demo]\\n---\\n# Team card\\n", path_in_repo="README.md",
                             repo_id="team/secret")
-        """, tmp_path)  # fmt: skip
+        """,
+            tmp_path,
+        )
         html = {"Accept": "text/html"}
         index = _request(hub, "GET", "/", headers=html).body.decode()
         assert 'data-repo="team/secret"' in index and "open server: no sign-in needed" in index
@@ -574,10 +638,18 @@ def test_behind_a_tls_proxy_the_session_cookie_is_secure_and_the_public_origin_m
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(f"{ALICE} alice\n")
     with HubServer(tmp_path / "root", token_file=tokens, public_url="https://hub.lab.example").start() as hub:
-        form = {"Content-Type": "application/x-www-form-urlencoded", "Origin": "https://hub.lab.example",
-                "Sec-Fetch-Site": "same-origin"}  # fmt: skip
+        form = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Origin": "https://hub.lab.example",
+            "Sec-Fetch-Site": "same-origin",
+        }
         response = _request(hub, "POST", "/login", urlencode({"token": ALICE, "next": "/"}).encode(), form)
         assert response.status == 303 and "; Secure" in response.getheader("Set-Cookie")
-        other = _request(hub, "POST", "/login", urlencode({"token": ALICE}).encode(),
-                         {**form, "Origin": "https://hub.evil.example"})  # fmt: skip
+        other = _request(
+            hub,
+            "POST",
+            "/login",
+            urlencode({"token": ALICE}).encode(),
+            {**form, "Origin": "https://hub.evil.example"},
+        )
         assert other.status == 403

@@ -109,9 +109,12 @@ def test_rows_aggregate_over_seeds_as_computed_independently(tree):
     board = zoo_api.leaderboard(tree)
     assert board.problems == [] and board.runs_found == 9
     assert {(r.env_id, r.exp_name) for r in board.rows} == {
-        ("Pendulum-v1", "td3_continuous_action"), ("Pendulum-v1", "ddpg_continuous_action"),
-        ("CartPole-v1", "dqn"), ("CartPole-v1", "c51"), (SUCCESS_ENV, "dqn"),
-    }  # fmt: skip
+        ("Pendulum-v1", "td3_continuous_action"),
+        ("Pendulum-v1", "ddpg_continuous_action"),
+        ("CartPole-v1", "dqn"),
+        ("CartPole-v1", "c51"),
+        (SUCCESS_ENV, "dqn"),
+    }
     episodes = _episodes(tree, "Pendulum-v1", "td3_continuous_action")
     means = [np.mean([e["return"] for e in episodes[s]]) for s in (1, 2, 3)]
     pooled = np.array([e["return"] for s in (1, 2, 3) for e in episodes[s]])
@@ -123,8 +126,9 @@ def test_rows_aggregate_over_seeds_as_computed_independently(tree):
     assert (row.seed_min, row.seed_max) == pytest.approx((min(means), max(means)), abs=1e-9)
     trimmed = np.sort(pooled)[3:-3]  # 25% of 15 episodes is 3 from each end
     assert row.iqm == pytest.approx(trimmed.mean(), abs=1e-9)
-    ci = stats.bootstrap((np.array(means),), np.mean, confidence_level=0.95, method="percentile",
-                         rng=np.random.default_rng(0)).confidence_interval  # fmt: skip
+    ci = stats.bootstrap(
+        (np.array(means),), np.mean, confidence_level=0.95, method="percentile", rng=np.random.default_rng(0)
+    ).confidence_interval
     assert row.ci_over == "seeds" and (row.ci_low, row.ci_high) == pytest.approx((ci.low, ci.high), abs=1e-9)
     assert min(means) <= row.ci_low < row.mean < row.ci_high <= max(means)
     assert row.success_rate is None and row.success_episodes == 0
@@ -225,8 +229,14 @@ def test_json_csv_and_markdown_say_the_same(tree):
 def test_the_terminal_table_and_the_filters(tree):
     result = zoo("leaderboard", tree, env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.stderr
-    for name in ("td3_continuous_action", "ddpg_continuous_action", "c51", "CI over episodes (1 seed)",
-                 "mixed settings: seed", "5 rows from 9 runs"):  # fmt: skip
+    for name in (
+        "td3_continuous_action",
+        "ddpg_continuous_action",
+        "c51",
+        "CI over episodes (1 seed)",
+        "mixed settings: seed",
+        "5 rows from 9 runs",
+    ):
         assert name in result.stdout, name
     result = zoo("leaderboard", tree, "--env-id", "Pendulum-v1", "--json")
     assert {r["env_id"] for r in result.json()["rows"]} == {"Pendulum-v1"}
@@ -284,7 +294,9 @@ def test_problems_are_lines_not_crashes(tmp_path, tree):
 def test_nothing_to_rank_exits_1_with_one_error(dqn_run):
     result = zoo("leaderboard", dqn_run.parent)
     assert result.exit_code == 1
-    assert f"no eval.json: run zoo eval {dqn_run}, or zoo leaderboard --eval" in " ".join(result.stderr.split())
+    assert f"no eval.json: run zoo eval {dqn_run}, or zoo leaderboard --eval" in " ".join(
+        result.stderr.split()
+    )
     assert "error: nothing to rank: none of the 1 run found has a usable eval.json" in result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
     result = zoo("leaderboard", dqn_run.parent, "--json")

@@ -58,8 +58,15 @@ def run(tmp_path_factory) -> Path:
         venv.close()
     finally:
         torch.set_num_threads(threads)
-    hyperparams = {"batch_size": 64, "n_envs": 2, "n_epochs": 2, "n_steps": 64, "n_timesteps": 256,
-                   "normalize": "{'norm_obs': True, 'norm_reward': False}", "policy": "MlpPolicy"}  # fmt: skip
+    hyperparams = {
+        "batch_size": 64,
+        "n_envs": 2,
+        "n_epochs": 2,
+        "n_steps": 64,
+        "n_timesteps": 256,
+        "normalize": "{'norm_obs': True, 'norm_reward': False}",
+        "policy": "MlpPolicy",
+    }
     args = OrderedDict(
         [("algo", "ppo"), ("env", ENV_ID), ("env_kwargs", None), ("seed", 0), ("n_timesteps", 256)]
     )
@@ -126,8 +133,9 @@ def test_eval_writes_eval_json_and_matches_sb3_episode_for_episode(run):
     from zoo.envs import EnvSpec, make_vector_env
     from zoo.evaluator import rollout
 
-    result = zoo.evaluate(run, env_id=ENV_ID, episodes=EPISODES, num_envs=NUM_ENVS, seed=SEED,
-                          deterministic=True, device="cpu")  # fmt: skip
+    result = zoo.evaluate(
+        run, env_id=ENV_ID, episodes=EPISODES, num_envs=NUM_ENVS, seed=SEED, deterministic=True, device="cpu"
+    )
     data = json.loads((run / "eval.json").read_text())
     assert data["task"] == ENV_ID and data["framework"] == "sb3" and data["exp_name"] == "sb3_ppo"
     assert data["num_episodes"] == EPISODES and len(data["episodes"]) == EPISODES
@@ -158,13 +166,37 @@ def test_eval_writes_eval_json_and_matches_sb3_episode_for_episode(run):
 def test_zoo_eval_in_a_fresh_process_imports_myosuite_through_the_env_id(run, tmp_path):
     """No ``import myosuite`` but gymnasium's own, from ``module:EnvId``: what a user's ``zoo eval`` does."""
     out = tmp_path / "cli.eval.json"
-    code = ("import sys; from zoo.cli import main; sys.argv[0] = 'zoo'; "
-            "assert 'myosuite' not in sys.modules; main()")  # fmt: skip
+    code = (
+        "import sys; from zoo.cli import main; sys.argv[0] = 'zoo'; "
+        "assert 'myosuite' not in sys.modules; main()"
+    )
     proc = subprocess.run(
-        [sys.executable, "-c", code, "eval", str(run), "--env-id", ENV_ID, "-n", "2", "--num-envs", "2",
-         "--deterministic", "--seed", str(SEED), "--device", "cpu", "--quiet", "--out", str(out)],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, MUJOCO_GL="egl"),
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            code,
+            "eval",
+            str(run),
+            "--env-id",
+            ENV_ID,
+            "-n",
+            "2",
+            "--num-envs",
+            "2",
+            "--deterministic",
+            "--seed",
+            str(SEED),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, MUJOCO_GL="egl"),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["task"] == ENV_ID and data["num_episodes"] == 2
@@ -176,11 +208,37 @@ def test_the_run_names_its_env_module_and_env_module_flag_works(run, tmp_path):
     ``--env-module myosuite`` with the bare id is the same env."""
     from helpers import zoo as cli
 
-    plain = cli("eval", run, "-n", "2", "--num-envs", "2", "--deterministic", "--seed", str(SEED), "--out",
-                tmp_path / "plain.json")  # fmt: skip
+    plain = cli(
+        "eval",
+        run,
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "--deterministic",
+        "--seed",
+        str(SEED),
+        "--out",
+        tmp_path / "plain.json",
+    )
     assert plain.exit_code == 0, plain.stderr
-    named = cli("eval", run, "--env-id", ENV_NAME, "--env-module", "myosuite", "-n", "2", "--num-envs", "2",
-                "--deterministic", "--seed", str(SEED), "--out", tmp_path / "named.json")  # fmt: skip
+    named = cli(
+        "eval",
+        run,
+        "--env-id",
+        ENV_NAME,
+        "--env-module",
+        "myosuite",
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "--deterministic",
+        "--seed",
+        str(SEED),
+        "--out",
+        tmp_path / "named.json",
+    )
     assert named.exit_code == 0, named.stderr
     first, second = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("plain", "named"))
     assert first["task"] == second["task"] == ENV_ID and first["episodes"] == second["episodes"]

@@ -24,8 +24,11 @@ def no_network(monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
     monkeypatch.setattr(socket.socket, "connect_ex", lambda self, address: attempts.append(address) or 111)
-    monkeypatch.setattr(socket, "create_connection", lambda address, *a, **k: attempts.append(address) or guarded(
-        socket.socket(), address))  # fmt: skip
+    monkeypatch.setattr(
+        socket,
+        "create_connection",
+        lambda address, *a, **k: attempts.append(address) or guarded(socket.socket(), address),
+    )
     return attempts
 
 
@@ -57,8 +60,17 @@ def test_check_eval_enjoy_push_open_no_connection(no_network, runs, tmp_path, mo
 
 def test_offline_wins_over_consent(no_network, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    result = zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--runs-dir", tmp_path, "--allow-download",
-                 env={"HF_HUB_OFFLINE": "1"})  # fmt: skip
+    result = zoo(
+        "enjoy",
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "CartPole-v1",
+        "--runs-dir",
+        tmp_path,
+        "--allow-download",
+        env={"HF_HUB_OFFLINE": "1"},
+    )
     assert (
         result.exit_code == 1 and "HF_HUB_OFFLINE=1" in result.stderr and "not in the cache" in result.stderr
     )
@@ -67,15 +79,25 @@ def test_offline_wins_over_consent(no_network, tmp_path, monkeypatch):
 
 def test_session_consent_variable_is_consent(no_network, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    result = zoo("enjoy", "--exp-name", "dqn", "--env-id", "CartPole-v1", "--runs-dir", tmp_path,
-                 env={"ZOO_ALLOW_NETWORK": "1", "HF_HUB_OFFLINE": "0"})  # fmt: skip
+    result = zoo(
+        "enjoy",
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "CartPole-v1",
+        "--runs-dir",
+        tmp_path,
+        env={"ZOO_ALLOW_NETWORK": "1", "HF_HUB_OFFLINE": "0"},
+    )
     # consent given, so zoo tried the hub (and the guard stopped it): one clear line, exit 1
     assert result.exit_code == 1 and "cannot reach" in result.stderr
     assert no_network, "with consent, zoo should have tried to connect"
     # and while the client retried, the user saw which host it waited for
     first, *rest = result.stderr.splitlines()
-    assert first == ("downloading dqn.cleanrl_model of cleanrl/CartPole-v1-dqn-seed1 @ main from "
-                     "https://huggingface.co ...") and rest[0].startswith("error: cannot reach")  # fmt: skip
+    assert first == (
+        "downloading dqn.cleanrl_model of cleanrl/CartPole-v1-dqn-seed1 @ main from "
+        "https://huggingface.co ..."
+    ) and rest[0].startswith("error: cannot reach")
 
 
 def test_export_of_a_hub_repo_says_what_it_would_fetch_and_offline_wins(no_network, tmp_path, monkeypatch):
@@ -85,8 +107,10 @@ def test_export_of_a_hub_repo_says_what_it_would_fetch_and_offline_wins(no_netwo
     repo = "demo/CartPole-v1-dqn-seed1"
     card = zoo("export", repo, "--out", "f.onnx")
     assert card.exit_code == 3
-    assert (f"zoo would download README.md of {repo} at revision main to learn what the repo holds, then the model "
-            "file it names") in card.stderr and "pass --allow-download" in card.stderr  # fmt: skip
+    assert (
+        f"zoo would download README.md of {repo} at revision main to learn what the repo holds, then the model "
+        "file it names"
+    ) in card.stderr and "pass --allow-download" in card.stderr
     # what the repo holds is said: the card is not needed, and the refusal names the model file
     named = zoo(
         "export", repo, "--exp-name", "dqn", "--env-id", "CartPole-v1", "--revision", "v2", "--out", "f.onnx"

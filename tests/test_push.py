@@ -53,8 +53,13 @@ def test_card_header_is_what_the_hub_leaderboard_reads(run_copy):
     assert metric["type"] == "mean_reward"
     assert metric["value"] == f"{evaluation['return_mean']:.2f} +/- {evaluation['return_std']:.2f}"
     body = card.text
-    for needed in ("zoo enjoy --exp-name dqn --env-id CartPole-v1 --run-seed 1 --hf-repository me/dqn-cartpole",
-                   "|learning_rate|0.001|", "python cleanrl/dqn.py", "## Results", "zoo 0.1.0"):  # fmt: skip
+    for needed in (
+        "zoo enjoy --exp-name dqn --env-id CartPole-v1 --run-seed 1 --hf-repository me/dqn-cartpole",
+        "|learning_rate|0.001|",
+        "python cleanrl/dqn.py",
+        "## Results",
+        "zoo 0.1.0",
+    ):
         assert needed in body, needed
 
 
@@ -276,10 +281,26 @@ def test_unreachable_hub_and_a_stage_dir_under_a_file_are_one_line_each(run_copy
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HOME=str(tmp_path / "hf-home"))  # fmt: skip
-    cmd = [sys.executable, "-m", "zoo", "push", str(run_copy), "--repo-id", "me/dqn", "--yes",
-           "--episodes", "2", "--stage-dir", str(tmp_path / "stage")]  # fmt: skip
+    env.update(
+        HF_ENDPOINT=f"http://127.0.0.1:{port}",
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HOME=str(tmp_path / "hf-home"),
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "zoo",
+        "push",
+        str(run_copy),
+        "--repo-id",
+        "me/dqn",
+        "--yes",
+        "--episodes",
+        "2",
+        "--stage-dir",
+        str(tmp_path / "stage"),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert f"cannot reach http://127.0.0.1:{port} to push me/dqn: ConnectError" in proc.stderr

@@ -49,8 +49,14 @@ def hub(tmp_path, log):
 
 def _env(hub, tmp_path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "ZOO_ALLOW"))}
-    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HOME=str(tmp_path / "hf-home"), HF_TOKEN=ALICE, COLUMNS="200")  # fmt: skip
+    env.update(
+        HF_ENDPOINT=hub.url,
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HOME=str(tmp_path / "hf-home"),
+        HF_TOKEN=ALICE,
+        COLUMNS="200",
+    )
     return env
 
 
@@ -69,8 +75,9 @@ def _push(hub, tmp_path, target, *args) -> dict:
 def _hf(hub, tmp_path, code: str) -> None:
     """huggingface_hub as a user calls it, in its own interpreter (``api`` is an HfApi)."""
     script = "from huggingface_hub import HfApi\napi = HfApi()\n" + textwrap.dedent(code)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=_env(hub, tmp_path), timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=_env(hub, tmp_path), timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
@@ -173,8 +180,13 @@ def test_a_repush_after_a_retrain_deletes_the_old_events_file_and_replay_in_its_
     assert planned[new_events] == "added"
     assert planned["dqn.cleanrl_model"] == planned["README.md"] == planned[MANIFEST] == "replaced"
     assert "notes.md" not in planned
-    assert dry["compared_with"] == {"repo_id": "alice/dqn", "revision": "main", "commit": before.id,
-                                    "previous_release": MANIFEST, "kept": ["notes.md"]}  # fmt: skip
+    assert dry["compared_with"] == {
+        "repo_id": "alice/dqn",
+        "revision": "main",
+        "commit": before.id,
+        "previous_release": MANIFEST,
+        "kept": ["notes.md"],
+    }
     assert _head(hub, "alice/dqn").id == before.id  # a dry run writes nothing
 
     second = _push(hub, tmp_path, new_run, "--repo-id", "alice/dqn", "-n", "2", "--yes")
@@ -210,8 +222,17 @@ def test_a_repo_an_older_zoo_pushed_is_cleaned_by_its_cards_file_table(hub, tmp_
         """api.upload_file(path_or_fileobj=b"---\\nlicense: mit\\n---\\n# my own card\\n",
                                           path_in_repo="README.md", repo_id="alice/old")""",
     )
-    by_hand = _zoo(hub, tmp_path, "push", run, "--repo-id", "alice/old", "--stage-dir", tmp_path / "stage",
-                   "--allow-download")  # fmt: skip
+    by_hand = _zoo(
+        hub,
+        tmp_path,
+        "push",
+        run,
+        "--repo-id",
+        "alice/old",
+        "--stage-dir",
+        tmp_path / "stage",
+        "--allow-download",
+    )
     assert by_hand.returncode == 0, by_hand.stderr
     assert "deleted" not in by_hand.stdout
     assert "1 other file stays (no earlier zoo release there lists its files)" in " ".join(
@@ -226,12 +247,25 @@ def test_without_allow_download_the_dry_run_asks_the_hub_nothing(hub, tmp_path, 
         hub, tmp_path, "push", run, "--repo-id", "alice/dqn", "-n", "1", "--stage-dir", tmp_path / "s"
     )
     assert proc.returncode == 0, proc.stderr
-    assert ("not compared with alice/dqn on the hub: pass --allow-download to list what this push adds, "
-            "replaces and deletes there") in " ".join(proc.stdout.split())  # fmt: skip
+    assert (
+        "not compared with alice/dqn on the hub: pass --allow-download to list what this push adds, "
+        "replaces and deletes there"
+    ) in " ".join(proc.stdout.split())
     assert "change" not in proc.stdout.splitlines()[1]  # no change column: nothing was compared
     assert log.getvalue() == ""  # not one request reached the hub
-    as_json = _zoo(hub, tmp_path, "push", run, "--repo-id", "alice/dqn", "-n", "1", "--stage-dir",
-                   tmp_path / "s", "--json")  # fmt: skip
+    as_json = _zoo(
+        hub,
+        tmp_path,
+        "push",
+        run,
+        "--repo-id",
+        "alice/dqn",
+        "-n",
+        "1",
+        "--stage-dir",
+        tmp_path / "s",
+        "--json",
+    )
     assert (
         json.loads(as_json.stdout)["changes"] is None and json.loads(as_json.stdout)["compared_with"] is None
     )
@@ -258,8 +292,16 @@ def test_an_sb3_repo_whose_new_model_has_no_normalizer_loses_the_old_one(hub, tm
         hub, tmp_path, folder, "--env-id", "CartPole-v1", "--hf-entity", "alice", "-n", "3", "--yes"
     )
     assert first["repo_id"] == "alice/ppo-CartPole-v1" and first["made"] == ["eval.json"]
-    assert {f["name"] for f in first["files"]} == {"model.zip", "vec_normalize.pkl", "eval.json", "ppo-CartPole-v1.zip",
-                                                   "images/eval_returns.png", "README.md", MANIFEST, *FORMS}  # fmt: skip
+    assert {f["name"] for f in first["files"]} == {
+        "model.zip",
+        "vec_normalize.pkl",
+        "eval.json",
+        "ppo-CartPole-v1.zip",
+        "images/eval_returns.png",
+        "README.md",
+        MANIFEST,
+        *FORMS,
+    }
     assert sorted(p.name for p in folder.iterdir()) == [
         "model.zip",
         "notes.txt",
@@ -284,8 +326,16 @@ def test_an_sb3_repo_whose_new_model_has_no_normalizer_loses_the_old_one(hub, tm
         assert proc.returncode == 0, proc.stderr
         return [e["return"] for e in json.loads(out.read_text())["episodes"]]
 
-    enjoyed = returns("enjoy", "--exp-name", "sb3_ppo", "--env-id", "CartPole-v1", "--hf-entity", "alice",
-                      "--allow-download")  # fmt: skip
+    enjoyed = returns(
+        "enjoy",
+        "--exp-name",
+        "sb3_ppo",
+        "--env-id",
+        "CartPole-v1",
+        "--hf-entity",
+        "alice",
+        "--allow-download",
+    )
     assert enjoyed == returns("eval", plain, "--env-id", "CartPole-v1")
     stale = tmp_path / "stale"
     stale.mkdir()
@@ -311,12 +361,31 @@ def test_a_lone_model_file_and_a_folder_holding_it_stage_only_what_belongs_to_it
     no_env = zoo("push", folder / "model.zip", "--repo-id", "me/ppo", "--stage-dir", stage)
     assert no_env.exit_code == 1 and "cannot tell the env id" in no_env.stderr and "--env-id" in no_env.stderr
 
-    result = zoo("push", folder / "model.zip", "--env-id", "CartPole-v1", "--repo-id", "me/ppo", "-n", "2",
-                 "--stage-dir", stage, "--json")  # fmt: skip
+    result = zoo(
+        "push",
+        folder / "model.zip",
+        "--env-id",
+        "CartPole-v1",
+        "--repo-id",
+        "me/ppo",
+        "-n",
+        "2",
+        "--stage-dir",
+        stage,
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     staged = {f["name"]: f["what"] for f in result.json()["files"]}
-    assert set(staged) == {"model.zip", "vec_normalize.pkl", "eval.json", "ppo-CartPole-v1.zip",
-                           "images/eval_returns.png", "README.md", MANIFEST, *FORMS}  # fmt: skip
+    assert set(staged) == {
+        "model.zip",
+        "vec_normalize.pkl",
+        "eval.json",
+        "ppo-CartPole-v1.zip",
+        "images/eval_returns.png",
+        "README.md",
+        MANIFEST,
+        *FORMS,
+    }
     assert staged["vec_normalize.pkl"] == "read with the model when it is evaluated"
     assert result.json()["made"] == ["eval.json"] and not (folder / "eval.json").exists()
 
@@ -332,12 +401,33 @@ def test_a_lone_model_file_and_a_folder_holding_it_stage_only_what_belongs_to_it
     )
 
     shutil.copy(sb3_releases["plain"], folder / "model.zip")  # the eval.json beside it is now another model's
-    other = zoo("push", folder, "--env-id", "CartPole-v1", "--repo-id", "me/ppo", "-n", "1", "--stage-dir", stage,
-                "--json")  # fmt: skip
+    other = zoo(
+        "push",
+        folder,
+        "--env-id",
+        "CartPole-v1",
+        "--repo-id",
+        "me/ppo",
+        "-n",
+        "1",
+        "--stage-dir",
+        stage,
+        "--json",
+    )
     assert other.exit_code == 0 and other.json()["made"] == ["eval.json"]
 
-    too_big = zoo("push", folder, "--env-id", "CartPole-v1", "--repo-id", "me/ppo", "--stage-dir", stage,
-                  "--max-file-mb", "0.05")  # fmt: skip
+    too_big = zoo(
+        "push",
+        folder,
+        "--env-id",
+        "CartPole-v1",
+        "--repo-id",
+        "me/ppo",
+        "--stage-dir",
+        stage,
+        "--max-file-mb",
+        "0.05",
+    )
     assert too_big.exit_code == 3 and "model.zip is 0 MB, over the 0.05 MB limit" in " ".join(
         too_big.stderr.split()
     )

@@ -88,8 +88,12 @@ class Pushed:
 def push(hub, src, tmp_path, token: str | None = ALICE, **kwargs) -> Pushed:
     """``upload()`` of ``src`` in a clean interpreter, as the CLI calls it after consent."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
-    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HOME=str(tmp_path / "hf-home"))  # fmt: skip
+    env.update(
+        HF_ENDPOINT=hub.url,
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HOME=str(tmp_path / "hf-home"),
+    )
     if token:
         env["HF_TOKEN"] = token
     kwargs.setdefault("repo_id", REPO)
@@ -275,8 +279,13 @@ def _run_and_env(hub, tmp_path) -> tuple[Path, dict]:
     run = tmp_path / "runs" / src.name
     shutil.copytree(src, run)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "ZOO_ALLOW"))}
-    env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HOME=str(tmp_path / "hf-home"), HF_TOKEN=ALICE)  # fmt: skip
+    env.update(
+        HF_ENDPOINT=hub.url,
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HOME=str(tmp_path / "hf-home"),
+        HF_TOKEN=ALICE,
+    )
     return run, env
 
 
@@ -285,8 +294,13 @@ def test_zoo_push_yes_twice_reports_unchanged_end_to_end(hub, tmp_path):
     CLI's summary, and pushing the same run again is "unchanged"."""
     run, env = _run_and_env(hub, tmp_path)
     zoo = [sys.executable, "-m", "zoo"]
-    evaluated = subprocess.run([*zoo, "eval", str(run), "-n", "2", "--quiet", "--out", str(run / "eval.json")],
-                               capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    evaluated = subprocess.run(
+        [*zoo, "eval", str(run), "-n", "2", "--quiet", "--out", str(run / "eval.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert evaluated.returncode == 0, evaluated.stderr
     cmd = [
         *zoo,
@@ -313,8 +327,21 @@ def test_a_run_evaluated_by_its_first_push_is_unchanged_on_the_second(hub, tmp_p
     """Without an eval.json, the first ``--yes`` push evaluates, publishes and keeps that eval.json in the
     run dir; the card lists files by name, so the second push finds nothing to change."""
     run, env = _run_and_env(hub, tmp_path)
-    cmd = [sys.executable, "-m", "zoo", "push", str(run), "--repo-id", "alice/dqn2", "--yes", "--json",
-           "--episodes", "2", "--stage-dir", str(tmp_path / "stage")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "zoo",
+        "push",
+        str(run),
+        "--repo-id",
+        "alice/dqn2",
+        "--yes",
+        "--json",
+        "--episodes",
+        "2",
+        "--stage-dir",
+        str(tmp_path / "stage"),
+    ]
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["made"] == ["eval.json"] and (run / "eval.json").is_file()
@@ -339,19 +366,29 @@ def test_the_commit_deletes_what_the_previous_release_listed_and_nothing_else(hu
     listed = json.loads(storage.read_blob(head.files[MANIFEST]))
     assert set(listed["files"]) == {"eval.json", "model.pt", "README.md"}
     listed["files"][".gitattributes"] = {"sha256": "0" * 64, "size": 1}
-    hand = [Put(".gitattributes", storage.regular_file(b"*.pt filter=lfs diff=lfs merge=lfs -text\n")),
-            Put("notes.md", storage.regular_file(b"mine\n")),
-            Put(MANIFEST, storage.regular_file(json.dumps(listed).encode()))]  # fmt: skip
+    hand = [
+        Put(".gitattributes", storage.regular_file(b"*.pt filter=lfs diff=lfs merge=lfs -text\n")),
+        Put("notes.md", storage.regular_file(b"mine\n")),
+        Put(MANIFEST, storage.regular_file(json.dumps(listed).encode())),
+    ]
     by_hand, _ = storage.commit(REPO, "main", hand, message="by hand", author="alice")
 
     (run_files / "eval.json").unlink()
     second = push(hub, run_files, tmp_path).result
     assert second["status"] == "committed"
     assert {c["name"]: c["change"] for c in second["changes"]} == {
-        "model.pt": "unchanged", "README.md": "unchanged", MANIFEST: "replaced", "eval.json": "deleted"
-    }  # fmt: skip
-    assert second["compared_with"] == {"repo_id": REPO, "revision": "main", "commit": by_hand.id,
-                                       "previous_release": MANIFEST, "kept": ["notes.md"]}  # fmt: skip
+        "model.pt": "unchanged",
+        "README.md": "unchanged",
+        MANIFEST: "replaced",
+        "eval.json": "deleted",
+    }
+    assert second["compared_with"] == {
+        "repo_id": REPO,
+        "revision": "main",
+        "commit": by_hand.id,
+        "previous_release": MANIFEST,
+        "kept": ["notes.md"],
+    }
     now = storage.load_commit(REPO, second["commit"])
     assert now.parent == by_hand.id
     assert set(now.files) == {"model.pt", "README.md", MANIFEST, "notes.md", ".gitattributes"}

@@ -10,9 +10,15 @@ from zoo.frameworks.cleanrl.checkpoint import model_class
 from zoo.registry import load_registry
 
 CLEANRL_TORCH_EXPERIMENTS = {
-    "dqn", "dqn_atari", "c51", "c51_atari", "ppo_continuous_action", "ddpg_continuous_action",
-    "td3_continuous_action", "qdagger_dqn_atari_impalacnn",
-}  # fmt: skip
+    "dqn",
+    "dqn_atari",
+    "c51",
+    "c51_atari",
+    "ppo_continuous_action",
+    "ddpg_continuous_action",
+    "td3_continuous_action",
+    "qdagger_dqn_atari_impalacnn",
+}
 
 
 def test_bundled_registry_has_every_cleanrl_torch_experiment():

@@ -37,7 +37,9 @@ def _write(folder: Path, config: dict) -> None:
 
 def _eval_error(folder: Path) -> str:
     result = zoo("eval", folder, "--deterministic", "-n", "1", "--out", folder / "e.json")
-    assert result.exit_code == 1 and "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert (
+        result.exit_code == 1 and "Traceback" not in result.stderr and "internal error" not in result.stderr
+    )
     assert not (folder / "e.json").exists()
     return result.stderr.splitlines()[0]
 
@@ -48,7 +50,9 @@ def test_the_untouched_release_evaluates(copy):
     assert json.loads((copy / "e.json").read_text())["checkpoint"].endswith("model.safetensors")
 
 
-@pytest.mark.parametrize("op", ["aten.empty.memory_format", "builtins.eval", "aten.linear.nonexistent", "os.system"])
+@pytest.mark.parametrize(
+    "op", ["aten.empty.memory_format", "builtins.eval", "aten.linear.nonexistent", "os.system"]
+)
 def test_an_operator_off_the_allowlist_is_refused(copy, op):
     config = _config(copy)
     config["graph"]["nodes"][0]["op"] = op
@@ -61,9 +65,13 @@ def test_a_size_no_policy_needs_is_refused_before_anything_is_allocated(copy):
     config = _config(copy)
     nodes = config["graph"]["nodes"]
     first = nodes[0]["name"]
-    nodes.insert(1, {"name": "huge", "op": "aten.one_hot.default", "args": [{"node": "obs"}, 1 << 36], "kwargs": {}})
+    nodes.insert(
+        1, {"name": "huge", "op": "aten.one_hot.default", "args": [{"node": "obs"}, 1 << 36], "kwargs": {}}
+    )
     nodes[1]["args"][0] = {"node": "argmax_obs"}
-    nodes.insert(1, {"name": "argmax_obs", "op": "aten.argmax.default", "args": [{"node": "obs"}, 1], "kwargs": {}})
+    nodes.insert(
+        1, {"name": "argmax_obs", "op": "aten.argmax.default", "args": [{"node": "obs"}, 1], "kwargs": {}}
+    )
     assert nodes[0]["name"] == first
     _write(copy, config)
     line = _eval_error(copy)
@@ -72,8 +80,14 @@ def test_a_size_no_policy_needs_is_refused_before_anything_is_allocated(copy):
 
 def test_a_reshape_to_a_huge_literal_size_is_refused_by_the_checker(copy):
     config = _config(copy)
-    config["graph"]["nodes"].append({"name": "big", "op": "aten.expand.default",
-                                     "args": [{"node": "obs"}, [1 << 20, 1 << 20]], "kwargs": {}})  # fmt: skip
+    config["graph"]["nodes"].append(
+        {
+            "name": "big",
+            "op": "aten.expand.default",
+            "args": [{"node": "obs"}, [1 << 20, 1 << 20]],
+            "kwargs": {},
+        }
+    )
     _write(copy, config)
     assert "sizes over zoo's bounds" in _eval_error(copy)
 

@@ -26,9 +26,15 @@ from helpers import BLOCKED, EXAMPLES, REPO, base_install_env, episodes_of, make
 
 EPISODES, SEED = 3, 0
 #: The runs, name -> env id (:func:`_train` trains each).
-RUNS = {"sb3_ppo_vecnormalize": "Pendulum-v1", "sb3_dqn": "CartPole-v1", "cleanrl_td3": "Pendulum-v1",
-        "skrl_ppo": "Pendulum-v1", "rsl_rl_mlp": "Pendulum-v1", "rsl_rl_lstm": "Pendulum-v1",
-        "cleanrl_dqn_atari": "PongNoFrameskip-v4"}  # fmt: skip
+RUNS = {
+    "sb3_ppo_vecnormalize": "Pendulum-v1",
+    "sb3_dqn": "CartPole-v1",
+    "cleanrl_td3": "Pendulum-v1",
+    "skrl_ppo": "Pendulum-v1",
+    "rsl_rl_mlp": "Pendulum-v1",
+    "rsl_rl_lstm": "Pendulum-v1",
+    "cleanrl_dqn_atari": "PongNoFrameskip-v4",
+}
 #: zoo's ``atari`` preset builds its env from stable-baselines3's Atari wrappers (zoo/envs.py), so a base install
 #: cannot evaluate an Atari release yet.
 ATARI_NEEDS_SB3 = pytest.mark.xfail(strict=True, reason="zoo's atari preset imports stable_baselines3")
@@ -64,8 +70,9 @@ def _train(name: str, root: Path) -> Path:
         return make_run(root, "PongNoFrameskip-v4", "dqn_atari")
     if name == "skrl_ppo":
         env_id, cfg, wrapper = skrl_configure("gaussian", timesteps=256)
-        return train_isaac_lab_style(cfg, root / "logs" / "skrl" / env_id, "2026-12-03_10-00-00_ppo_torch", env_id,
-                                     wrapper)[0]  # fmt: skip
+        return train_isaac_lab_style(
+            cfg, root / "logs" / "skrl" / env_id, "2026-12-03_10-00-00_ppo_torch", env_id, wrapper
+        )[0]
     kind = name.removeprefix("rsl_rl_")
     run = root / "logs" / "rsl_rl" / f"pendulum_{kind}" / "2026-12-03_10-00-00"
     rsl_train(run, *rsl_configure(kind), checkpoints=1, iterations=2)
@@ -89,11 +96,27 @@ def release_runs(tmp_path_factory) -> Callable[[str], tuple[Path, list]]:
                 run = _train(name, root / "run")
             finally:
                 torch.set_num_threads(threads)
-            native = zoo("eval", run, "--env-id", RUNS[name], "--deterministic", "-n", EPISODES, "--num-envs", 1,
-                         "--seed", SEED, "-q", "--out", root / "native.json")  # fmt: skip
+            native = zoo(
+                "eval",
+                run,
+                "--env-id",
+                RUNS[name],
+                "--deterministic",
+                "-n",
+                EPISODES,
+                "--num-envs",
+                1,
+                "--seed",
+                SEED,
+                "-q",
+                "--out",
+                root / "native.json",
+            )
             assert native.exit_code == 0, native.stderr
             folder = write_release(run, root / "release", env_id=RUNS[name])
-            assert {"agent.pt", "model.safetensors", "config.json", "policy.onnx"} <= {p.name for p in folder.iterdir()}  # fmt: skip
+            assert {"agent.pt", "model.safetensors", "config.json", "policy.onnx"} <= {
+                p.name for p in folder.iterdir()
+            }
             made[name] = folder, episodes_of(root / "native.json")
         return made[name]
 
@@ -101,14 +124,17 @@ def release_runs(tmp_path_factory) -> Callable[[str], tuple[Path, list]]:
 
 
 def _run(env: dict[str, str], *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *map(str, args)], env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, *map(str, args)], env=env, cwd=REPO, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_the_frameworks_are_unimportable_in_the_release_process(tmp_path):
-    probe = "import importlib, json, sys\nfailed = []\nfor name in sys.argv[1:]:\n    try:\n" \
-            "        importlib.import_module(name)\n    except ImportError:\n        failed.append(name)\n" \
-            "print(json.dumps(failed))"  # fmt: skip
+    probe = (
+        "import importlib, json, sys\nfailed = []\nfor name in sys.argv[1:]:\n    try:\n"
+        "        importlib.import_module(name)\n    except ImportError:\n        failed.append(name)\n"
+        "print(json.dumps(failed))"
+    )
     env = base_install_env(tmp_path)
     done = _run(env, "-c", probe, *BLOCKED, "torch", "gymnasium", "safetensors", "zoo", "zoo.frameworks.sb3")
     assert done.returncode == 0, done.stderr
@@ -118,8 +144,23 @@ def test_the_frameworks_are_unimportable_in_the_release_process(tmp_path):
 @pytest.mark.parametrize("name,env_id", _runs({"cleanrl_dqn_atari": ATARI_NEEDS_SB3}))
 def test_zoo_eval_of_the_safetensors_form_plays_the_native_episodes(release_runs, name, env_id, tmp_path):
     release, expected = release_runs(name)
-    done = _run(base_install_env(tmp_path), "-m", "zoo", "eval", release, "--deterministic", "-n", EPISODES, "--num-envs", 1,
-                "--seed", SEED, "--json", "--out", tmp_path / "release.json")  # fmt: skip
+    done = _run(
+        base_install_env(tmp_path),
+        "-m",
+        "zoo",
+        "eval",
+        release,
+        "--deterministic",
+        "-n",
+        EPISODES,
+        "--num-envs",
+        1,
+        "--seed",
+        SEED,
+        "--json",
+        "--out",
+        tmp_path / "release.json",
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["checkpoint"].endswith("model.safetensors"), result["checkpoint"]  # not a native file
@@ -129,8 +170,17 @@ def test_zoo_eval_of_the_safetensors_form_plays_the_native_episodes(release_runs
 @pytest.mark.parametrize("name,env_id", _runs({}))
 def test_the_leaderboard_loop_on_agent_pt_plays_the_native_episodes(release_runs, name, env_id, tmp_path):
     release, expected = release_runs(name)
-    done = _run(base_install_env(tmp_path), "examples/leaderboard_loop.py", release / "agent.pt", env_id,
-                "--episodes", EPISODES, "--seed", SEED, "--json")  # fmt: skip
+    done = _run(
+        base_install_env(tmp_path),
+        "examples/leaderboard_loop.py",
+        release / "agent.pt",
+        env_id,
+        "--episodes",
+        EPISODES,
+        "--seed",
+        SEED,
+        "--json",
+    )
     assert done.returncode == 0, done.stderr.strip().splitlines()[-1]
     assert [(e["return"], e["length"]) for e in json.loads(done.stdout)] == expected
 
@@ -163,8 +213,10 @@ def test_the_leaderboard_atari_env_is_zoos_atari_preset():
                 assert ("episode" in info) == bool(vinfo.get("_episode", [False])[0])
                 if "episode" in info:
                     games += 1
-                    assert (info["episode"]["r"], info["episode"]["l"]) == (vinfo["episode"]["r"][0],
-                                                                            vinfo["episode"]["l"][0])  # fmt: skip
+                    assert (info["episode"]["r"], info["episode"]["l"]) == (
+                        vinfo["episode"]["r"][0],
+                        vinfo["episode"]["l"][0],
+                    )
                 else:
                     lives += 1
                 ours, _ = board.reset()

@@ -54,8 +54,10 @@ def report(runs):
 
 def _driver():
     if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
-        pytest.fail(f"Chromium is needed for this test: {CHROMIUM} or {CHROMEDRIVER} is missing; install them "
-                    "(Debian: apt-get install chromium chromium-driver; python3 dev.py test does it as root)")  # fmt: skip
+        pytest.fail(
+            f"Chromium is needed for this test: {CHROMIUM} or {CHROMEDRIVER} is missing; install them "
+            "(Debian: apt-get install chromium chromium-driver; python3 dev.py test does it as root)"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -77,8 +79,10 @@ def test_page_renders_in_chromium_with_every_image_and_the_leaderboard(report, r
 
     board = zoo_api.leaderboard([runs]).to_json()
     assert {(r["env_id"], r["exp_name"], r["seeds"]) for r in board["rows"]} == {
-        ("CartPole-v1", "c51", 2), ("CartPole-v1", "dqn", 2), ("Pendulum-v1", "td3_continuous_action", 1)
-    }  # fmt: skip
+        ("CartPole-v1", "c51", 2),
+        ("CartPole-v1", "dqn", 2),
+        ("Pendulum-v1", "td3_continuous_action", 1),
+    }
     driver = _driver()
     try:
         driver.get(report.index.resolve().as_uri())
@@ -93,13 +97,21 @@ def test_page_renders_in_chromium_with_every_image_and_the_leaderboard(report, r
         for image in images:
             state = driver.execute_script(
                 "const i = arguments[0], r = i.getBoundingClientRect();"
-                "return [i.complete, i.naturalWidth, r.width, r.height, i.getAttribute('src')];", image
-            )  # fmt: skip
+                "return [i.complete, i.naturalWidth, r.width, r.height, i.getAttribute('src')];",
+                image,
+            )
             assert state[0] and state[1] > 0 and state[2] > 0 and state[3] > 0, state
             assert not state[4].startswith(("http:", "https:", "/")), state  # beside the page, no network
-        shown = [(tr.get_attribute("data-env"), tr.get_attribute("data-exp"), int(tr.get_attribute("data-seeds")),
-                  int(tr.get_attribute("data-rank")), tr.find_elements(By.TAG_NAME, "td")[2].text)
-                 for tr in driver.find_elements(By.CSS_SELECTOR, "#leaderboard-table tbody tr")]  # fmt: skip
+        shown = [
+            (
+                tr.get_attribute("data-env"),
+                tr.get_attribute("data-exp"),
+                int(tr.get_attribute("data-seeds")),
+                int(tr.get_attribute("data-rank")),
+                tr.find_elements(By.TAG_NAME, "td")[2].text,
+            )
+            for tr in driver.find_elements(By.CSS_SELECTOR, "#leaderboard-table tbody tr")
+        ]
         assert shown == [
             (r["env_id"], r["exp_name"], r["seeds"], r["rank"], r["exp_name"]) for r in board["rows"]
         ]

@@ -78,9 +78,11 @@ def test_run_folder_gives_every_file_load_from_hub_downloads(tmp_path):
     run = _fake_run(tmp_path, env_kwargs={"max_episode_steps": 100})
     files = rz.rlzoo_files(run / "CartPole-v1.zip", "CartPole-v1")
     assert files is not None and files.algo == "ppo" and files.model_name == "ppo-CartPole-v1.zip"
-    assert files.copied == {"config.yml": run / "CartPole-v1" / "config.yml",
-                            "args.yml": run / "CartPole-v1" / "args.yml",
-                            "ppo-CartPole-v1.zip": run / "CartPole-v1.zip"}  # fmt: skip
+    assert files.copied == {
+        "config.yml": run / "CartPole-v1" / "config.yml",
+        "args.yml": run / "CartPole-v1" / "args.yml",
+        "ppo-CartPole-v1.zip": run / "CartPole-v1.zip",
+    }
     assert set(files.generated) == {"env_kwargs.yml", "train_eval_metrics.zip"}
     assert set(rz.REQUIRED) <= set(files.copied) | set(files.generated)
     assert yaml.safe_load(files.generated["env_kwargs.yml"]) == {"max_episode_steps": 100}
@@ -185,8 +187,9 @@ def _env(tmp_path: Path, home: str) -> dict:
 
 
 def _run(cmd: list, cwd: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
+    proc = subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     shown = " ".join(map(str, cmd))
     assert proc.returncode == 0, f"{shown} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
@@ -205,10 +208,39 @@ def _train(tmp_path: Path, *hyperparams: str) -> Path:
     """``python -m rl_zoo3.train``: 256 PPO steps on CartPole-v1, evaluated every 128 steps."""
     work = tmp_path / "train"
     work.mkdir()
-    _run([sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "CartPole-v1", "-n", "256",
-          "-f", "logs", "--seed", "1", "--num-threads", "1", "--eval-freq", "128", "--eval-episodes", "2",
-          "--n-eval-envs", "1", "--hyperparams", "n_envs:1", "n_steps:128", "n_epochs:1", "batch_size:64",
-          *hyperparams], work, _env(tmp_path, "train-home"))  # fmt: skip
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "rl_zoo3.train",
+            "--algo",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "-n",
+            "256",
+            "-f",
+            "logs",
+            "--seed",
+            "1",
+            "--num-threads",
+            "1",
+            "--eval-freq",
+            "128",
+            "--eval-episodes",
+            "2",
+            "--n-eval-envs",
+            "1",
+            "--hyperparams",
+            "n_envs:1",
+            "n_steps:128",
+            "n_epochs:1",
+            "batch_size:64",
+            *hyperparams,
+        ],
+        work,
+        _env(tmp_path, "train-home"),
+    )
     run = work / "logs" / "ppo" / "CartPole-v1_1"
     assert (run / "CartPole-v1.zip").is_file() and (run / "CartPole-v1" / "config.yml").is_file()
     return run
@@ -216,15 +248,51 @@ def _train(tmp_path: Path, *hyperparams: str) -> Path:
 
 def _push(tmp_path: Path, hub, run: Path, repo: str) -> set[str]:
     env = _env(tmp_path, "pusher") | {"HF_ENDPOINT": hub.url}
-    proc = _run([sys.executable, "-m", "zoo", "push", run, "--repo-id", repo, "--yes", "--eval-episodes", "2",
-                 "--stage-dir", tmp_path / "stage", "--json"], tmp_path, env)  # fmt: skip
+    proc = _run(
+        [
+            sys.executable,
+            "-m",
+            "zoo",
+            "push",
+            run,
+            "--repo-id",
+            repo,
+            "--yes",
+            "--eval-episodes",
+            "2",
+            "--stage-dir",
+            tmp_path / "stage",
+            "--json",
+        ],
+        tmp_path,
+        env,
+    )
     return {f["name"] for f in json.loads(proc.stdout)["files"]}
 
 
 def _enjoy(tmp_path: Path, folder: Path) -> str:
-    proc = _run([sys.executable, "-m", "rl_zoo3.enjoy", "--algo", "ppo", "--env", "CartPole-v1", "-f", folder,
-                 "--exp-id", "1", "-n", "200", "--no-render", "--num-threads", "1"], tmp_path,
-                _env(tmp_path, "enjoy-home"))  # fmt: skip
+    proc = _run(
+        [
+            sys.executable,
+            "-m",
+            "rl_zoo3.enjoy",
+            "--algo",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "-f",
+            folder,
+            "--exp-id",
+            "1",
+            "-n",
+            "200",
+            "--no-render",
+            "--num-threads",
+            "1",
+        ],
+        tmp_path,
+        _env(tmp_path, "enjoy-home"),
+    )
     assert "Mean reward" in proc.stdout, proc.stdout[-2000:]
     return proc.stdout
 
@@ -237,11 +305,32 @@ def test_rl_zoo3_load_from_hub_reads_a_zoo_pushed_run(hub, tmp_path):
     assert {*rz.REQUIRED, "ppo-CartPole-v1.zip", "vec_normalize.pkl"} <= staged
 
     env = _env(tmp_path, "fresh-cache") | {"HF_ENDPOINT": hub.url, "TRUST_REMOTE_CODE": "True"}
-    _run([sys.executable, "-m", "rl_zoo3.load_from_hub", "--algo", "ppo", "--env", "CartPole-v1",
-          "-f", tmp_path / "downloaded", "-orga", "demo"], tmp_path, env)  # fmt: skip
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "rl_zoo3.load_from_hub",
+            "--algo",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "-f",
+            tmp_path / "downloaded",
+            "-orga",
+            "demo",
+        ],
+        tmp_path,
+        env,
+    )
     got = tmp_path / "downloaded" / "ppo" / "CartPole-v1_1"
-    for name in ("CartPole-v1.zip", "CartPole-v1/config.yml", "CartPole-v1/args.yml",
-                 "CartPole-v1/vecnormalize.pkl", "evaluations.npz", "0.monitor.csv"):  # fmt: skip
+    for name in (
+        "CartPole-v1.zip",
+        "CartPole-v1/config.yml",
+        "CartPole-v1/args.yml",
+        "CartPole-v1/vecnormalize.pkl",
+        "evaluations.npz",
+        "0.monitor.csv",
+    ):
         assert (got / name).read_bytes() == (run / name).read_bytes(), name
     assert yaml.safe_load((got / "CartPole-v1" / "env_kwargs.yml").read_text()) == {}
 

@@ -31,13 +31,20 @@ BREAKOUT = "BreakoutNoFrameskip-v4"
 PENDULUM = "Pendulum-v1"
 PENDULUM_CONF = {
     PENDULUM: {
-        "n_envs": 2, "n_timesteps": 512, "policy": "MlpPolicy", "n_steps": 128, "batch_size": 64, "n_epochs": 1,
+        "n_envs": 2,
+        "n_timesteps": 512,
+        "policy": "MlpPolicy",
+        "n_steps": 128,
+        "batch_size": 64,
+        "n_epochs": 1,
         "normalize": "{'norm_obs': True, 'norm_reward': False}",
-        "env_wrapper": ["sb3_contrib.common.wrappers.TimeFeatureWrapper",
-                        {"rl_zoo3.wrappers.HistoryWrapper": {"horizon": 2}}],
+        "env_wrapper": [
+            "sb3_contrib.common.wrappers.TimeFeatureWrapper",
+            {"rl_zoo3.wrappers.HistoryWrapper": {"horizon": 2}},
+        ],
         "policy_kwargs": "dict(net_arch=[32, 32], activation_fn=nn.ReLU)",
     }
-}  # fmt: skip
+}
 
 
 def _clean_env(home: Path) -> dict:
@@ -48,8 +55,24 @@ def _clean_env(home: Path) -> dict:
 def _train(work: Path, algo: str, env_id: str, *args: str) -> Path:
     """``python -m rl_zoo3.train`` in ``work``; the run folder ``logs/{algo}/{env_id}_1``."""
     work.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "-f", "logs", "--seed", "3",
-           "--num-threads", "1", "--eval-freq", "-1", *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "rl_zoo3.train",
+        "--algo",
+        algo,
+        "--env",
+        env_id,
+        "-f",
+        "logs",
+        "--seed",
+        "3",
+        "--num-threads",
+        "1",
+        "--eval-freq",
+        "-1",
+        *args,
+    ]
     proc = subprocess.run(
         cmd, cwd=work, env=_clean_env(work / "home"), capture_output=True, text=True, timeout=600
     )
@@ -66,14 +89,25 @@ def rlzoo_runs(tmp_path_factory) -> dict[str, Path]:
     conf = root / "pendulum.yml"
     conf.write_text(yaml.safe_dump(PENDULUM_CONF))
     return {
-        "atari": _train(root / "atari", "ppo", BREAKOUT, "-n", "256",
-                        "--hyperparams", "n_envs:2", "n_steps:64", "batch_size:64", "n_epochs:1"),
+        "atari": _train(
+            root / "atari",
+            "ppo",
+            BREAKOUT,
+            "-n",
+            "256",
+            "--hyperparams",
+            "n_envs:2",
+            "n_steps:64",
+            "batch_size:64",
+            "n_epochs:1",
+        ),
         "pendulum": _train(root / "pendulum", "ppo", PENDULUM, "-conf", str(conf), "--env-kwargs", "g:4.0"),
-    }  # fmt: skip
+    }
 
 
-def rl_zoo3_returns(run: Path, env_id: str, episodes: int, num_envs: int, seed: int = 0,
-                    algo_class: str = "PPO") -> list[float]:  # fmt: skip
+def rl_zoo3_returns(
+    run: Path, env_id: str, episodes: int, num_envs: int, seed: int = 0, algo_class: str = "PPO"
+) -> list[float]:
     """Episode returns of rl_zoo3's own test env and SB3's predict, in zoo's order (env by env)."""
     from rl_zoo3 import ALGOS, create_test_env, get_saved_hyperparams
     from stable_baselines3.common.vec_env import DummyVecEnv
@@ -84,9 +118,17 @@ def rl_zoo3_returns(run: Path, env_id: str, episodes: int, num_envs: int, seed: 
     args = yaml.load(
         (run / env_id / "args.yml").read_text(), Loader=yaml.UnsafeLoader
     )  # the fixture wrote it
-    env = create_test_env(env_id, n_envs=num_envs, stats_path=stats_path, seed=seed, log_dir=None,
-                          should_render=False, hyperparams=hyperparams, env_kwargs=args["env_kwargs"] or {},
-                          vec_env_cls=DummyVecEnv)  # fmt: skip
+    env = create_test_env(
+        env_id,
+        n_envs=num_envs,
+        stats_path=stats_path,
+        seed=seed,
+        log_dir=None,
+        should_render=False,
+        hyperparams=hyperparams,
+        env_kwargs=args["env_kwargs"] or {},
+        vec_env_cls=DummyVecEnv,
+    )
     algo = next(cls for cls in ALGOS.values() if cls.__name__ == algo_class)
     model = algo.load(run / f"{env_id}.zip", device="cpu")
     quotas = episode_quotas(episodes, num_envs)
@@ -205,8 +247,10 @@ def test_check_shows_the_config_and_agrees_with_policy_kwargs(rlzoo_runs):
     (report,) = zoo("check", rlzoo_runs["pendulum"], "--json").json()
     assert report["status"] == "ok", report
     config = report["details"]["run_config"]
-    assert [w["class"] for w in config["env_wrapper"]] == ["sb3_contrib.common.wrappers.TimeFeatureWrapper",
-                                                           "rl_zoo3.wrappers.HistoryWrapper"]  # fmt: skip
+    assert [w["class"] for w in config["env_wrapper"]] == [
+        "sb3_contrib.common.wrappers.TimeFeatureWrapper",
+        "rl_zoo3.wrappers.HistoryWrapper",
+    ]
     assert config["env_wrapper"][1]["kwargs"] == {"horizon": 2}
     assert config["frame_stack"] == 0 and config["env_kwargs"] == {"g": 4.0}
     assert config["normalize"] == {"norm_obs": True, "norm_reward": False}
@@ -228,8 +272,11 @@ def _with_config(run: Path, dest: Path, **changes) -> Path:
 
 def test_a_wrapper_off_the_allowlist_is_refused_until_the_user_names_it(rlzoo_runs, tmp_path):
     # my_wrappers is examples/my_wrappers.py, importable here (conftest) as from a user's PYTHONPATH
-    wrappers = [{"my_wrappers.Shift": {"by": 0.5}}, "sb3_contrib.common.wrappers.TimeFeatureWrapper",
-                {"rl_zoo3.wrappers.HistoryWrapper": {"horizon": 2}}]  # fmt: skip
+    wrappers = [
+        {"my_wrappers.Shift": {"by": 0.5}},
+        "sb3_contrib.common.wrappers.TimeFeatureWrapper",
+        {"rl_zoo3.wrappers.HistoryWrapper": {"horizon": 2}},
+    ]
     run = _with_config(rlzoo_runs["pendulum"], tmp_path / "run", env_wrapper=wrappers)
     refused = zoo("eval", run, "-n", "2", "--out", tmp_path / "eval.json")
     assert refused.exit_code == 3
@@ -314,8 +361,16 @@ def _rl_zoo3_repo(run: Path, algo: str, env_id: str, folder: Path) -> Path:
 @pytest.fixture(scope="session")
 def contrib_run(tmp_path_factory) -> Path:
     """QR-DQN (sb3-contrib) on CartPole, trained by rl_zoo3 for a few hundred steps."""
-    return _train(tmp_path_factory.mktemp("qrdqn"), "qrdqn", "CartPole-v1", "-n", "300",
-                  "--hyperparams", "learning_starts:100", "train_freq:4")  # fmt: skip
+    return _train(
+        tmp_path_factory.mktemp("qrdqn"),
+        "qrdqn",
+        "CartPole-v1",
+        "-n",
+        "300",
+        "--hyperparams",
+        "learning_starts:100",
+        "train_freq:4",
+    )
 
 
 UPLOAD = """
@@ -343,9 +398,29 @@ def test_enjoy_finds_the_sb3_orgs_rl_zoo3_repo_and_applies_its_config(
     try:
         env = _clean_env(tmp_path / "home") | {"HF_ENDPOINT": server.url}
         subprocess.run([sys.executable, "-c", UPLOAD, repo, str(folder)], env=env, check=True, timeout=300)
-        cmd = [sys.executable, "-m", "zoo", "enjoy", "--exp-name", exp_name, "--env-id", env_id, "--hf-entity", "sb3",
-               "--allow-download", "-n", "4", "--num-envs", "4", "--seed", "0", "--device", "cpu", "--deterministic",
-               "--json"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "zoo",
+            "enjoy",
+            "--exp-name",
+            exp_name,
+            "--env-id",
+            env_id,
+            "--hf-entity",
+            "sb3",
+            "--allow-download",
+            "-n",
+            "4",
+            "--num-envs",
+            "4",
+            "--seed",
+            "0",
+            "--device",
+            "cpu",
+            "--deterministic",
+            "--json",
+        ]
         proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     finally:
         server.stop()

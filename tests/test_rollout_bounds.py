@@ -76,8 +76,19 @@ def test_a_nan_cleanrl_q_network_fails_the_eval_in_one_line(tmp_path, value):
 def test_a_nan_continuous_cleanrl_policy_fails_before_the_env_gets_its_actions(tmp_path):
     model = _nan_cleanrl(tmp_path / "td3.cleanrl_model", "td3_continuous_action", "Pendulum-v1", math.nan)
     out = tmp_path / "eval.json"
-    result = zoo("eval", model, "--exp-name", "td3_continuous_action", "--env-id", "Pendulum-v1", "-n", "2",
-                 "--out", out, "-q")  # fmt: skip
+    result = zoo(
+        "eval",
+        model,
+        "--exp-name",
+        "td3_continuous_action",
+        "--env-id",
+        "Pendulum-v1",
+        "-n",
+        "2",
+        "--out",
+        out,
+        "-q",
+    )
     assert "the policy's actions are not finite" in _one_error(result)
     assert not out.exists()
 
@@ -125,16 +136,31 @@ def test_the_sb3_check_does_not_change_the_actions_of_a_sound_model(tmp_path):
 
 def test_non_finite_rewards_fail_the_eval(tmp_path):
     out = tmp_path / "eval.json"
-    result = zoo("eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", "ZooNaNReward-v0", "-n", "2", "--out", out,
-                 "-q")  # fmt: skip
+    result = zoo(
+        "eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", "ZooNaNReward-v0", "-n", "2", "--out", out, "-q"
+    )
     assert "2 of 2 episodes returned a non-finite total (env 0: nan)" in _one_error(result)
     assert not out.exists()
 
 
 def test_eval_json_and_json_output_are_strict_json(tmp_path):
     out = tmp_path / "eval.json"
-    result = zoo("eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", "CartPole-v1", "-n", "2", "--num-envs", "2",
-                 "--out", out, "--json", "-q")  # fmt: skip
+    result = zoo(
+        "eval",
+        TRAINED_DQN,
+        "--exp-name",
+        "dqn",
+        "--env-id",
+        "CartPole-v1",
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "--out",
+        out,
+        "--json",
+        "-q",
+    )
     assert result.exit_code == 0, result.stderr
     data = _strict(out.read_text())
     assert _strict(result.stdout) == data
@@ -189,8 +215,23 @@ def test_a_nan_rsl_rl_model_fails_on_the_tensor_path(pendulum_runs, tmp_path):
     saved[key] = _fill_state(saved[key], math.nan)
     torch.save(saved, model)
     out = tmp_path / "eval.json"
-    result = zoo("eval", run, "--env-id", "Pendulum-v1", "--env-factory", "tensor_envs:make_pendulum", "-n", "2",
-                 "--num-envs", "2", "--device", "cpu", "--out", out, "-q")  # fmt: skip
+    result = zoo(
+        "eval",
+        run,
+        "--env-id",
+        "Pendulum-v1",
+        "--env-factory",
+        "tensor_envs:make_pendulum",
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "--device",
+        "cpu",
+        "--out",
+        out,
+        "-q",
+    )
     assert "the policy's actions are not finite (NaN or infinity) by step 16" in _one_error(result)
     assert not out.exists()
 
@@ -199,8 +240,23 @@ def test_a_nan_rsl_rl_model_fails_on_the_tensor_path(pendulum_runs, tmp_path):
 def test_an_env_without_a_time_limit_is_bounded_by_max_steps(tmp_path):
     out = tmp_path / "eval.json"
     with hang_guard(300):
-        result = zoo("eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", "ZooEndless-v0", "-n", "3",
-                     "--num-envs", "2", "--max-steps", "25", "--out", out, "-q")  # fmt: skip
+        result = zoo(
+            "eval",
+            TRAINED_DQN,
+            "--exp-name",
+            "dqn",
+            "--env-id",
+            "ZooEndless-v0",
+            "-n",
+            "3",
+            "--num-envs",
+            "2",
+            "--max-steps",
+            "25",
+            "--out",
+            out,
+            "-q",
+        )
     assert result.exit_code == 0, result.stderr
     data = _strict(out.read_text())
     assert [(e["length"], e["return"], e["truncated"]) for e in data["episodes"]] == [(25, 25.0, True)] * 3
@@ -210,8 +266,22 @@ def test_an_env_without_a_time_limit_is_bounded_by_max_steps(tmp_path):
 def test_a_policy_class_on_an_env_without_a_limit_is_bounded(tmp_path):
     out = tmp_path / "eval.json"
     with hang_guard(300):
-        result = zoo("eval", "--policy-class", "custom_policies:SpacesAct", "--env-id", "ZooEndless-v0", "-n", "2",
-                     "--num-envs", "2", "--max-steps", "9", "--out", out, "-q")  # fmt: skip
+        result = zoo(
+            "eval",
+            "--policy-class",
+            "custom_policies:SpacesAct",
+            "--env-id",
+            "ZooEndless-v0",
+            "-n",
+            "2",
+            "--num-envs",
+            "2",
+            "--max-steps",
+            "9",
+            "--out",
+            out,
+            "-q",
+        )
     assert result.exit_code == 0, result.stderr
     episodes = _strict(out.read_text())["episodes"]
     assert [(e["length"], e["truncated"]) for e in episodes] == [(9, True), (9, True)]
@@ -224,8 +294,14 @@ def test_without_max_steps_an_env_without_a_limit_gets_the_default_cap(tmp_path,
         zoo.rollout_guard, "DEFAULT_MAX_STEPS", 40
     )  # the cap's rule, at a size a test can run
     with hang_guard(300):
-        result = zoo_api.evaluate(TRAINED_DQN, exp_name="dqn", env_id="ZooEndless-v0", episodes=2, num_envs=2,
-                                  out=tmp_path / "eval.json")  # fmt: skip
+        result = zoo_api.evaluate(
+            TRAINED_DQN,
+            exp_name="dqn",
+            env_id="ZooEndless-v0",
+            episodes=2,
+            num_envs=2,
+            out=tmp_path / "eval.json",
+        )
     assert [(e.length, e.truncated) for e in result.episodes] == [(40, True), (40, True)]
     assert "max_steps" not in _strict((tmp_path / "eval.json").read_text())["settings"]
 
@@ -259,8 +335,23 @@ def test_bounds_that_are_not_hit_change_no_episode():
 def test_a_budget_that_no_episode_can_meet_fails_in_one_line(tmp_path):
     out = tmp_path / "eval.json"
     with hang_guard(300):
-        result = zoo("eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", "ZooEndless-v0", "--max-steps",
-                     "1000000000", "--max-seconds", "1", "-n", "2", "--out", out, "-q")  # fmt: skip
+        result = zoo(
+            "eval",
+            TRAINED_DQN,
+            "--exp-name",
+            "dqn",
+            "--env-id",
+            "ZooEndless-v0",
+            "--max-steps",
+            "1000000000",
+            "--max-seconds",
+            "1",
+            "-n",
+            "2",
+            "--out",
+            out,
+            "-q",
+        )
     error = _one_error(result)
     assert "no episode finished within the --max-seconds 1 budget" in error
     assert "raise --max-seconds" in result.stderr and not out.exists()
@@ -272,8 +363,23 @@ def test_a_step_that_never_returns_is_interrupted_past_the_budget(tmp_path):
 
     out = tmp_path / "eval.json"
     with hang_guard(300):
-        result = zoo("eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", "ZooHangsInStep-v0", "--max-seconds",
-                     "1", "-n", "2", "--num-envs", "1", "--out", out, "-q")  # fmt: skip
+        result = zoo(
+            "eval",
+            TRAINED_DQN,
+            "--exp-name",
+            "dqn",
+            "--env-id",
+            "ZooHangsInStep-v0",
+            "--max-seconds",
+            "1",
+            "-n",
+            "2",
+            "--num-envs",
+            "1",
+            "--out",
+            out,
+            "-q",
+        )
         left, _ = signal.getitimer(signal.ITIMER_REAL)
     error = _one_error(result)
     assert "a step did not return within the --max-seconds 1 budget" in error and not out.exists()
@@ -287,8 +393,10 @@ def test_a_budget_that_runs_out_midway_says_how_many_episodes_finished():
     assert "raise --max-seconds, or ask for fewer --episodes" in error.hint
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--max-steps", "0"), ("--max-seconds", "0"), ("--max-seconds", "nan"),
-                                             ("--max-seconds", "inf")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--max-steps", "0"), ("--max-seconds", "0"), ("--max-seconds", "nan"), ("--max-seconds", "inf")],
+)
 def test_bounds_that_bound_nothing_are_usage_errors(flag, value):
     result = zoo("eval", TRAINED_DQN, flag, value, "-q")
     assert result.exit_code == 2 and flag in result.stderr
@@ -309,17 +417,24 @@ def test_the_tensor_path_cuts_an_episode_at_max_steps_and_counts_the_env_s_next_
     # waited for, and the next episode counted from its first step
     episodes = tensor_rollout(ZeroPolicy(), Counting(4, "cpu", 0), 8, True, "counting", max_steps=4)
     assert [(e.env_index, e.length, e.return_, e.truncated) for e in episodes] == [
-        (0, 3, 3.0, False), (0, 3, 3.0, False), (1, 4, 4.0, False), (1, 4, 4.0, False),
-        (2, 4, 4.0, True), (2, 4, 4.0, True), (3, 4, 4.0, True), (3, 4, 4.0, True),
-    ]  # fmt: skip
+        (0, 3, 3.0, False),
+        (0, 3, 3.0, False),
+        (1, 4, 4.0, False),
+        (1, 4, 4.0, False),
+        (2, 4, 4.0, True),
+        (2, 4, 4.0, True),
+        (3, 4, 4.0, True),
+        (3, 4, 4.0, True),
+    ]
 
 
 def test_a_tensor_env_without_a_limit_gives_one_cut_episode_per_env_or_says_why_not():
     from test_tensor_rollout import ZeroPolicy
 
     with hang_guard(300):
-        episodes = tensor_rollout(ZeroPolicy(), rollout_envs.TensorEndless(2, "cpu", 0), 2, True, "endless",
-                                  max_steps=7)  # fmt: skip
+        episodes = tensor_rollout(
+            ZeroPolicy(), rollout_envs.TensorEndless(2, "cpu", 0), 2, True, "endless", max_steps=7
+        )
         assert [(e.length, e.return_, e.truncated) for e in episodes] == [(7, 7.0, True)] * 2
         with pytest.raises(ZooError, match="the env did not end the episodes --max-steps 7 cut"):
             tensor_rollout(
@@ -330,28 +445,61 @@ def test_a_tensor_env_without_a_limit_gives_one_cut_episode_per_env_or_says_why_
 def test_the_tensor_path_keeps_the_wall_time_budget():
     from test_tensor_rollout import ZeroPolicy
 
-    with hang_guard(300), pytest.raises(RolloutError, match="no episode finished within the --max-seconds 0.5"):
-        tensor_rollout(ZeroPolicy(), rollout_envs.TensorEndless(2, "cpu", 0), 2, True, "endless",
-                       max_steps=10**9, max_seconds=0.5)  # fmt: skip
+    with (
+        hang_guard(300),
+        pytest.raises(RolloutError, match="no episode finished within the --max-seconds 0.5"),
+    ):
+        tensor_rollout(
+            ZeroPolicy(),
+            rollout_envs.TensorEndless(2, "cpu", 0),
+            2,
+            True,
+            "endless",
+            max_steps=10**9,
+            max_seconds=0.5,
+        )
 
 
 def test_the_cli_bounds_a_tensor_env_without_a_limit(pendulum_runs, tmp_path):
     out = tmp_path / "eval.json"
     with hang_guard(300):
-        result = zoo("eval", pendulum_runs["mlp"].run_dir, "--env-id", "Pendulum-v1", "--env-factory",
-                     "rollout_envs:make_tensor_endless", "-n", "2", "--num-envs", "2", "--max-steps", "30",
-                     "--device", "cpu", "--out", out, "-q")  # fmt: skip
+        result = zoo(
+            "eval",
+            pendulum_runs["mlp"].run_dir,
+            "--env-id",
+            "Pendulum-v1",
+            "--env-factory",
+            "rollout_envs:make_tensor_endless",
+            "-n",
+            "2",
+            "--num-envs",
+            "2",
+            "--max-steps",
+            "30",
+            "--device",
+            "cpu",
+            "--out",
+            out,
+            "-q",
+        )
     assert result.exit_code == 0, result.stderr
     data = _strict(out.read_text())
     assert [(e["length"], e["truncated"]) for e in data["episodes"]] == [(30, True), (30, True)]
 
 
 # ----------------------------------------------------------------------------- the env named as the cause
-@pytest.mark.parametrize(("env_id", "said", "where"), [
-    ("ZooRaisesInStep-v0", "raised: ValueError: boom in step", "zoo called step(actions) at step 3"),
-    ("ZooRaisesInReset-v0", "raised: RuntimeError: boom in reset", "zoo called reset(seed=0)"),
-    ("ZooRaisesInInit-v0", "raised: KeyError: 'boom in __init__'", "zoo called its constructor (gym.make)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("env_id", "said", "where"),
+    [
+        ("ZooRaisesInStep-v0", "raised: ValueError: boom in step", "zoo called step(actions) at step 3"),
+        ("ZooRaisesInReset-v0", "raised: RuntimeError: boom in reset", "zoo called reset(seed=0)"),
+        (
+            "ZooRaisesInInit-v0",
+            "raised: KeyError: 'boom in __init__'",
+            "zoo called its constructor (gym.make)",
+        ),
+    ],
+)
 def test_an_env_that_raises_is_named_in_one_line(tmp_path, env_id, said, where):
     out = tmp_path / "eval.json"
     result = zoo("eval", TRAINED_DQN, "--exp-name", "dqn", "--env-id", env_id, "-n", "2", "--out", out, "-q")
@@ -363,13 +511,31 @@ def test_an_env_that_raises_is_named_in_one_line(tmp_path, env_id, said, where):
     assert not out.exists()
 
 
-@pytest.mark.parametrize(("factory", "said"), [
-    ("rollout_envs:make_tensor_raising", "raised: ValueError: boom in tensor step"),
-    ("rollout_envs:make_raising_factory", "raised: OSError: boom in the factory"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("factory", "said"),
+    [
+        ("rollout_envs:make_tensor_raising", "raised: ValueError: boom in tensor step"),
+        ("rollout_envs:make_raising_factory", "raised: OSError: boom in the factory"),
+    ],
+)
 def test_a_tensor_env_or_factory_that_raises_is_named_in_one_line(pendulum_runs, tmp_path, factory, said):
-    result = zoo("eval", pendulum_runs["mlp"].run_dir, "--env-id", "Pendulum-v1", "--env-factory", factory, "-n",
-                 "2", "--num-envs", "2", "--device", "cpu", "--out", tmp_path / "eval.json", "-q")  # fmt: skip
+    result = zoo(
+        "eval",
+        pendulum_runs["mlp"].run_dir,
+        "--env-id",
+        "Pendulum-v1",
+        "--env-factory",
+        factory,
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "--device",
+        "cpu",
+        "--out",
+        tmp_path / "eval.json",
+        "-q",
+    )
     assert _one_error(result) == f"error: the env (--env-factory {factory}) {said}"
     assert not (tmp_path / "eval.json").exists()
 
@@ -394,8 +560,21 @@ def test_a_sweep_carries_the_bounds_and_resumes_whatever_the_budget(tmp_path):
         for eval_json in runs.glob("*/eval.json"):
             data = _strict(eval_json.read_text())
             assert data["settings"]["max_steps"] == 20 and all(e["truncated"] for e in data["episodes"])
-        budget = zoo("eval", runs, "--all", "--max-steps", "20", "--max-seconds", "900", "-n", "2", "--num-envs",
-                     "2", "--json", "-q")  # fmt: skip
+        budget = zoo(
+            "eval",
+            runs,
+            "--all",
+            "--max-steps",
+            "20",
+            "--max-seconds",
+            "900",
+            "-n",
+            "2",
+            "--num-envs",
+            "2",
+            "--json",
+            "-q",
+        )
         assert [r["status"] for r in _strict(budget.stdout)["runs"]] == ["skipped", "skipped"]
         longer = zoo("eval", runs, "--all", "--max-steps", "30", "-n", "2", "--num-envs", "2", "--json", "-q")
         assert [r["status"] for r in _strict(longer.stdout)["runs"]] == ["evaluated", "evaluated"]
@@ -405,8 +584,26 @@ def test_enjoy_bounds_a_model_on_an_env_without_a_limit(tmp_path):
     runs = _runs(tmp_path, 1)
     out = tmp_path / "enjoyed.json"
     with hang_guard(300):
-        result = zoo("enjoy", "--exp-name", "dqn", "--env-id", "ZooEndless-v0", "--runs-dir", runs, "--max-steps",
-                     "12", "--max-seconds", "600", "-n", "2", "--num-envs", "2", "--out", out, "-q")  # fmt: skip
+        result = zoo(
+            "enjoy",
+            "--exp-name",
+            "dqn",
+            "--env-id",
+            "ZooEndless-v0",
+            "--runs-dir",
+            runs,
+            "--max-steps",
+            "12",
+            "--max-seconds",
+            "600",
+            "-n",
+            "2",
+            "--num-envs",
+            "2",
+            "--out",
+            out,
+            "-q",
+        )
     assert result.exit_code == 0, result.stderr
     data = _strict(out.read_text())
     assert [(e["length"], e["truncated"]) for e in data["episodes"]] == [(12, True), (12, True)]
@@ -428,8 +625,9 @@ def test_leaderboard_eval_carries_the_bounds_and_refuses_them_without_eval(tmp_p
 def test_watch_carries_the_bounds(tmp_path):
     run = _runs(tmp_path, 1) / "ZooEndless-v0__dqn__1__1700000000"
     with hang_guard(300):
-        result = zoo_api.watch(run, idle=0.3, poll=0.05, nice=0, max_cpu=None, episodes=2, num_envs=2,
-                               max_steps=15)  # fmt: skip
+        result = zoo_api.watch(
+            run, idle=0.3, poll=0.05, nice=0, max_cpu=None, episodes=2, num_envs=2, max_steps=15
+        )
     assert [line["metrics"]["length_mean"] for line in result.evaluations] == [15.0]
     lines = (run / "evals.jsonl").read_text().splitlines()
     assert [_strict(line)["metrics"]["return_mean"] for line in lines] == [15.0]
@@ -438,8 +636,17 @@ def test_watch_carries_the_bounds(tmp_path):
 def test_watch_records_a_failed_rollout_at_once_without_retrying(tmp_path):
     run = _runs(tmp_path, 1) / "ZooEndless-v0__dqn__1__1700000000"
     with hang_guard(300):
-        result = zoo_api.watch(run, idle=0.3, poll=0.05, nice=0, max_cpu=None, episodes=2, num_envs=2,
-                               max_steps=10**9, max_seconds=0.5)  # fmt: skip
+        result = zoo_api.watch(
+            run,
+            idle=0.3,
+            poll=0.05,
+            nice=0,
+            max_cpu=None,
+            episodes=2,
+            num_envs=2,
+            max_steps=10**9,
+            max_seconds=0.5,
+        )
     (line,) = result.evaluations
     assert line["status"] == "failed" and line["attempts"] == 1 and "--max-seconds 0.5" in line["error"]
 

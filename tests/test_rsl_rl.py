@@ -86,8 +86,10 @@ class InferenceShim:
             obs_batch if isinstance(obs_batch, dict) else {"policy": obs_batch}
         )  # as the VecEnvs give them
         with torch.inference_mode():
-            obs = TensorDict({k: torch.as_tensor(v, dtype=torch.float32) for k, v in groups.items()},
-                             batch_size=[len(next(iter(groups.values())))])  # fmt: skip
+            obs = TensorDict(
+                {k: torch.as_tensor(v, dtype=torch.float32) for k, v in groups.items()},
+                batch_size=[len(next(iter(groups.values())))],
+            )
             actions = self.policy(obs).numpy()
         return actions, state
 
@@ -111,8 +113,21 @@ def rsl_rl_returns(runner, env_id: str = ENV_ID) -> list[float]:
 
 
 def zoo_eval(target: Path, out: Path, *args: str):
-    return zoo("eval", target, "--deterministic", "--episodes", EPISODES, "--num-envs", NUM_ENVS, "--seed", 0,
-               "--out", out, "--quiet", *args)  # fmt: skip
+    return zoo(
+        "eval",
+        target,
+        "--deterministic",
+        "--episodes",
+        EPISODES,
+        "--num-envs",
+        NUM_ENVS,
+        "--seed",
+        0,
+        "--out",
+        out,
+        "--quiet",
+        *args,
+    )
 
 
 def zoo_returns(target: Path, out: Path, *args: str) -> list[float]:
@@ -141,9 +156,11 @@ def test_check_reports_the_latest_checkpoint_of_each_trained_run(trained):
         assert details["config"] == "params/agent.yaml" and details["checkpoint"] == "actor_state_dict"
         assert details["weights_only"] is True and details["recurrent"] is (kind != "mlp")
     models = {kind: reports[str(run.run_dir)]["details"]["model"] for kind, run in trained.items()}
-    assert models == {"mlp": "MLP 3-32-32-1 (elu, obs normalizer)",
-                      "lstm": "LSTM(3->16)x1 + MLP 16-32-32-1 (elu, obs normalizer)",
-                      "gru": "GRU(3->16)x2 + MLP 16-32-32-1 (elu, obs normalizer)"}  # fmt: skip
+    assert models == {
+        "mlp": "MLP 3-32-32-1 (elu, obs normalizer)",
+        "lstm": "LSTM(3->16)x1 + MLP 16-32-32-1 (elu, obs normalizer)",
+        "gru": "GRU(3->16)x2 + MLP 16-32-32-1 (elu, obs normalizer)",
+    }
 
 
 def test_check_shows_the_training_return_rsl_rl_logs(trained, tmp_path):
@@ -162,8 +179,17 @@ def test_check_shows_the_training_return_rsl_rl_logs(trained, tmp_path):
 
 def test_push_names_the_repo_by_the_seed_the_runner_config_holds(trained, tmp_path):
     """Isaac Lab run dirs are named by date: the seed comes from params/agent.yaml, as zoo check says."""
-    result = zoo("push", trained["mlp"].run_dir, "--hf-entity", "lab", "--episodes", "1", "--json",
-                 "--stage-dir", tmp_path / "stage")  # fmt: skip
+    result = zoo(
+        "push",
+        trained["mlp"].run_dir,
+        "--hf-entity",
+        "lab",
+        "--episodes",
+        "1",
+        "--json",
+        "--stage-dir",
+        tmp_path / "stage",
+    )
     assert result.exit_code == 0, result.stderr
     assert result.json()["repo_id"] == f"lab/{ENV_ID}-rsl_ppo-seed7"
     assert "--run-seed 7" in (tmp_path / "stage" / "README.md").read_text()
@@ -235,8 +261,16 @@ def onnx_session(module, args: tuple, path: Path, input_names, output_names):
 
     axes = {"obs": {0: "batch"}, "actions": {0: "batch"}}
     axes.update({name: {1: "batch"} for name in (*input_names, *output_names) if name[0] in "hc"})
-    torch.onnx.export(module, args, str(path), input_names=input_names, output_names=output_names,
-                      dynamic_axes=axes, dynamo=False, opset_version=17)  # fmt: skip
+    torch.onnx.export(
+        module,
+        args,
+        str(path),
+        input_names=input_names,
+        output_names=output_names,
+        dynamic_axes=axes,
+        dynamo=False,
+        opset_version=17,
+    )
     return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
 
@@ -283,8 +317,11 @@ def test_export_spec_of_a_recurrent_actor_carries_the_state_like_act(trained, ki
     policy = _policy(trained[kind])
     spec = policy.export_spec()
     layers = 1 if kind == "lstm" else 2
-    assert spec.recurrent is not None and (spec.recurrent.rnn_type, spec.recurrent.num_layers,
-                                           spec.recurrent.hidden_dim) == (kind, layers, 16)  # fmt: skip
+    assert spec.recurrent is not None and (
+        spec.recurrent.rnn_type,
+        spec.recurrent.num_layers,
+        spec.recurrent.hidden_dim,
+    ) == (kind, layers, 16)
     assert "zero the state of an env at the start of its episode" in spec.left_to_caller
     obs = sample_obs(policy, (steps, envs), seed=2)
     mask = np.arange(envs) < envs // 2
@@ -334,8 +371,11 @@ def test_export_spec_of_a_recurrent_actor_carries_the_state_like_act(trained, ki
         return step
 
     diffs = {}
-    for name, step, tol in (("eager", torch_step(spec.module), 1e-6), ("trace", torch_step(traced), 1e-5),
-                            ("onnx", onnx_step(session), 1e-5)):  # fmt: skip
+    for name, step, tol in (
+        ("eager", torch_step(spec.module), 1e-6),
+        ("trace", torch_step(traced), 1e-5),
+        ("onnx", onnx_step(session), 1e-5),
+    ):
         out = unroll(step)
         diffs[name] = float(np.abs(out - expected).max())
         assert out.shape == expected.shape == (steps, envs, 1) and diffs[name] <= tol, name
@@ -384,11 +424,20 @@ def test_export_spec_of_untrained_actor_variants_matches_act():
     obs = np.random.default_rng(4).uniform(-3.0, 3.0, (7, 2, 3)).astype(np.float32)
     for dist in (None, "HeteroscedasticGaussianDistribution", "BetaDistribution"):
         for norm, rnn in ((False, None), (True, "gru")):
-            arch = Architecture(obs_dim=6, action_dim=2, hidden_dims=(8,), activation="elu", obs_normalization=norm,
-                                distribution=dist and {"class_name": dist}, rnn_type=rnn,
-                                rnn_hidden_dim=5 if rnn else 0, rnn_num_layers=1 if rnn else 0)  # fmt: skip
-            policy = RslRlPolicy(build_model(arch), space, gym.spaces.Box(-1, 1, (2,)), clip_actions=None,
-                                 device="cpu", seed=0)  # fmt: skip
+            arch = Architecture(
+                obs_dim=6,
+                action_dim=2,
+                hidden_dims=(8,),
+                activation="elu",
+                obs_normalization=norm,
+                distribution=dist and {"class_name": dist},
+                rnn_type=rnn,
+                rnn_hidden_dim=5 if rnn else 0,
+                rnn_num_layers=1 if rnn else 0,
+            )
+            policy = RslRlPolicy(
+                build_model(arch), space, gym.spaces.Box(-1, 1, (2,)), clip_actions=None, device="cpu", seed=0
+            )
             if norm:
                 policy.model.obs_normalizer._mean.normal_()
             spec = policy.export_spec()
@@ -411,8 +460,12 @@ def test_legacy_model_state_dict_checkpoint_gives_the_same_returns(trained, kind
     run = trained[kind]
     legacy_dir = tmp_path / "logs" / "rsl_rl" / "legacy" / "2024-01-01_00-00-00"
     legacy_checkpoint(run.model, legacy_dir / "model_3.pt", normalizer_outside=kind == "mlp")
-    policy = {"class_name": "ActorCriticRecurrent" if kind == "lstm" else "ActorCritic", "activation": "elu",
-              "actor_hidden_dims": [32, 32], "rnn_type": "lstm" if kind == "lstm" else None}  # fmt: skip
+    policy = {
+        "class_name": "ActorCriticRecurrent" if kind == "lstm" else "ActorCritic",
+        "activation": "elu",
+        "actor_hidden_dims": [32, 32],
+        "rnn_type": "lstm" if kind == "lstm" else None,
+    }
     (legacy_dir / "params").mkdir()
     (legacy_dir / "params" / "agent.yaml").write_text(
         yaml.dump({"policy": policy, "algorithm": {"class_name": "PPO"}})
@@ -478,8 +531,9 @@ def test_cleanrl_and_rsl_rl_runs_side_by_side_are_each_claimed_once(trained, tmp
     (rsl / "model_3.pt").write_bytes(trained["mlp"].model.read_bytes())
     reports = zoo("check", tmp_path, "--json").json()
     assert sorted((r["run"]["framework"], Path(r["run"]["model_file"]).name) for r in reports) == [
-        ("cleanrl", "dqn.cleanrl_model"), ("rsl_rl", "model_3.pt"),
-    ]  # fmt: skip
+        ("cleanrl", "dqn.cleanrl_model"),
+        ("rsl_rl", "model_3.pt"),
+    ]
     rsl_report = next(r for r in reports if r["run"]["framework"] == "rsl_rl")
     assert "no params/agent.yaml or cfgs.pkl" in " ".join([rsl_report["reason"], *rsl_report["notes"]])
 
@@ -517,12 +571,15 @@ def test_config_that_contradicts_the_weights_is_one_error_line(trained, tmp_path
     assert reason in zoo("check", run_dir, "--json").json()[0]["reason"]
     result = zoo_eval(run_dir, tmp_path / "eval.json", "--env-id", ENV_ID)
     assert result.exit_code == 1 and reason in result.stderr  # the key named, as zoo check names it
-    wrong_env = zoo_eval(trained["mlp"].run_dir, tmp_path / "eval.json", "--env-id", "MountainCarContinuous-v0")
+    wrong_env = zoo_eval(
+        trained["mlp"].run_dir, tmp_path / "eval.json", "--env-id", "MountainCarContinuous-v0"
+    )
     assert wrong_env.exit_code == 1
     assert "the actor takes 3 observations, MountainCarContinuous-v0 gives 2" in wrong_env.stderr
     wrong_kind = zoo_eval(trained["mlp"].run_dir, tmp_path / "eval.json", "--env-id", "CartPole-v1")
-    assert wrong_kind.exit_code == 1 and "rsl_ppo acts on a Box action space; CartPole-v1's is Discrete(2)" in (
-        wrong_kind.stderr
+    assert (
+        wrong_kind.exit_code == 1
+        and "rsl_ppo acts on a Box action space; CartPole-v1's is Discrete(2)" in (wrong_kind.stderr)
     )
 
 
@@ -530,8 +587,9 @@ def test_config_that_contradicts_the_weights_is_one_error_line(trained, tmp_path
 def test_exports_score_like_the_checkpoint_with_state_handled(trained, kind, tmp_path):
     import onnxruntime as ort
 
-    sidecars = assert_exports_act_like_checkpoint(trained[kind].run_dir, tmp_path, "--env-id", ENV_ID,
-                                                  continuous=True, episodes=6, num_envs=3)  # fmt: skip
+    sidecars = assert_exports_act_like_checkpoint(
+        trained[kind].run_dir, tmp_path, "--env-id", ENV_ID, continuous=True, episodes=6, num_envs=3
+    )
     onnx_meta = sidecars["onnx"]
     assert (
         onnx_meta["normalization"]["kind"] == "rsl_rl_empirical" and onnx_meta["normalization_baked"] is True
@@ -548,8 +606,11 @@ def test_exports_score_like_the_checkpoint_with_state_handled(trained, kind, tmp
         recurrent["rnn_type"] == kind and recurrent["num_layers"] == layers and recurrent["hidden_dim"] == 16
     )
     assert recurrent["state_shape"] == [layers, "batch", 16]
-    expected = (["obs", "h_in", "c_in"], ["actions", "h_out", "c_out"]) if kind == "lstm" else (
-        ["obs", "h_in"], ["actions", "h_out"])  # fmt: skip
+    expected = (
+        (["obs", "h_in", "c_in"], ["actions", "h_out", "c_out"])
+        if kind == "lstm"
+        else (["obs", "h_in"], ["actions", "h_out"])
+    )
     assert names == expected and recurrent["inputs"] == expected[0] and recurrent["outputs"] == expected[1]
     h_in = session.get_inputs()[1]
     assert h_in.shape[0] == layers and isinstance(h_in.shape[1], str) and h_in.shape[2] == 16

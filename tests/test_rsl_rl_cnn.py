@@ -90,8 +90,9 @@ def test_export_spec_slices_the_groups_out_of_the_flat_input_like_act(rsl_cnn_ru
 
 
 def test_exports_score_like_the_checkpoint(rsl_cnn_run, tmp_path):
-    sidecars = assert_exports_act_like_checkpoint(rsl_cnn_run.run_dir, tmp_path, continuous=True, episodes=4,
-                                                  num_envs=2)  # fmt: skip
+    sidecars = assert_exports_act_like_checkpoint(
+        rsl_cnn_run.run_dir, tmp_path, continuous=True, episodes=4, num_envs=2
+    )
     for sidecar in sidecars.values():
         assert sidecar["parity"]["max_abs_diff"] <= 1e-5 and sidecar["obs_shape"] == [SIZE * SIZE + 2]
 
@@ -101,14 +102,20 @@ def test_what_zoo_cannot_rebuild_is_one_error_line(rsl_cnn_run, tmp_path):
     shutil.copytree(rsl_cnn_run.run_dir, run_dir)
     cfg = yaml.safe_load((run_dir / "params" / "agent.yaml").read_text())
     cases = {
-        "no cnn_cfg": ({**cfg, "actor": {k: v for k, v in cfg["actor"].items() if k != "cnn_cfg"}},
-                       "a CNNModel actor (images ['camera']) needs the cnn_cfg of the run's config"),
-        "other stride": ({**cfg, "actor": {**cfg["actor"], "cnn_cfg": {**CNN_CFG, "stride": 1}}},
-                         f"the weights do not fit the actor rebuilt for {ENV_ID}'s images: "
-                         "mlp.0.weight is (32, 34), the actor needs (32, 514)"),
-        "a group the env lacks": ({**cfg, "obs_groups": {"actor": ["velocity", "depth", "camera"]}},
-                                  "the actor reads the observation groups ['depth']"),
-    }  # fmt: skip
+        "no cnn_cfg": (
+            {**cfg, "actor": {k: v for k, v in cfg["actor"].items() if k != "cnn_cfg"}},
+            "a CNNModel actor (images ['camera']) needs the cnn_cfg of the run's config",
+        ),
+        "other stride": (
+            {**cfg, "actor": {**cfg["actor"], "cnn_cfg": {**CNN_CFG, "stride": 1}}},
+            f"the weights do not fit the actor rebuilt for {ENV_ID}'s images: "
+            "mlp.0.weight is (32, 34), the actor needs (32, 514)",
+        ),
+        "a group the env lacks": (
+            {**cfg, "obs_groups": {"actor": ["velocity", "depth", "camera"]}},
+            "the actor reads the observation groups ['depth']",
+        ),
+    }
     for name, (agent, reason) in cases.items():
         (run_dir / "params" / "agent.yaml").write_text(yaml.dump(agent))
         report = zoo("check", run_dir, "--json").json()[0]
@@ -128,14 +135,28 @@ def test_a_box_image_observation_is_the_cnns_one_group():
 
     torch.manual_seed(0)
     space = gym.spaces.Box(0, 255, (2, 9, 9), np.uint8)  # raw pixel values, as Atari-like envs give them
-    arch = Architecture(obs_dim=4, action_dim=2, hidden_dims=(8,), activation="elu", obs_normalization=False,
-                        distribution=None, cnns=(("policy", (2, 4)),),
-                        cnn_cfg={"output_channels": [4], "kernel_size": 3, "stride": 2, "global_pool": "avg"})  # fmt: skip
+    arch = Architecture(
+        obs_dim=4,
+        action_dim=2,
+        hidden_dims=(8,),
+        activation="elu",
+        obs_normalization=False,
+        distribution=None,
+        cnns=(("policy", (2, 4)),),
+        cnn_cfg={"output_channels": [4], "kernel_size": 3, "stride": 2, "global_pool": "avg"},
+    )
     layout = env_layout(space, arch, None, "actor", "Pixels-v0")
     assert layout.images == (("policy", (2, 9, 9)),) and not layout.vectors and not layout.from_dict
     assert "takes 2-channel images" in env_layout(gym.spaces.Box(0, 1, (3, 9, 9)), arch, None, "actor", "x")
-    policy = RslRlPolicy(build_model(arch, layout), space, gym.spaces.Box(-1, 1, (2,)), clip_actions=None,
-                         device="cpu", seed=0, layout=layout)  # fmt: skip
+    policy = RslRlPolicy(
+        build_model(arch, layout),
+        space,
+        gym.spaces.Box(-1, 1, (2,)),
+        clip_actions=None,
+        device="cpu",
+        seed=0,
+        layout=layout,
+    )
     obs = sample_batch(space, 32, np.random.default_rng(1))
     spec = policy.export_spec()
     assert spec.obs_shape == (2, 9, 9) and spec.normalization is None

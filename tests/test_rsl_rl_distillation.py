@@ -33,8 +33,9 @@ def rsl_distilled(tmp_path_factory) -> dict[str, Distilled]:
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("rsl_distill") / "logs" / "rsl_rl"
     try:
-        _, (teacher,) = train(root / "pendulum_teacher" / "2026-12-01_09-00-00", *configure("teacher"),
-                              checkpoints=1)  # fmt: skip
+        _, (teacher,) = train(
+            root / "pendulum_teacher" / "2026-12-01_09-00-00", *configure("teacher"), checkpoints=1
+        )
         runs = {}
         for kind in ("mlp", "gru"):
             cfg = student_cfg(kind if kind != "mlp" else None)
@@ -51,8 +52,10 @@ def test_check_reads_the_student_and_leaves_the_teacher(rsl_distilled):
     reports = zoo("check", rsl_distilled["mlp"].run_dir.parents[1], "--json").json()
     by_run = {Path(r["run"]["path"]).parent.name: r for r in reports}
     assert by_run["pendulum_teacher"]["details"]["model"] == "MLP 4-32-32-1 (elu, obs normalizer)"
-    models = {"mlp": "MLP 3-32-32-1 (elu, obs normalizer)",
-              "gru": "GRU(3->16)x2 + MLP 16-32-32-1 (elu, obs normalizer)"}  # fmt: skip
+    models = {
+        "mlp": "MLP 3-32-32-1 (elu, obs normalizer)",
+        "gru": "GRU(3->16)x2 + MLP 16-32-32-1 (elu, obs normalizer)",
+    }
     for kind, model in models.items():
         report = by_run[f"pendulum_student_{kind}"]
         assert report["status"] == "ok" and not any("algorithm" in note for note in report["notes"])
@@ -77,8 +80,9 @@ def test_eval_matches_the_runners_inference_policy_the_student(rsl_distilled, ki
 
 @pytest.mark.parametrize("kind", ["mlp", "gru"])
 def test_exports_the_student_and_score_like_the_checkpoint(rsl_distilled, kind, tmp_path):
-    sidecars = assert_exports_act_like_checkpoint(rsl_distilled[kind].run_dir, tmp_path, continuous=True, episodes=4,
-                                                  num_envs=2)  # fmt: skip
+    sidecars = assert_exports_act_like_checkpoint(
+        rsl_distilled[kind].run_dir, tmp_path, continuous=True, episodes=4, num_envs=2
+    )
     for sidecar in sidecars.values():
         assert sidecar["obs_groups"] == {"policy": {"start": 0, "dim": 3, "shape": [3]}}
         assert sidecar["parity"]["max_abs_diff"] <= 1e-5 and sidecar["is_recurrent"] is (kind == "gru")

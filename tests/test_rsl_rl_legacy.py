@@ -27,13 +27,27 @@ ISAAC_PPO = "logs/rsl_rl/pendulum_ppo_3.1.1/2025-06-01_12-00-00"
 ISAAC_STUDENT = "logs/rsl_rl/pendulum_distill_3.1.1/2025-06-01_13-00-00"
 #: What zoo check says of each: (checkpoint layout, policy, model).
 EXPECTED = {
-    GENESIS_MLP: ("model_state_dict (rsl-rl-lib < 4 ActorCritic)", "actor", "MLP 3-32-32-1 (elu, obs normalizer)"),
-    GENESIS_LSTM: ("model_state_dict (rsl-rl-lib < 4 ActorCritic)", "actor",
-                   "LSTM(3->16)x1 + MLP 16-32-32-1 (elu, obs normalizer)"),
-    ISAAC_PPO: ("model_state_dict (rsl-rl-lib < 4 ActorCritic)", "actor", "MLP 3-32-32-1 (elu, obs normalizer)"),
-    ISAAC_STUDENT: ("model_state_dict (rsl-rl-lib < 4 StudentTeacher)", "student",
-                    "MLP 3-32-32-1 (elu, obs normalizer)"),
-}  # fmt: skip
+    GENESIS_MLP: (
+        "model_state_dict (rsl-rl-lib < 4 ActorCritic)",
+        "actor",
+        "MLP 3-32-32-1 (elu, obs normalizer)",
+    ),
+    GENESIS_LSTM: (
+        "model_state_dict (rsl-rl-lib < 4 ActorCritic)",
+        "actor",
+        "LSTM(3->16)x1 + MLP 16-32-32-1 (elu, obs normalizer)",
+    ),
+    ISAAC_PPO: (
+        "model_state_dict (rsl-rl-lib < 4 ActorCritic)",
+        "actor",
+        "MLP 3-32-32-1 (elu, obs normalizer)",
+    ),
+    ISAAC_STUDENT: (
+        "model_state_dict (rsl-rl-lib < 4 StudentTeacher)",
+        "student",
+        "MLP 3-32-32-1 (elu, obs normalizer)",
+    ),
+}
 
 
 @pytest.fixture
@@ -80,6 +94,7 @@ def test_eval_reproduces_the_old_runners_inference_policy(runs, name, tmp_path):
 
 def test_an_old_student_exports_like_it_evaluates(runs, tmp_path):
     """Once renamed, an old policy is a 5.x model: one export (legacy names, distillation) stands for all."""
-    sidecars = assert_exports_act_like_checkpoint(runs / ISAAC_STUDENT, tmp_path, continuous=True, episodes=4,
-                                                  num_envs=2)  # fmt: skip
+    sidecars = assert_exports_act_like_checkpoint(
+        runs / ISAAC_STUDENT, tmp_path, continuous=True, episodes=4, num_envs=2
+    )
     assert all(sidecar["parity"]["max_abs_diff"] <= 1e-5 for sidecar in sidecars.values())

@@ -47,8 +47,12 @@ def test_config_tags_read_tuples_and_ordered_dicts_and_build_nothing_else():
         "local: !custom 3\n"
         "kwargs: !!python/object/apply:collections.OrderedDict\n- - - lr\n    - 0.001\n"
     )
-    assert safeyaml.loads(text, tags="config") == {"sizes": [64, 64], "hook": None, "local": None,
-                                                   "kwargs": {"lr": 0.001}}  # fmt: skip
+    assert safeyaml.loads(text, tags="config") == {
+        "sizes": [64, 64],
+        "hook": None,
+        "local": None,
+        "kwargs": {"lr": 0.001},
+    }
 
 
 def test_read_bounds_the_file_and_names_it(tmp_path):
@@ -109,9 +113,10 @@ def test_python_tags_that_execute_are_named_by_key_and_inert_ones_are_not():
     )
     assert [(t.key, t.effect) for t in safeyaml.python_tags(hostile)] == [
         ("events.reset.params.hook", "builds a subprocess.Popen object (running its class's code)"),
-        ("more[1]", "imports os.system"), ("more[2]", "imports subprocess"),
+        ("more[1]", "imports os.system"),
+        ("more[2]", "imports subprocess"),
         ("more[3]", "builds a pathlib.Path object (running its class's code)"),
-    ]  # fmt: skip
+    ]
 
 
 def test_stripping_removes_only_the_tagged_keys_and_the_unsafe_loader_then_runs_nothing(tmp_path):

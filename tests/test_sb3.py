@@ -203,13 +203,20 @@ def models(tmp_path_factory):
             model.learn(100).save(root / algo.__name__.lower() / "Pendulum-v1.zip")
         grid = PPO("MlpPolicy", "ZooSB3Grid-v0", n_steps=64, batch_size=32, n_epochs=1, seed=0)
         grid.learn(64).save(root / "grid" / "ppo-ZooSB3Grid-v0.zip")
-        her = SAC("MultiInputPolicy", "ZooSB3Goal-v0", replay_buffer_class=HerReplayBuffer,
-                  replay_buffer_kwargs={"n_sampled_goal": 2}, learning_starts=64, seed=0)  # fmt: skip
+        her = SAC(
+            "MultiInputPolicy",
+            "ZooSB3Goal-v0",
+            replay_buffer_class=HerReplayBuffer,
+            replay_buffer_kwargs={"n_sampled_goal": 2},
+            learning_starts=64,
+            seed=0,
+        )
         her.learn(200).save(root / "goal" / "sac-ZooSB3Goal-v0.zip")
         cnn = PPO("CnnPolicy", "ZooSB3Image-v0", n_steps=64, batch_size=32, n_epochs=1, seed=0)
         cnn.learn(64).save(root / "image" / "ppo-ZooSB3Image-v0.zip")
-        hardtanh = PPO("MlpPolicy", "CartPole-v1", n_steps=64, seed=0,
-                       policy_kwargs={"activation_fn": torch.nn.Hardtanh})  # fmt: skip
+        hardtanh = PPO(
+            "MlpPolicy", "CartPole-v1", n_steps=64, seed=0, policy_kwargs={"activation_fn": torch.nn.Hardtanh}
+        )
         hardtanh.save(root / "custom" / "ppo-CartPole-v1.zip")  # benign, but not on zoo's allowlist
     finally:
         torch.set_num_threads(threads)
@@ -259,8 +266,23 @@ def _sb3_episodes(model_file: Path, algo: str, env_id: str, stats: Path | None =
 
 def _zoo_episodes(target: Path, *args: str, episodes: int = EPISODES):
     """``zoo eval --json``: eval.json and its episodes as (env index, return, length)."""
-    result = zoo("eval", target, "--quiet", "--json", "-n", str(episodes), "--num-envs", str(NUM_ENVS),
-                 "--seed", str(SEED), "--device", "cpu", "--out", target.parent / "zoo-eval.json", *args)  # fmt: skip
+    result = zoo(
+        "eval",
+        target,
+        "--quiet",
+        "--json",
+        "-n",
+        str(episodes),
+        "--num-envs",
+        str(NUM_ENVS),
+        "--seed",
+        str(SEED),
+        "--device",
+        "cpu",
+        "--out",
+        target.parent / "zoo-eval.json",
+        *args,
+    )
     assert result.exit_code == 0, result.stderr
     data = result.json()
     assert data["framework"] == "sb3" and data["deterministic"] is True
@@ -277,22 +299,44 @@ def _check(target: Path, *args: str) -> dict:
 def test_check_reports_algorithm_policy_spaces_versions_and_stats(models):
     import stable_baselines3
 
-    reports = {str(Path(r["run"]["model_file"]).relative_to(models)): r
-               for r in zoo("check", models, "--json").json()}  # fmt: skip
+    reports = {
+        str(Path(r["run"]["model_file"]).relative_to(models)): r
+        for r in zoo("check", models, "--json").json()
+    }
     pendulum, box1, box2 = "Pendulum-v1", "Box(-2.0, 2.0, (1,), float32)", "Box(-1.0, 1.0, (2,), float32)"
     expected = {  # file -> (exp_name, policy class, env id, action space)
-        "hub/ppo-CartPole-v1.zip": ("sb3_ppo", "common.policies.ActorCriticPolicy", "CartPole-v1", "Discrete(2)"),
+        "hub/ppo-CartPole-v1.zip": (
+            "sb3_ppo",
+            "common.policies.ActorCriticPolicy",
+            "CartPole-v1",
+            "Discrete(2)",
+        ),
         "lone/DQN.zip": ("sb3_dqn", "dqn.policies.DQNPolicy", None, "Discrete(2)"),
         "hub/sac-Pendulum-v1.zip": ("sb3_sac", "sac.policies.SACPolicy", pendulum, box1),
-        "logs/ppo/Pendulum-v1_1/Pendulum-v1.zip": ("sb3_ppo", "common.policies.ActorCriticPolicy", pendulum, box1),
+        "logs/ppo/Pendulum-v1_1/Pendulum-v1.zip": (
+            "sb3_ppo",
+            "common.policies.ActorCriticPolicy",
+            pendulum,
+            box1,
+        ),
         "dict/model.zip": ("sb3_ppo", "common.policies.MultiInputActorCriticPolicy", "ZooSB3Dict-v0", box2),
-        "image/ppo-ZooSB3Image-v0.zip": ("sb3_ppo", "common.policies.ActorCriticCnnPolicy", "ZooSB3Image-v0", "Discrete(3)"),
-        "grid/ppo-ZooSB3Grid-v0.zip": ("sb3_ppo", "common.policies.ActorCriticPolicy", "ZooSB3Grid-v0", "Discrete(4)"),
+        "image/ppo-ZooSB3Image-v0.zip": (
+            "sb3_ppo",
+            "common.policies.ActorCriticCnnPolicy",
+            "ZooSB3Image-v0",
+            "Discrete(3)",
+        ),
+        "grid/ppo-ZooSB3Grid-v0.zip": (
+            "sb3_ppo",
+            "common.policies.ActorCriticPolicy",
+            "ZooSB3Grid-v0",
+            "Discrete(4)",
+        ),
         "goal/sac-ZooSB3Goal-v0.zip": ("sb3_sac", "sac.policies.MultiInputPolicy", "ZooSB3Goal-v0", box2),
         "a2c/CartPole-v1.zip": ("sb3_a2c", "common.policies.ActorCriticPolicy", "CartPole-v1", "Discrete(2)"),
         "td3/Pendulum-v1.zip": ("sb3_td3", "td3.policies.TD3Policy", pendulum, box1),
         "ddpg/Pendulum-v1.zip": ("sb3_ddpg", "td3.policies.TD3Policy", pendulum, box1),
-    }  # fmt: skip
+    }
     assert set(reports) == set(expected) | {"custom/ppo-CartPole-v1.zip"}
     for name, (exp_name, policy, env_id, action_space) in expected.items():
         r = reports[name]
@@ -353,8 +397,9 @@ def test_cleanrl_runs_and_other_zips_are_not_sb3_runs(models, tmp_path):
     )
     reports = zoo("check", tmp_path / "runs", "--json").json()
     assert sorted((r["run"]["framework"], r["run"]["exp_name"]) for r in reports) == [
-        ("cleanrl", "dqn"), ("sb3", "sb3_ppo")
-    ]  # fmt: skip
+        ("cleanrl", "dqn"),
+        ("sb3", "sb3_ppo"),
+    ]
     alone = zoo("check", tmp_path / "runs" / "data.zip", "--json")
     assert alone.exit_code == 0 and alone.json()[0]["status"] == "warning"
     assert "not a Stable-Baselines3 model" in alone.json()[0]["reason"]
@@ -436,7 +481,10 @@ def test_eval_is_deterministic_by_registry_default_and_seeded_when_stochastic(mo
 def test_wrong_env_or_algorithm_is_one_clear_error(models):
     dqn = models / "lone" / "DQN.zip"
     wrong_env = zoo("eval", dqn, "--quiet", "--env-id", "Pendulum-v1")
-    assert wrong_env.exit_code == 1 and "sb3_dqn acts on a Discrete action space; Pendulum-v1's is Box(1,)" in wrong_env.stderr
+    assert (
+        wrong_env.exit_code == 1
+        and "sb3_dqn acts on a Discrete action space; Pendulum-v1's is Box(1,)" in wrong_env.stderr
+    )
     wrong_algo = zoo("eval", dqn, "--quiet", "--env-id", "CartPole-v1", "--exp-name", "sb3_ppo")
     assert wrong_algo.exit_code == 1 and "holds an SB3 DQN model" in wrong_algo.stderr
     unknown = zoo("eval", dqn, "--quiet")
@@ -492,8 +540,16 @@ def _onnx_session(module, example: torch.Tensor, path: Path):
 
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, (example,), str(path), dynamo=False, input_names=["obs"], output_names=["actions"],
-                          dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}}, opset_version=17)  # fmt: skip
+        torch.onnx.export(
+            module,
+            (example,),
+            str(path),
+            dynamo=False,
+            input_names=["obs"],
+            output_names=["actions"],
+            dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}},
+            opset_version=17,
+        )
     return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
 
@@ -545,8 +601,13 @@ def test_export_bakes_vecnormalize(models, relpath, env_id, keys):
 
     policy = _sb3_policy(models, relpath, "PPO", env_id)
     spec = policy.export_spec()
-    assert spec.normalization == {"kind": "sb3_vecnormalize", "keys": keys, "epsilon": 1e-8, "clip_obs": 10.0,
-                                  "formula": "clip((x - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)"}  # fmt: skip
+    assert spec.normalization == {
+        "kind": "sb3_vecnormalize",
+        "keys": keys,
+        "epsilon": 1e-8,
+        "clip_obs": 10.0,
+        "formula": "clip((x - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)",
+    }
     assert spec.baked[0].startswith("VecNormalize observation normalization")
     obs = _raw_obs(policy)
     x = torch.as_tensor(flatten_obs(obs, spec.obs_groups))
@@ -573,8 +634,10 @@ def test_sb3_1x_data_layout_still_loads(models, tmp_path):
     def as_1x(data):
         data["policy_kwargs"] = {"net_arch": [{"pi": [32], "vf": [16]}]}
         for key in ("lr_schedule", "clip_range"):  # 1.x: constant_fn's closure, pickled by value
-            data[key] = {":type:": "<class 'function'>",
-                         ":serialized:": base64.b64encode(cloudpickle.dumps(lambda _: 3e-4)).decode()}  # fmt: skip
+            data[key] = {
+                ":type:": "<class 'function'>",
+                ":serialized:": base64.b64encode(cloudpickle.dumps(lambda _: 3e-4)).decode(),
+            }
 
     old = _rewrite(src, tmp_path / "old" / "ppo-CartPole-v1.zip", as_1x, version="1.6.2")
     report = _check(old)
@@ -709,15 +772,27 @@ def _without(src: Path, dst: Path, member: str, content: bytes | None = None) ->
 @pytest.mark.parametrize(
     ("relpath", "member", "content", "said"),
     [
-        ("hub/ppo-CartPole-v1.zip", "policy.optimizer.pth", None,
-         "policy.optimizer.pth is missing: SB3's PPO.load fails without it"),
-        ("hub/sac-Pendulum-v1.zip", "critic.optimizer.pth", b"not a torch file",
-         "critic.optimizer.pth does not load with torch.load(weights_only=True), so SB3's load fails: not a torch"),
-        ("hub/ppo-CartPole-v1.zip", "pytorch_variables.pth", b"PK\x03\x04 cut short",
-         "pytorch_variables.pth does not load with torch.load(weights_only=True)"),
+        (
+            "hub/ppo-CartPole-v1.zip",
+            "policy.optimizer.pth",
+            None,
+            "policy.optimizer.pth is missing: SB3's PPO.load fails without it",
+        ),
+        (
+            "hub/sac-Pendulum-v1.zip",
+            "critic.optimizer.pth",
+            b"not a torch file",
+            "critic.optimizer.pth does not load with torch.load(weights_only=True), so SB3's load fails: not a torch",
+        ),
+        (
+            "hub/ppo-CartPole-v1.zip",
+            "pytorch_variables.pth",
+            b"PK\x03\x04 cut short",
+            "pytorch_variables.pth does not load with torch.load(weights_only=True)",
+        ),
         ("hub/sac-Pendulum-v1.zip", "pytorch_variables.pth", None, None),  # SB3 keeps a fresh ent_coef
     ],
-)  # fmt: skip
+)
 def test_members_sb3_cannot_load_are_warnings_and_sb3_agrees(
     models, tmp_path, relpath, member, content, said
 ):
@@ -870,8 +945,14 @@ def test_trust_pickle_falls_back_to_sb3_load(models):
 )
 def test_exports_score_like_the_checkpoint_episode_for_episode(models, relpath, env_id, tmp_path):
     args = ("--env-id", env_id) if relpath.startswith("lone") else ()
-    sidecars = assert_exports_act_like_checkpoint(models / relpath, tmp_path, *args, episodes=4, num_envs=2,
-                                                  continuous=env_id in ("Pendulum-v1", "ZooSB3Dict-v0", "ZooSB3Goal-v0"))  # fmt: skip
+    sidecars = assert_exports_act_like_checkpoint(
+        models / relpath,
+        tmp_path,
+        *args,
+        episodes=4,
+        num_envs=2,
+        continuous=env_id in ("Pendulum-v1", "ZooSB3Dict-v0", "ZooSB3Goal-v0"),
+    )
     meta = sidecars["onnx"]
     assert meta["framework"] == "sb3" and meta["task"] == env_id
     assert meta["normalization_baked"] is relpath.startswith(("logs", "dict"))
@@ -881,9 +962,11 @@ def test_exports_score_like_the_checkpoint_episode_for_episode(models, relpath, 
         assert meta["obs_dim"] == sum(g["dim"] for g in groups.values())
         assert meta["normalization"]["keys"] == ["pos"]
     if relpath.startswith("goal"):  # HER's goal-conditioned Dict: sorted keys, each a slice of obs
-        assert meta["obs_groups"] == {"achieved_goal": {"start": 0, "dim": 2, "shape": [2]},
-                                      "desired_goal": {"start": 2, "dim": 2, "shape": [2]},
-                                      "observation": {"start": 4, "dim": 2, "shape": [2]}}  # fmt: skip
+        assert meta["obs_groups"] == {
+            "achieved_goal": {"start": 0, "dim": 2, "shape": [2]},
+            "desired_goal": {"start": 2, "dim": 2, "shape": [2]},
+            "observation": {"start": 4, "dim": 2, "shape": [2]},
+        }
     if relpath == "hub/ppo-CartPole-v1.zip":
         # torch's dynamo exporter writes an opset-18 ReduceLogSumExp (from torch.distributions.Categorical)
         # into an opset-17 file, which the ONNX checker rejects: auto falls back to legacy and says why.
@@ -959,8 +1042,11 @@ def test_push_refuses_code_for_downloaders_and_strip_unsafe_publishes_what_sb3_a
     run = tmp_path / "logs" / "ppo" / "Pendulum-v1_1"
     shutil.copytree(source, run)
     payload = base64.b64encode(pickle.dumps(Canary(canary), protocol=4)).decode()
-    _rewrite(source / "Pendulum-v1.zip", run / "Pendulum-v1.zip",
-             lambda data: data["lr_schedule"].update({":serialized:": payload}))  # fmt: skip
+    _rewrite(
+        source / "Pendulum-v1.zip",
+        run / "Pendulum-v1.zip",
+        lambda data: data["lr_schedule"].update({":serialized:": payload}),
+    )
     config = OrderedDict(
         [("n_timesteps", 256), ("normalize", True), ("policy", "MlpPolicy"), ("env_wrapper", "X")]
     )
@@ -974,16 +1060,32 @@ def test_push_refuses_code_for_downloaders_and_strip_unsafe_publishes_what_sb3_a
     stage = tmp_path / "stage"
     refused = zoo("push", run, "--repo-id", "me/ppo-Pendulum-v1", "-n", "2", "--stage-dir", stage)
     assert refused.exit_code == 3 and refused.stderr.count("error:") == 1 and not stage.exists()
-    assert "refusing to push: Pendulum-v1.zip: data['lr_schedule'] is an unsafe pickle: SB3's load would call " \
-           "posix.system (and 1 more)" in " ".join(refused.stderr.split())  # fmt: skip
+    assert (
+        "refusing to push: Pendulum-v1.zip: data['lr_schedule'] is an unsafe pickle: SB3's load would call "
+        "posix.system (and 1 more)" in " ".join(refused.stderr.split())
+    )
     assert "--strip-unsafe" in refused.stderr and "Traceback" not in refused.stderr
 
-    pushed = zoo("push", run, "--repo-id", "me/ppo-Pendulum-v1", "-n", "2", "--stage-dir", stage, "--strip-unsafe",
-                 "--json")  # fmt: skip
+    pushed = zoo(
+        "push",
+        run,
+        "--repo-id",
+        "me/ppo-Pendulum-v1",
+        "-n",
+        "2",
+        "--stage-dir",
+        stage,
+        "--strip-unsafe",
+        "--json",
+    )
     assert pushed.exit_code == 0, pushed.stderr
     listed = pushed.json()
-    assert listed["stripped"] == {"Pendulum-v1.zip": ["data['lr_schedule']"], "ppo-Pendulum-v1.zip": ["data['lr_schedule']"],
-                                  "Pendulum-v1/config.yml": ["env_wrapper"], "config.yml": ["env_wrapper"]}  # fmt: skip
+    assert listed["stripped"] == {
+        "Pendulum-v1.zip": ["data['lr_schedule']"],
+        "ppo-Pendulum-v1.zip": ["data['lr_schedule']"],
+        "Pendulum-v1/config.yml": ["env_wrapper"],
+        "config.yml": ["env_wrapper"],
+    }
     what = {f["name"]: f["what"] for f in listed["files"]}
     assert what["ppo-Pendulum-v1.zip"].endswith("stripped of data['lr_schedule']")
     assert not canary.exists()  # zoo evaluated the run for the card and staged it: nothing ran
@@ -1017,10 +1119,11 @@ def test_a_gsde_policy_exports_and_releases_like_its_checkpoint(tmp_path):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        PPO("MlpPolicy", "Pendulum-v1", use_sde=True, n_steps=64, batch_size=64, n_epochs=1, seed=0).learn(64).save(
-            tmp_path / "ppo-Pendulum-v1.zip"
-        )
+        PPO("MlpPolicy", "Pendulum-v1", use_sde=True, n_steps=64, batch_size=64, n_epochs=1, seed=0).learn(
+            64
+        ).save(tmp_path / "ppo-Pendulum-v1.zip")
     finally:
         torch.set_num_threads(threads)
-    assert_exports_act_like_checkpoint(tmp_path / "ppo-Pendulum-v1.zip", tmp_path, episodes=2, num_envs=2,
-                                       continuous=True)  # fmt: skip
+    assert_exports_act_like_checkpoint(
+        tmp_path / "ppo-Pendulum-v1.zip", tmp_path, episodes=2, num_envs=2, continuous=True
+    )

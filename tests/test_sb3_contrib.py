@@ -129,16 +129,19 @@ def _zoo_rollout(policy, env_id: str):
 
 # ----------------------------------------------------------------------------- check
 def test_check_names_every_algorithm_from_the_zip_and_its_layout(contrib_models):
-    reports = {str(Path(r["run"]["model_file"]).relative_to(contrib_models)): r
-               for r in zoo("check", contrib_models, "--json").json()}  # fmt: skip
+    reports = {
+        str(Path(r["run"]["model_file"]).relative_to(contrib_models)): r
+        for r in zoo("check", contrib_models, "--json").json()
+    }
     assert set(reports) == set(IDS)
     policy_classes = {
-        "QRDQN": "sb3_contrib.qrdqn.policies.QRDQNPolicy", "TQC": "sb3_contrib.tqc.policies.TQCPolicy",
+        "QRDQN": "sb3_contrib.qrdqn.policies.QRDQNPolicy",
+        "TQC": "sb3_contrib.tqc.policies.TQCPolicy",
         "TRPO": "stable_baselines3.common.policies.ActorCriticPolicy",
         "CrossQ": "sb3_contrib.crossq.policies.CrossQPolicy",
         "RecurrentPPO": "sb3_contrib.common.recurrent.policies.RecurrentActorCriticPolicy",
         "MaskablePPO": "sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy",
-    }  # fmt: skip
+    }
     names = {"RecurrentPPO": "ppo_lstm", "MaskablePPO": "ppo_mask"}
     for relpath, algo, env_id, _ in MODELS:
         r = reports[relpath]
@@ -200,8 +203,22 @@ def test_maskable_parity_needs_the_env_masks(contrib_models):
 def test_stochastic_eval_is_seeded(contrib_models, relpath):
     """Epsilon-greedy (QR-DQN) or sampled (the rest) from the policy's own seeded generators."""
     target = contrib_models / relpath
-    runs = [zoo("eval", target, "--quiet", "--json", "-n", "4", "--stochastic", "--seed", "1",
-                "--out", target.parent / "s.json") for _ in range(2)]  # fmt: skip
+    runs = [
+        zoo(
+            "eval",
+            target,
+            "--quiet",
+            "--json",
+            "-n",
+            "4",
+            "--stochastic",
+            "--seed",
+            "1",
+            "--out",
+            target.parent / "s.json",
+        )
+        for _ in range(2)
+    ]
     assert runs[0].exit_code == 0, runs[0].stderr
     first, again = ([(e["return"], e["length"]) for e in r.json()["episodes"]] for r in runs)
     assert runs[0].json()["deterministic"] is False and first == again
@@ -216,8 +233,9 @@ EXPORTED = [model for model in MODELS if model[0] not in (LSTM, MASKED)]
 
 
 @pytest.mark.parametrize(("relpath", "algo", "env_id", "continuous"), EXPORTED, ids=[m[0] for m in EXPORTED])
-def test_exports_score_like_the_checkpoint_episode_for_episode(contrib_models, tmp_path, relpath, algo, env_id,
-                                                               continuous):  # fmt: skip
+def test_exports_score_like_the_checkpoint_episode_for_episode(
+    contrib_models, tmp_path, relpath, algo, env_id, continuous
+):
     sidecars = assert_exports_act_like_checkpoint(
         contrib_models / relpath, tmp_path, episodes=4, num_envs=2, continuous=continuous
     )
@@ -355,8 +373,11 @@ def test_a_weights_tensor_whose_storage_runs_code_is_an_error_and_ars_load_runs_
             return torch.storage._load_from_bytes, (legacy.getvalue(),)
 
     payload = base64.b64encode(cloudpickle.dumps(Storage())).decode()
-    planted = _rewrite(contrib_models / "hub/ars-Pendulum-v1.zip", tmp_path / "hub" / "ars-Pendulum-v1.zip",
-                       lambda data: data["weights"].update({":serialized:": payload}))  # fmt: skip
+    planted = _rewrite(
+        contrib_models / "hub/ars-Pendulum-v1.zip",
+        tmp_path / "hub" / "ars-Pendulum-v1.zip",
+        lambda data: data["weights"].update({":serialized:": payload}),
+    )
     report = _check(planted)
     assert report["status"] == "error" and report["reason"] == (
         "ars-Pendulum-v1.zip: data['weights'] holds a tensor that torch.load(weights_only=False) reads from a "

@@ -72,8 +72,18 @@ def skrl_runs(tmp_path_factory):
         bare(run, bare_run)
         model_config = root / "pendulum_policy.yaml"
         model_config.write_text(yaml.safe_dump(cfg["models"]["policy"]))
-        return {"root": root, "logs": logs, "run": run, "v1": v1_run, "separate": separate, "bare": bare_run,
-                "final": final, "cfg": cfg, "shared_cfg": shared_cfg, "model_config": model_config}  # fmt: skip
+        return {
+            "root": root,
+            "logs": logs,
+            "run": run,
+            "v1": v1_run,
+            "separate": separate,
+            "bare": bare_run,
+            "final": final,
+            "cfg": cfg,
+            "shared_cfg": shared_cfg,
+            "model_config": model_config,
+        }
     finally:
         torch.set_num_threads(threads)
 
@@ -149,8 +159,9 @@ def test_eval_without_agent_config_needs_a_model_config(skrl_runs, skrl_referenc
     failed = zoo("eval", bare, "--quiet", "--env-id", "Pendulum-v1", "--out", tmp_path / "x.json")
     assert failed.exit_code == 1 and "activation functions are unknown" in failed.stderr
     assert "Traceback" not in failed.stderr
-    returns = _eval_returns(bare, tmp_path / "bare.json", "--env-id", "Pendulum-v1",
-                            "--model-config", skrl_runs["model_config"])  # fmt: skip
+    returns = _eval_returns(
+        bare, tmp_path / "bare.json", "--env-id", "Pendulum-v1", "--model-config", skrl_runs["model_config"]
+    )
     assert returns == skrl_reference
 
 
@@ -165,8 +176,17 @@ def test_eval_takes_the_env_id_check_reports_from_params_env_yaml(skrl_runs, tmp
 def test_model_config_that_contradicts_the_weights_is_one_error_line(skrl_runs, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"layers": [64, 64], "activations": "relu"}))
-    result = zoo("eval", skrl_runs["bare"], "--quiet", "--env-id", "Pendulum-v1", "--out", tmp_path / "x.json",
-                 "--model-config", bad)  # fmt: skip
+    result = zoo(
+        "eval",
+        skrl_runs["bare"],
+        "--quiet",
+        "--env-id",
+        "Pendulum-v1",
+        "--out",
+        tmp_path / "x.json",
+        "--model-config",
+        bad,
+    )
     assert (
         result.exit_code == 1
         and "declares hidden layers [64, 64], the weights have [32, 32]" in result.stderr

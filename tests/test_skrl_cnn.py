@@ -71,18 +71,33 @@ def _lying_config(tmp_path, change) -> str:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda p: p["network"][0]["layers"][0]["conv2d"].update(stride=1),
-         "policy's conv2d layers give 800 features for [12, 12, 3] images, net_container.0 takes 200"),
-        (lambda p: p["network"][0]["layers"][0]["conv2d"].update(kernel_size=5),
-         "declares hidden layers [conv2d(8, 5x5), conv2d(8, 3x3), 32], the weights have [conv2d(8, 3x3), "
-         "conv2d(8, 3x3), 32]"),
-        (lambda p: p["network"][0].update(input="OBSERVATIONS"),
-         "policy's first conv2d takes 3 channels, the env's images have 12 (shape [12, 12, 3])"),
-        (lambda p: p["network"][0]["layers"].pop(), "(linear) follows a conv2d layer without a flatten between"),
-        (lambda p: p["network"][1].update(input="OBSERVATIONS"), "zoo rebuilds networks whose containers chain"),
-        (lambda p: p["network"][0].update(input="OBSERVATIONS / 255"), "network input 'OBSERVATIONS / 255' is not supported"),
+        (
+            lambda p: p["network"][0]["layers"][0]["conv2d"].update(stride=1),
+            "policy's conv2d layers give 800 features for [12, 12, 3] images, net_container.0 takes 200",
+        ),
+        (
+            lambda p: p["network"][0]["layers"][0]["conv2d"].update(kernel_size=5),
+            "declares hidden layers [conv2d(8, 5x5), conv2d(8, 3x3), 32], the weights have [conv2d(8, 3x3), "
+            "conv2d(8, 3x3), 32]",
+        ),
+        (
+            lambda p: p["network"][0].update(input="OBSERVATIONS"),
+            "policy's first conv2d takes 3 channels, the env's images have 12 (shape [12, 12, 3])",
+        ),
+        (
+            lambda p: p["network"][0]["layers"].pop(),
+            "(linear) follows a conv2d layer without a flatten between",
+        ),
+        (
+            lambda p: p["network"][1].update(input="OBSERVATIONS"),
+            "zoo rebuilds networks whose containers chain",
+        ),
+        (
+            lambda p: p["network"][0].update(input="OBSERVATIONS / 255"),
+            "network input 'OBSERVATIONS / 255' is not supported",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_config_that_contradicts_the_conv_weights_is_one_error_line(
     skrl_cnn_run, change, message, tmp_path
 ):

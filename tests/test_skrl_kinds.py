@@ -77,8 +77,9 @@ def test_check_reports_each_kind_and_the_critics_scaler_as_not_applied(skrl_kind
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_exports_act_like_the_checkpoint(skrl_kind_runs, name, tmp_path):
-    sidecars = assert_exports_act_like_checkpoint(skrl_kind_runs[name][0], tmp_path, continuous=name != "categorical",
-                                                  episodes=6)  # fmt: skip
+    sidecars = assert_exports_act_like_checkpoint(
+        skrl_kind_runs[name][0], tmp_path, continuous=name != "categorical", episodes=6
+    )
     meta = sidecars["onnx"]
     assert meta["framework"] == "skrl" and meta["is_recurrent"] is False
     if name == "categorical":
@@ -111,12 +112,24 @@ def _with_policy(run, tmp_path, **changes):
 @pytest.mark.parametrize(
     ("name", "changes", "message"),
     [
-        ("categorical", {"class": "GaussianMixin"}, "(a gaussian policy, as lying.yaml says) acts on a Box action space; CartPole-v1's is Discrete(2)"),
-        ("multivariate", {"class": "CategoricalMixin"}, "(a categorical policy, as lying.yaml says) acts on a Discrete action space; Pendulum-v1's is Box(1,)"),
+        (
+            "categorical",
+            {"class": "GaussianMixin"},
+            "(a gaussian policy, as lying.yaml says) acts on a Box action space; CartPole-v1's is Discrete(2)",
+        ),
+        (
+            "multivariate",
+            {"class": "CategoricalMixin"},
+            "(a categorical policy, as lying.yaml says) acts on a Discrete action space; Pendulum-v1's is Box(1,)",
+        ),
         ("asymmetric", {"network": mlp("STATES")}, "the policy reads STATES (skrl 2.x's privileged state)"),
-        ("categorical", {"network": mlp(layers=(64, 32))}, "declares hidden layers [64, 32], the weights have [32, 32]"),
+        (
+            "categorical",
+            {"network": mlp(layers=(64, 32))},
+            "declares hidden layers [64, 32], the weights have [32, 32]",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_config_that_contradicts_the_run_is_one_error_line(
     skrl_kind_runs, name, changes, message, tmp_path
 ):

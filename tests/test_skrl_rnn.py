@@ -23,8 +23,13 @@ EPISODES, NUM_ENVS = 6, 4
 def _model_config(rnn_type: str, **changes) -> dict:
     """What the user writes for zoo: the policy's class, its RNN, the MLP after it and the output."""
     _, mixin, output = RUNS[rnn_type]
-    return {"class": mixin, "rnn": {"class": rnn_type.upper(), "num_layers": 1, "hidden_size": HIDDEN},
-            "network": mlp(layers=(32,), activations="relu"), "output": output, **changes}  # fmt: skip
+    return {
+        "class": mixin,
+        "rnn": {"class": rnn_type.upper(), "num_layers": 1, "hidden_size": HIDDEN},
+        "network": mlp(layers=(32,), activations="relu"),
+        "output": output,
+        **changes,
+    }
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +39,9 @@ def skrl_rnn_runs(tmp_path_factory):
     runs = {}
     with single_cpu_thread("cpu"):
         for rnn_type, (env_id, _, _) in RUNS.items():
-            run, checkpoint = train(rnn_type, root / "runs", "26-12-01_10-00-00-000000_PPO_RNN", num_envs=NUM_ENVS)  # fmt: skip
+            run, checkpoint = train(
+                rnn_type, root / "runs", "26-12-01_10-00-00-000000_PPO_RNN", num_envs=NUM_ENVS
+            )
             config = root / f"{env_id}-{rnn_type}.yaml"
             config.write_text(yaml.safe_dump(_model_config(rnn_type)))
             runs[rnn_type] = (run, checkpoint, config)
@@ -92,8 +99,15 @@ def test_check_reports_the_recurrent_core_and_asks_for_a_model_config(skrl_rnn_r
 @pytest.mark.parametrize("rnn_type", list(RUNS))
 def test_exports_carry_the_state_explicitly_and_act_like_the_checkpoint(skrl_rnn_runs, rnn_type, tmp_path):
     run, _, config = skrl_rnn_runs[rnn_type]
-    sidecars = assert_exports_act_like_checkpoint(run, tmp_path, "--model-config", str(config), num_envs=3,
-                                                  continuous=rnn_type == "lstm", episodes=EPISODES)  # fmt: skip
+    sidecars = assert_exports_act_like_checkpoint(
+        run,
+        tmp_path,
+        "--model-config",
+        str(config),
+        num_envs=3,
+        continuous=rnn_type == "lstm",
+        episodes=EPISODES,
+    )
     meta = sidecars["onnx"]
     assert meta["is_recurrent"] is True and meta["parity"]["steps"] == 64
     recurrent = meta["recurrent"]
@@ -116,8 +130,9 @@ def test_exports_carry_the_state_explicitly_and_act_like_the_checkpoint(skrl_rnn
         ({"rnn": {"class": "RNN"}}, "rnn class 'RNN' is not supported (GRU, LSTM)"),
     ],
 )
-def test_a_model_config_that_contradicts_the_recurrent_weights_is_one_error_line(skrl_rnn_runs, changes, message,
-                                                                                 tmp_path):  # fmt: skip
+def test_a_model_config_that_contradicts_the_recurrent_weights_is_one_error_line(
+    skrl_rnn_runs, changes, message, tmp_path
+):
     run = skrl_rnn_runs["gru"][0]
     config = tmp_path / "lying.yaml"
     config.write_text(

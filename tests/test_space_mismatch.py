@@ -24,37 +24,88 @@ IMAGES_ON_VECTOR = ("reads image observations", "CartPole-v1's are vector observ
 
 #: entry -> (the env its model is made for, an env of another kind, what the error says of each side)
 WRONG_KIND = {
-    **{name: ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX) for name in ("dqn", "c51", "dqn_jax", "c51_jax")},
-    **{name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE) for name in (
-        "ppo_continuous_action", "ddpg_continuous_action", "td3_continuous_action", "td3_continuous_action_jax",
-        "ddpg_continuous_action_jax")},
-    **{name: ("BreakoutNoFrameskip-v4", "CartPole-v1", IMAGES_ON_VECTOR) for name in (
-        "dqn_atari", "c51_atari", "qdagger_dqn_atari_impalacnn", "dqn_atari_jax", "c51_atari_jax",
-        "qdagger_dqn_atari_jax_impalacnn")},
+    **{
+        name: ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX) for name in ("dqn", "c51", "dqn_jax", "c51_jax")
+    },
+    **{
+        name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE)
+        for name in (
+            "ppo_continuous_action",
+            "ddpg_continuous_action",
+            "td3_continuous_action",
+            "td3_continuous_action_jax",
+            "ddpg_continuous_action_jax",
+        )
+    },
+    **{
+        name: ("BreakoutNoFrameskip-v4", "CartPole-v1", IMAGES_ON_VECTOR)
+        for name in (
+            "dqn_atari",
+            "c51_atari",
+            "qdagger_dqn_atari_impalacnn",
+            "dqn_atari_jax",
+            "c51_atari_jax",
+            "qdagger_dqn_atari_jax_impalacnn",
+        )
+    },
     "ppo_atari_envpool_xla_jax_scan": ("Breakout-v5", "CartPole-v1", IMAGES_ON_VECTOR),
-    **{name: ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX) for name in (
-        "sb3_ppo", "sb3_a2c", "sb3_dqn", "sb3_qrdqn", "sb3_trpo", "sb3_ppo_lstm", "sb3_ppo_mask")},
-    **{name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE) for name in (
-        "sb3_sac", "sb3_td3", "sb3_ddpg", "sb3_tqc", "sb3_ars", "sb3_crossq")},
-    **{name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE) for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn")},
+    **{
+        name: ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX)
+        for name in ("sb3_ppo", "sb3_a2c", "sb3_dqn", "sb3_qrdqn", "sb3_trpo", "sb3_ppo_lstm", "sb3_ppo_mask")
+    },
+    **{
+        name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE)
+        for name in ("sb3_sac", "sb3_td3", "sb3_ddpg", "sb3_tqc", "sb3_ars", "sb3_crossq")
+    },
+    **{
+        name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE)
+        for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn")
+    },
     # a policy class has no kind of its own: its first actions are checked against the env's space
-    "custom": ("Pendulum-v1", "CartPole-v1", ("first actions (before any step) do not fit CartPole-v1's action "
-                                              "space Discrete(2)",)),
-}  # fmt: skip
+    "custom": (
+        "Pendulum-v1",
+        "CartPole-v1",
+        ("first actions (before any step) do not fit CartPole-v1's action space Discrete(2)",),
+    ),
+}
 #: Beyond the registry: the other kinds an entry meets (a categorical skrl policy, an MLP on frames).
 MORE = {
     "skrl_ppo:categorical": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
-    "dqn:frames": ("CartPole-v1", "BreakoutNoFrameskip-v4", (
-        "dqn reads vector observations", "BreakoutNoFrameskip-v4's are image observations, Box(210, 160, 3)")),
-}  # fmt: skip
+    "dqn:frames": (
+        "CartPole-v1",
+        "BreakoutNoFrameskip-v4",
+        (
+            "dqn reads vector observations",
+            "BreakoutNoFrameskip-v4's are image observations, Box(210, 160, 3)",
+        ),
+    ),
+}
 TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
-CLEANRL_TORCH = ("dqn", "c51", "ppo_continuous_action", "ddpg_continuous_action", "td3_continuous_action",
-                 "dqn_atari", "c51_atari", "qdagger_dqn_atari_impalacnn")  # fmt: skip
-SB3_CLASSES = {"sb3_ppo": "stable_baselines3:PPO", "sb3_a2c": "stable_baselines3:A2C", "sb3_dqn": "stable_baselines3:DQN",
-               "sb3_sac": "stable_baselines3:SAC", "sb3_td3": "stable_baselines3:TD3", "sb3_ddpg": "stable_baselines3:DDPG",
-               "sb3_qrdqn": "sb3_contrib:QRDQN", "sb3_tqc": "sb3_contrib:TQC", "sb3_trpo": "sb3_contrib:TRPO",
-               "sb3_ars": "sb3_contrib:ARS", "sb3_crossq": "sb3_contrib:CrossQ",
-               "sb3_ppo_lstm": "sb3_contrib:RecurrentPPO", "sb3_ppo_mask": "sb3_contrib:MaskablePPO"}  # fmt: skip
+CLEANRL_TORCH = (
+    "dqn",
+    "c51",
+    "ppo_continuous_action",
+    "ddpg_continuous_action",
+    "td3_continuous_action",
+    "dqn_atari",
+    "c51_atari",
+    "qdagger_dqn_atari_impalacnn",
+)
+SB3_CLASSES = {
+    "sb3_ppo": "stable_baselines3:PPO",
+    "sb3_a2c": "stable_baselines3:A2C",
+    "sb3_dqn": "stable_baselines3:DQN",
+    "sb3_sac": "stable_baselines3:SAC",
+    "sb3_td3": "stable_baselines3:TD3",
+    "sb3_ddpg": "stable_baselines3:DDPG",
+    "sb3_qrdqn": "sb3_contrib:QRDQN",
+    "sb3_tqc": "sb3_contrib:TQC",
+    "sb3_trpo": "sb3_contrib:TRPO",
+    "sb3_ars": "sb3_contrib:ARS",
+    "sb3_crossq": "sb3_contrib:CrossQ",
+    "sb3_ppo_lstm": "sb3_contrib:RecurrentPPO",
+    "sb3_ppo_mask": "sb3_contrib:MaskablePPO",
+}
 
 
 def test_every_registry_entry_has_a_wrong_kind_case():
@@ -99,13 +150,19 @@ def _save_flax(path: Path, script: str) -> None:
         saved = classes["QNetwork"](action_dim=4).init(key, frames)
     elif script == "c51_atari_jax":
         args = _script_args(script, [])
-        saved = {"model_weights": classes["QNetwork"](action_dim=4, n_atoms=args["n_atoms"]).init(key, frames),
-                 "args": args}  # fmt: skip
+        saved = {
+            "model_weights": classes["QNetwork"](action_dim=4, n_atoms=args["n_atoms"]).init(key, frames),
+            "args": args,
+        }
     else:  # ppo_atari_envpool_xla_jax_scan: [vars(args), [network, actor, critic]]
         network = classes["Network"]()
         network_params = network.init(key, frames)
         hidden = network.apply(network_params, frames)
-        parts = [network_params, classes["Actor"](action_dim=4).init(key, hidden), classes["Critic"]().init(key, hidden)]
+        parts = [
+            network_params,
+            classes["Actor"](action_dim=4).init(key, hidden),
+            classes["Critic"]().init(key, hidden),
+        ]
         saved = [_script_args(script, ["--env-id", "Breakout-v5"]), parts]
     path.write_bytes(flax.serialization.to_bytes(saved))
 
@@ -117,8 +174,11 @@ def _sb3_model(root: Path, name: str, env_id: str) -> Path:
     module, _, cls_name = SB3_CLASSES[name].partition(":")
     cls = getattr(importlib.import_module(module), cls_name)
     policy = "MlpLstmPolicy" if name == "sb3_ppo_lstm" else "MlpPolicy"
-    kwargs = {"buffer_size": 1000} if name in ("sb3_sac", "sb3_td3", "sb3_ddpg", "sb3_tqc", "sb3_dqn", "sb3_qrdqn",
-                                               "sb3_crossq") else {}  # fmt: skip
+    kwargs = (
+        {"buffer_size": 1000}
+        if name in ("sb3_sac", "sb3_td3", "sb3_ddpg", "sb3_tqc", "sb3_dqn", "sb3_qrdqn", "sb3_crossq")
+        else {}
+    )
     path = root / load_registry().get(name).model_filename(env_id=env_id)
     root.mkdir(parents=True)
     cls(policy, env_id, device="cpu", seed=0, **kwargs).save(path)
@@ -157,8 +217,9 @@ def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
     with single_cpu_thread("cpu"):
         for case, policy in (("skrl_ppo", gaussian_policy()), ("skrl_ppo:categorical", CATEGORICAL)):
             env_id = {**WRONG_KIND, **MORE}[case][0]
-            run, _ = train_isaac_lab_style(ppo_cfg(policy, timesteps=64), root / case, "2026-12-01_10-00-00_ppo_torch",
-                                           env_id)  # fmt: skip
+            run, _ = train_isaac_lab_style(
+                ppo_cfg(policy, timesteps=64), root / case, "2026-12-01_10-00-00_ppo_torch", env_id
+            )
             runs[case] = (run, ("--exp-name", "skrl_ppo"))
         run, _ = skrl_rnn.train("lstm", root / "rnn", "26-12-01_10-00-00-000000_PPO_RNN", timesteps=64)
         config = root / "lstm.yaml"
@@ -191,13 +252,16 @@ def _check_row(target: Path, wrong: str, needles: tuple[str, ...], *flags: str) 
 
 def _eval(target: Path, wrong: str, needles: tuple[str, ...], tmp_path: Path, *flags: str) -> str:
     out = tmp_path / "eval.json"
-    line = _one_error_line(zoo("eval", target, "--env-id", wrong, "-n", "1", "--num-envs", "1", "--out", out,
-                               *flags), needles)  # fmt: skip
+    line = _one_error_line(
+        zoo("eval", target, "--env-id", wrong, "-n", "1", "--num-envs", "1", "--out", out, *flags), needles
+    )
     assert not out.exists()
     return line
 
 
-@pytest.mark.parametrize("case", sorted(c for c in {**WRONG_KIND, **MORE} if c not in TRAINED and c != "custom"))
+@pytest.mark.parametrize(
+    "case", sorted(c for c in {**WRONG_KIND, **MORE} if c not in TRAINED and c != "custom")
+)
 def test_check_and_eval_say_both_kinds(untrained, case, tmp_path):
     if case not in untrained:
         pytest.skip("needs jax and flax to write the JAX script's file: pip install 'rl-zoo-hub[jax]'")
@@ -221,8 +285,22 @@ def test_a_policy_class_is_refused_by_its_first_actions(tmp_path):
     """A class has no kind zoo could read: the actions it gives on the wrong env are the one line."""
     _env_id, wrong, needles = WRONG_KIND["custom"]
     out = tmp_path / "eval.json"
-    line = _one_error_line(zoo("eval", "--policy-class", "custom_policies:OutOfBounds", "--env-id", wrong, "-n", "1",
-                               "--num-envs", "1", "--out", out), needles)  # fmt: skip
+    line = _one_error_line(
+        zoo(
+            "eval",
+            "--policy-class",
+            "custom_policies:OutOfBounds",
+            "--env-id",
+            wrong,
+            "-n",
+            "1",
+            "--num-envs",
+            "1",
+            "--out",
+            out,
+        ),
+        needles,
+    )
     assert "OutOfBounds.act" in line and not out.exists()
 
 
@@ -238,14 +316,32 @@ def test_export_doctor_and_watch_say_both_kinds(untrained, case, tmp_path):
     out = tmp_path / "policy.onnx"
     _one_error_line(zoo("export", target, "--env-id", wrong, "--out", out), needles)
     assert not out.exists()
-    doctor = zoo("doctor", "--framework", framework, "--policy", target, "--probe-env", "--env-id", wrong, "--json")
+    doctor = zoo(
+        "doctor", "--framework", framework, "--policy", target, "--probe-env", "--env-id", wrong, "--json"
+    )
     assert doctor.exit_code == 1
     checks = {c["name"]: c for c in doctor.json()["checks"]}
     assert checks["spaces"]["status"] == "ok" and checks["fit"]["status"] == "fail", checks
     assert all(needle in checks["fit"]["message"] for needle in needles), checks["fit"]
     if framework == "cleanrl":  # zoo watch follows a run dir's checkpoints
-        watched = zoo("watch", target, "--env-id", wrong, "--idle", "0.2", "--poll", "0.05", "--nice", "0",
-                      "--max-cpu", "0", "-n", "1", "--num-envs", "1")  # fmt: skip
+        watched = zoo(
+            "watch",
+            target,
+            "--env-id",
+            wrong,
+            "--idle",
+            "0.2",
+            "--poll",
+            "0.05",
+            "--nice",
+            "0",
+            "--max-cpu",
+            "0",
+            "-n",
+            "1",
+            "--num-envs",
+            "1",
+        )
         _one_error_line(watched, needles)
         assert not (target / "evals.jsonl").exists() or not (target / "evals.jsonl").read_text().strip()
 
@@ -258,8 +354,21 @@ def test_enjoy_of_a_run_published_for_another_kind_of_env(untrained, case, tmp_p
     env_id, wrong, needles = WRONG_KIND[case]
     runs = tmp_path / "runs"
     shutil.copytree(untrained[case], runs / untrained[case].name.replace(env_id, wrong))
-    enjoyed = zoo("enjoy", "--exp-name", case, "--env-id", wrong, "--runs-dir", runs, "-n", "1", "--num-envs", "1",
-                  "--out", tmp_path / "eval.json")  # fmt: skip
+    enjoyed = zoo(
+        "enjoy",
+        "--exp-name",
+        case,
+        "--env-id",
+        wrong,
+        "--runs-dir",
+        runs,
+        "-n",
+        "1",
+        "--num-envs",
+        "1",
+        "--out",
+        tmp_path / "eval.json",
+    )
     _one_error_line(enjoyed, needles)
     assert not (tmp_path / "eval.json").exists()
 
@@ -269,8 +378,18 @@ def test_export_and_doctor_of_trained_runs_say_both_kinds(mismatch_runs, case, t
     _env_id, wrong, needles = WRONG_KIND[case]
     run, flags = mismatch_runs[case]
     _one_error_line(zoo("export", run, "--env-id", wrong, "--out", tmp_path / "policy.onnx", *flags), needles)
-    doctor = zoo("doctor", "--framework", load_registry().get(case).framework, "--policy", run, "--probe-env",
-                 "--env-id", wrong, "--json", *flags)  # fmt: skip
+    doctor = zoo(
+        "doctor",
+        "--framework",
+        load_registry().get(case).framework,
+        "--policy",
+        run,
+        "--probe-env",
+        "--env-id",
+        wrong,
+        "--json",
+        *flags,
+    )
     checks = {c["name"]: c for c in doctor.json()["checks"]}
     assert doctor.exit_code == 1 and checks["fit"]["status"] == "fail", checks
     assert all(needle in checks["fit"]["message"] for needle in needles), checks["fit"]
@@ -280,5 +399,7 @@ def test_an_exported_file_says_both_kinds(untrained, tmp_path):
     """``zoo eval policy.onnx --env-id WRONG``: the sidecar's action kind against the env's."""
     out = tmp_path / "policy.onnx"
     assert zoo("export", untrained["dqn"], "--out", out, "-q").exit_code == 0
-    _one_error_line(zoo("eval", out, "--env-id", "Pendulum-v1", "-n", "1", "--num-envs", "1"),
-                    ("policy.onnx (exported dqn) acts on a Discrete action space", "Pendulum-v1's is Box(1,)"))
+    _one_error_line(
+        zoo("eval", out, "--env-id", "Pendulum-v1", "-n", "1", "--num-envs", "1"),
+        ("policy.onnx (exported dqn) acts on a Discrete action space", "Pendulum-v1's is Box(1,)"),
+    )

@@ -68,8 +68,10 @@ def test_a_rerun_skips_what_eval_json_holds_and_evaluates_what_changed(tmp_path)
     changed = zoo_api.evaluate_all(runs, episodes=3)
     assert {o.run_dir: o.status for o in changed.outcomes}[str(other)] == "evaluated"
     assert [o.status for o in changed.outcomes].count("skipped") == 3
-    assert json.loads((other / "eval.json").read_text())["model_sha256"] != json.loads(
-        next(runs.glob("CartPole-v1__dqn__1__*/eval.json")).read_text())["model_sha256"]  # fmt: skip
+    assert (
+        json.loads((other / "eval.json").read_text())["model_sha256"]
+        != json.loads(next(runs.glob("CartPole-v1__dqn__1__*/eval.json")).read_text())["model_sha256"]
+    )
 
     assert {o.status for o in zoo_api.evaluate_all(runs, episodes=4).outcomes} == {
         "evaluated"
@@ -114,9 +116,13 @@ def test_filters_narrow_the_sweep(tmp_path):
 
 def test_sweep_usage_and_empty_tree_are_one_line_errors(tmp_path):
     runs = _runs(tmp_path)
-    for args, flag in ((("--force",), "--force"), (("--executor", "ray"), "--executor"),
-                       (("--all", "--out", "x.json"), "--out"), (("--all", "--capture-video"), "--capture-video"),
-                       (("--all", "--num-cpus", "2"), "Ray settings")):  # fmt: skip
+    for args, flag in (
+        (("--force",), "--force"),
+        (("--executor", "ray"), "--executor"),
+        (("--all", "--out", "x.json"), "--out"),
+        (("--all", "--capture-video"), "--capture-video"),
+        (("--all", "--num-cpus", "2"), "Ray settings"),
+    ):
         result = zoo("eval", runs, *args)
         assert result.exit_code == 2 and flag in result.stderr and "Traceback" not in result.stderr
     (tmp_path / "empty").mkdir()
@@ -157,8 +163,13 @@ def local_ray():
     """A local Ray with 2 CPUs for this module; its workers can import tests/ (the dying env)."""
     ray = pytest.importorskip("ray")
     tests = str(Path(__file__).resolve().parent)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-             runtime_env={"env_vars": {"PYTHONPATH": tests}})  # fmt: skip
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="ERROR",
+        runtime_env={"env_vars": {"PYTHONPATH": tests}},
+    )
     yield ray
     ray.shutdown()
 

@@ -114,12 +114,36 @@ def test_device_actions_equal_the_host_policys_actions_episode_for_episode(pendu
 
 def test_same_seed_same_episodes_and_eval_json_records_the_factory(pendulum_runs, tmp_path):
     run = pendulum_runs["mlp"]
-    a = zoo.evaluate(run.run_dir, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, seed=3,
-                     out=tmp_path / "a.json", device=DEVICE)  # fmt: skip
-    b = zoo.evaluate(run.run_dir, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, seed=3,
-                     out=None, device=DEVICE)  # fmt: skip
-    c = zoo.evaluate(run.run_dir, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, seed=4,
-                     out=None, device=DEVICE)  # fmt: skip
+    a = zoo.evaluate(
+        run.run_dir,
+        env_id="Pendulum-v1",
+        env_factory=FACTORY,
+        episodes=4,
+        num_envs=2,
+        seed=3,
+        out=tmp_path / "a.json",
+        device=DEVICE,
+    )
+    b = zoo.evaluate(
+        run.run_dir,
+        env_id="Pendulum-v1",
+        env_factory=FACTORY,
+        episodes=4,
+        num_envs=2,
+        seed=3,
+        out=None,
+        device=DEVICE,
+    )
+    c = zoo.evaluate(
+        run.run_dir,
+        env_id="Pendulum-v1",
+        env_factory=FACTORY,
+        episodes=4,
+        num_envs=2,
+        seed=4,
+        out=None,
+        device=DEVICE,
+    )
     returns = [e.return_ for e in a.episodes]
     assert returns == [e.return_ for e in b.episodes] and returns != [e.return_ for e in c.episodes]
     data = json.loads((tmp_path / "a.json").read_text())
@@ -129,8 +153,23 @@ def test_same_seed_same_episodes_and_eval_json_records_the_factory(pendulum_runs
 
 def test_cli_says_user_code_runs_and_evaluates_on_the_factory_env(pendulum_runs, tmp_path):
     out = tmp_path / "eval.json"
-    result = run_zoo("eval", pendulum_runs["mlp"].run_dir, "--env-id", "Pendulum-v1", "--env-factory", FACTORY,
-                     "--episodes", "2", "--num-envs", "2", "--device", DEVICE, "--out", out, "--quiet")  # fmt: skip
+    result = run_zoo(
+        "eval",
+        pendulum_runs["mlp"].run_dir,
+        "--env-id",
+        "Pendulum-v1",
+        "--env-factory",
+        FACTORY,
+        "--episodes",
+        "2",
+        "--num-envs",
+        "2",
+        "--device",
+        DEVICE,
+        "--out",
+        out,
+        "--quiet",
+    )
     assert result.exit_code == 0, result.stderr
     assert f"running your code: --env-factory {FACTORY}" in result.stderr
     assert json.loads(out.read_text())["settings"]["env_factory"] == FACTORY
@@ -151,8 +190,22 @@ def test_cli_says_user_code_runs_and_evaluates_on_the_factory_env(pendulum_runs,
     ],
 )
 def test_a_broken_env_factory_is_one_line_with_the_fix(pendulum_runs, tmp_path, factory, exit_code, message):
-    result = run_zoo("eval", pendulum_runs["mlp"].run_dir, "--env-id", "Pendulum-v1", "--env-factory", factory,
-                     "--episodes", "2", "--num-envs", "2", "--device", "cpu", "--out", tmp_path / "e.json")  # fmt: skip
+    result = run_zoo(
+        "eval",
+        pendulum_runs["mlp"].run_dir,
+        "--env-id",
+        "Pendulum-v1",
+        "--env-factory",
+        factory,
+        "--episodes",
+        "2",
+        "--num-envs",
+        "2",
+        "--device",
+        "cpu",
+        "--out",
+        tmp_path / "e.json",
+    )
     assert result.exit_code == exit_code, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and message in errors[0], result.stderr
@@ -184,8 +237,10 @@ def test_a_framework_whose_spaces_come_from_a_gymnasium_env_refuses_an_env_facto
     result = run_zoo("eval", dqn_run, "--env-factory", FACTORY, "--out", tmp_path / "e.json")
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert errors == ["error: --env-factory: cleanrl policies take their spaces from a gymnasium env, and zoo does "
-                      "not build a user's env before the rollout"]  # fmt: skip
+    assert errors == [
+        "error: --env-factory: cleanrl policies take their spaces from a gymnasium env, and zoo does "
+        "not build a user's env before the rollout"
+    ]
     assert not (tmp_path / "e.json").exists()
 
 
@@ -200,8 +255,21 @@ def test_push_then_enjoy_an_rsl_rl_run_fetches_its_config_and_evaluates_it(pendu
         run = tmp_path / "logs" / "pendulum_lstm"
         shutil.copytree(pendulum_runs["lstm"].run_dir, run)
         repo = "demo/Pendulum-v1-rsl_ppo-seed7"
-        pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--env-id", "Pendulum-v1",
-                      "--stage-dir", tmp_path / "stage", hub_url=server.url, home=tmp_path / "pusher")  # fmt: skip
+        pushed = _zoo(
+            "push",
+            run,
+            "--repo-id",
+            repo,
+            "--yes",
+            "--episodes",
+            "2",
+            "--env-id",
+            "Pendulum-v1",
+            "--stage-dir",
+            tmp_path / "stage",
+            hub_url=server.url,
+            home=tmp_path / "pusher",
+        )
         assert pushed.returncode == 0, pushed.stderr
         staged = {
             p.relative_to(tmp_path / "stage").as_posix()
@@ -210,24 +278,51 @@ def test_push_then_enjoy_an_rsl_rl_run_fetches_its_config_and_evaluates_it(pendu
         }
         latest, earlier = pendulum_runs["lstm"].model.name, pendulum_runs["lstm"].earlier.name
         assert {latest, earlier, "params/agent.yaml", "eval.json", "README.md"} <= staged
-        args = ("--exp-name", "rsl_ppo", "--env-id", "Pendulum-v1", "--run-seed", "7", "--hf-repository", repo,
-                "--runs-dir", tmp_path / "none", "--episodes", "4", "--num-envs", "2", "--device", "cpu",
-                "--env-factory", FACTORY)  # fmt: skip
+        args = (
+            "--exp-name",
+            "rsl_ppo",
+            "--env-id",
+            "Pendulum-v1",
+            "--run-seed",
+            "7",
+            "--hf-repository",
+            repo,
+            "--runs-dir",
+            tmp_path / "none",
+            "--episodes",
+            "4",
+            "--num-envs",
+            "2",
+            "--device",
+            "cpu",
+            "--env-factory",
+            FACTORY,
+        )
         env_home = tmp_path / "fresh-cache"
         refused = _zoo("enjoy", *args, "--out", tmp_path / "no.json", hub_url=server.url, home=env_home)
         assert refused.returncode != 0 and "--allow-download" in refused.stderr
-        fetched = _zoo("enjoy", *args, "--allow-download", "--out", tmp_path / "remote.json", hub_url=server.url,
-                       home=env_home, cwd=REPO_TESTS)  # fmt: skip
+        fetched = _zoo(
+            "enjoy",
+            *args,
+            "--allow-download",
+            "--out",
+            tmp_path / "remote.json",
+            hub_url=server.url,
+            home=env_home,
+            cwd=REPO_TESTS,
+        )
         assert fetched.returncode == 0, fetched.stderr
         assert f"model: downloaded from {repo} @ main" in fetched.stderr
         remote = json.loads((tmp_path / "remote.json").read_text())
         assert remote["checkpoint"].endswith(latest) and remote["source"]["kind"] == "download"
-    again = _zoo("enjoy", *args, "--out", tmp_path / "cached.json", hub_url=server.url, home=env_home,
-                 cwd=REPO_TESTS)  # fmt: skip
+    again = _zoo(
+        "enjoy", *args, "--out", tmp_path / "cached.json", hub_url=server.url, home=env_home, cwd=REPO_TESTS
+    )
     assert again.returncode == 0, again.stderr
     assert "model: HF cache of" in again.stderr
-    local = zoo.evaluate(run, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, out=None,
-                         device="cpu")  # fmt: skip
+    local = zoo.evaluate(
+        run, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, out=None, device="cpu"
+    )
     for data in (remote, json.loads((tmp_path / "cached.json").read_text())):
         assert [e["return"] for e in data["episodes"]] == [e.return_ for e in local.episodes]
 
@@ -239,8 +334,9 @@ def skrl_pendulum(tmp_path_factory):
 
     logs = tmp_path_factory.mktemp("tensor-skrl") / "logs" / "skrl" / "pendulum"
     with single_cpu_thread("cpu"):
-        run, _ = train_isaac_lab_style(ppo_cfg(gaussian_policy(), timesteps=256), logs,
-                                       "2026-12-01_10-00-00_ppo_torch", "Pendulum-v1")  # fmt: skip
+        run, _ = train_isaac_lab_style(
+            ppo_cfg(gaussian_policy(), timesteps=256), logs, "2026-12-01_10-00-00_ppo_torch", "Pendulum-v1"
+        )
     return run
 
 
@@ -263,16 +359,51 @@ def test_push_then_enjoy_an_skrl_experiment_on_a_tensor_env(skrl_pendulum, tmp_p
     shutil.copytree(skrl_pendulum, run)
     repo = "demo/Pendulum-v1-PPO"
     with token_hub(tmp_path) as (server, _log):
-        pushed = _zoo("push", run, "--repo-id", repo, "--yes", "--episodes", "2", "--env-id", "Pendulum-v1",
-                      "--stage-dir", tmp_path / "stage", hub_url=server.url, home=tmp_path / "pusher")  # fmt: skip
+        pushed = _zoo(
+            "push",
+            run,
+            "--repo-id",
+            repo,
+            "--yes",
+            "--episodes",
+            "2",
+            "--env-id",
+            "Pendulum-v1",
+            "--stage-dir",
+            tmp_path / "stage",
+            hub_url=server.url,
+            home=tmp_path / "pusher",
+        )
         assert pushed.returncode == 0, pushed.stderr
-        fetched = _zoo("enjoy", "--exp-name", "skrl_ppo", "--env-id", "Pendulum-v1", "--hf-repository", repo,
-                       "--runs-dir", tmp_path / "none", "--allow-download", "--episodes", "4", "--num-envs", "2",
-                       "--device", "cpu", "--env-factory", FACTORY, "--out", tmp_path / "remote.json",
-                       hub_url=server.url, home=tmp_path / "fresh", cwd=REPO_TESTS)  # fmt: skip
+        fetched = _zoo(
+            "enjoy",
+            "--exp-name",
+            "skrl_ppo",
+            "--env-id",
+            "Pendulum-v1",
+            "--hf-repository",
+            repo,
+            "--runs-dir",
+            tmp_path / "none",
+            "--allow-download",
+            "--episodes",
+            "4",
+            "--num-envs",
+            "2",
+            "--device",
+            "cpu",
+            "--env-factory",
+            FACTORY,
+            "--out",
+            tmp_path / "remote.json",
+            hub_url=server.url,
+            home=tmp_path / "fresh",
+            cwd=REPO_TESTS,
+        )
     assert fetched.returncode == 0, fetched.stderr
     remote = json.loads((tmp_path / "remote.json").read_text())
     assert remote["framework"] == "skrl" and remote["checkpoint"].endswith("agent_256.pt")
-    local = zoo.evaluate(run, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, out=None,
-                         device="cpu")  # fmt: skip
+    local = zoo.evaluate(
+        run, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, out=None, device="cpu"
+    )
     assert [e["return"] for e in remote["episodes"]] == [e.return_ for e in local.episodes]

@@ -51,8 +51,18 @@ def _render_env_restored(monkeypatch):
 
 def _rollout(video_dir: Path, log: VideoLog | None, episodes: int = 3, num_envs: int = 1):
     spec = EnvSpec("CartPole-v1", video_dir=str(video_dir), video_log=log)
-    return evaluate(_Balance(), spec, episodes=episodes, num_envs=num_envs, seed=0, deterministic=True,
-                    checkpoint="balance", exp_name=None, framework=None, device="cpu")  # fmt: skip
+    return evaluate(
+        _Balance(),
+        spec,
+        episodes=episodes,
+        num_envs=num_envs,
+        seed=0,
+        deterministic=True,
+        checkpoint="balance",
+        exp_name=None,
+        framework=None,
+        device="cpu",
+    )
 
 
 def _fake_moviepy(monkeypatch, fail_on_write: int | None = None) -> list[int]:

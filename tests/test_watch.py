@@ -82,12 +82,24 @@ def test_a_kept_env_gives_the_episodes_of_a_fresh_env_bit_for_bit(tmp_path):
     """An env kept across evaluations (reset with the seed) is a fresh env to each: the episodes of a policy
     evaluated after another one on it are those of a fresh-env evaluation, returns to the last bit."""
     td3 = next(EXAMPLES.glob("Pendulum-v1__td3_continuous_action__*"))
-    other = save_model(tmp_path / "runs" / td3.name / "td3_continuous_action.cleanrl_model", "td3_continuous_action",
-                       "Pendulum-v1", seed=3)  # fmt: skip
+    other = save_model(
+        tmp_path / "runs" / td3.name / "td3_continuous_action.cleanrl_model",
+        "td3_continuous_action",
+        "Pendulum-v1",
+        seed=3,
+    )
     a, b = zoo_api.load_policy(td3), zoo_api.load_policy(other)
     spec = EnvSpec("Pendulum-v1")
-    settings = dict(episodes=6, num_envs=4, seed=5, deterministic=True, checkpoint="-", exp_name=None,
-                    framework=None, device="cpu")  # fmt: skip
+    settings = dict(
+        episodes=6,
+        num_envs=4,
+        seed=5,
+        deterministic=True,
+        checkpoint="-",
+        exp_name=None,
+        framework=None,
+        device="cpu",
+    )
     fresh = evaluate(a, spec, **settings)
     envs = make_vector_env(spec, 4)
     try:
@@ -331,14 +343,31 @@ def test_check_shows_the_best_step_and_score_and_warns_about_malformed_records(t
     (report,) = zoo("check", run, "--json").json()
     assert report["status"] == "ok"
     assert report["details"]["watch"] == {
-        "evaluations": 1, "failed": 0, "last_step": 49572,
-        "best": {"model": "best_model.cleanrl_model", "step": 49572, "return_mean": 500.0, "return_std": 0.0,
-                 "success_rate": None},
-    }  # fmt: skip
+        "evaluations": 1,
+        "failed": 0,
+        "last_step": 49572,
+        "best": {
+            "model": "best_model.cleanrl_model",
+            "step": 49572,
+            "return_mean": 500.0,
+            "return_std": 0.0,
+            "success_rate": None,
+        },
+    }
     table = zoo("check", run, env={"COLUMNS": "200"})
     assert "best eval" in table.stdout and "500.0 at step 49572 (1 eval)" in table.stdout
-    again = zoo("eval", run / "best_model.cleanrl_model", "--deterministic", "-n", "2", "--num-envs", "2", "--out",
-                tmp_path / "again.json", "-q")  # fmt: skip
+    again = zoo(
+        "eval",
+        run / "best_model.cleanrl_model",
+        "--deterministic",
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "--out",
+        tmp_path / "again.json",
+        "-q",
+    )
     assert (
         again.exit_code == 0
         and json.loads((tmp_path / "again.json").read_text())["metrics"]["return_mean"] == 500.0
@@ -386,21 +415,34 @@ env.save(f"{run_dir}/rl_model_vecnormalize_2560_steps.pkl")
 
 def _start(script: str, *args: str | Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])}
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *map(str, args)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _zoo_command(*args: str | Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "zoo", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "zoo", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def _train_while_watching(trainer: str, run: Path, **settings) -> WatchResult:
     """``trainer`` run in a subprocess while ``zoo.watch`` follows ``run`` in a thread (in-process: the test
     worker keeps its priority); the watch's result."""
     results = []
-    watcher = threading.Thread(target=lambda: results.append(
-        zoo_api.watch(run, idle=120, poll=0.2, nice=0, max_cpu=None, **settings)))  # fmt: skip
+    watcher = threading.Thread(
+        target=lambda: results.append(
+            zoo_api.watch(run, idle=120, poll=0.2, nice=0, max_cpu=None, **settings)
+        )
+    )
     watcher.start()
     process = _start(trainer, run)
     _, errors = process.communicate(timeout=180)
@@ -412,8 +454,21 @@ def _train_while_watching(trainer: str, run: Path, **settings) -> WatchResult:
 
 def _re_evaluated(target: Path, meta: dict, out: Path, *args: str) -> dict:
     """A fresh ``zoo eval`` of the best model with the settings its meta records."""
-    result = zoo("eval", target, "--deterministic", "-n", meta["episodes"], "--seed", meta["seed"], "--num-envs",
-                 meta["eval"]["num_envs"], "--out", out, "-q", *args)  # fmt: skip
+    result = zoo(
+        "eval",
+        target,
+        "--deterministic",
+        "-n",
+        meta["episodes"],
+        "--seed",
+        meta["seed"],
+        "--num-envs",
+        meta["eval"]["num_envs"],
+        "--out",
+        out,
+        "-q",
+        *args,
+    )
     assert result.exit_code == 0, result.stderr
     return json.loads(out.read_text())
 
@@ -423,8 +478,25 @@ def test_sb3_training_followed_by_the_zoo_watch_command(tmp_path):
     run = tmp_path / "sb3-run"
     run.mkdir()
     # at its default nice 10 the watcher would (rightly) yield to the test workers keeping both cores busy
-    watch = _zoo_command("watch", run, "--env-id", "CartPole-v1", "--until", "2560", "--idle", "120", "--poll", "0.3",
-                         "-n", "10", "--json", "--nice", "0", "--max-cpu", "0")  # fmt: skip
+    watch = _zoo_command(
+        "watch",
+        run,
+        "--env-id",
+        "CartPole-v1",
+        "--until",
+        "2560",
+        "--idle",
+        "120",
+        "--poll",
+        "0.3",
+        "-n",
+        "10",
+        "--json",
+        "--nice",
+        "0",
+        "--max-cpu",
+        "0",
+    )
     trainer = _start(SB3_TRAINER, run)
     _, errors = trainer.communicate(timeout=120)
     assert trainer.returncode == 0, errors
@@ -550,8 +622,16 @@ def test_the_sb3_callback_records_what_zoo_watch_records(tmp_path):
     torch.set_num_threads(1)
     try:
         env = VecNormalize(make_vec_env("CartPole-v1", n_envs=2, seed=0))
-        model = PPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=2, seed=0, device="cpu",
-                    policy_kwargs={"net_arch": [32, 32]})  # fmt: skip
+        model = PPO(
+            "MlpPolicy",
+            env,
+            n_steps=128,
+            batch_size=64,
+            n_epochs=2,
+            seed=0,
+            device="cpu",
+            policy_kwargs={"net_arch": [32, 32]},
+        )
         model.learn(1024, callback=ZooEvalCallback(tmp_path / "run", eval_freq=128, episodes=10))
     finally:
         torch.set_num_threads(threads)

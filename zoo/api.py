@@ -49,9 +49,16 @@ def _registry(registry: Registry | PathLike | None) -> Registry:
     return registry if isinstance(registry, Registry) else load_registry(registry)
 
 
-def check(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = None, env_id: str | None = None,
-          run_seed: int | None = None, use_cache: bool = True, registry: Registry | PathLike | None = None,
-          on_progress: Callable[[int, int], None] | None = None) -> list[RunReport]:  # fmt: skip
+def check(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    run_seed: int | None = None,
+    use_cache: bool = True,
+    registry: Registry | PathLike | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[RunReport]:
     """``zoo check``: one report per run found under ``paths`` (``.status`` is ok, warning or error;
     ``.reason``, ``.hint``, ``.details``). Nothing is executed; "ok" means :func:`load_policy` succeeds.
     ``exp_name``/``env_id`` say what a path that holds one run (a run dir, a model file) is, as for
@@ -60,12 +67,23 @@ def check(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = None, 
     from zoo.checker import check_paths
 
     paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    return check_paths([Path(p) for p in paths], _registry(registry), RunFilter(exp_name, env_id, run_seed),
-                       use_cache=use_cache, on_progress=on_progress)  # fmt: skip
+    return check_paths(
+        [Path(p) for p in paths],
+        _registry(registry),
+        RunFilter(exp_name, env_id, run_seed),
+        use_cache=use_cache,
+        on_progress=on_progress,
+    )
 
 
-def resolve(target: PathLike, *, exp_name: str | None = None, env_id: str | None = None,
-            run_seed: int | None = None, registry: Registry | PathLike | None = None) -> Target:  # fmt: skip
+def resolve(
+    target: PathLike,
+    *,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    run_seed: int | None = None,
+    registry: Registry | PathLike | None = None,
+) -> Target:
     """The run, registry entry, env id and model file that ``target`` (a run dir, model file, or a file
     ``zoo export`` wrote) names; the keywords narrow a folder of runs and override what names say."""
     from zoo.targets import resolve_target
@@ -75,11 +93,22 @@ def resolve(target: PathLike, *, exp_name: str | None = None, env_id: str | None
     )
 
 
-def load_policy(target: PathLike | Target | None = None, *, exp_name: str | None = None, env_id: str | None = None,
-                run_seed: int | None = None, device: str = "cpu", seed: int = 0, trust_pickle: bool = False,
-                model_config: PathLike | None = None, trust_wrappers: Iterable[str] = (),
-                env_factory: str | None = None, env_module: str | None = None, policy_class: str | None = None,
-                registry: Registry | PathLike | None = None) -> Policy:  # fmt: skip
+def load_policy(
+    target: PathLike | Target | None = None,
+    *,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    run_seed: int | None = None,
+    device: str = "cpu",
+    seed: int = 0,
+    trust_pickle: bool = False,
+    model_config: PathLike | None = None,
+    trust_wrappers: Iterable[str] = (),
+    env_factory: str | None = None,
+    env_module: str | None = None,
+    policy_class: str | None = None,
+    registry: Registry | PathLike | None = None,
+) -> Policy:
     """The target's policy, loaded safely: ``policy.act(obs_batch, deterministic=True)`` maps a batch
     of raw observations to env actions. ``seed`` seeds the policy's own randomness; ``trust_wrappers``
     names env wrapper classes beyond zoo's allowlist that the run's config may use (their code runs);
@@ -93,16 +122,27 @@ def load_policy(target: PathLike | Target | None = None, *, exp_name: str | None
     from zoo.tensor_env import parse_factory
 
     resolved = _target(target, exp_name, env_id, run_seed, registry, env_module, policy_class)
-    options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
-                          model_config=Path(model_config) if model_config else None,
-                          trusted_wrappers=frozenset(trust_wrappers),
-                          env_factory=parse_factory(env_factory) if env_factory else None,
-                          policy_class=policy_class)  # fmt: skip
+    options = LoadOptions(
+        device=resolve_device(device),
+        seed=seed,
+        trust_pickle=trust_pickle,
+        model_config=Path(model_config) if model_config else None,
+        trusted_wrappers=frozenset(trust_wrappers),
+        env_factory=parse_factory(env_factory) if env_factory else None,
+        policy_class=policy_class,
+    )
     return load_target_policy(resolved, options)
 
 
-def _target(target, exp_name, env_id, run_seed, registry, env_module: str | None = None,
-            policy_class: str | None = None) -> Target:  # fmt: skip
+def _target(
+    target,
+    exp_name,
+    env_id,
+    run_seed,
+    registry,
+    env_module: str | None = None,
+    policy_class: str | None = None,
+) -> Target:
     """The resolved target; ``env_module`` (``--env-module``) qualifies its env id as ``module:EnvId``, after the
     run and its model file were chosen by the bare id. No target: the user's ``policy_class`` alone."""
     from zoo.envs import qualify_env_id
@@ -111,8 +151,10 @@ def _target(target, exp_name, env_id, run_seed, registry, env_module: str | None
 
     if target is None:
         if policy_class is None:
-            raise UsageError("nothing to evaluate: no target", hint="give a run dir or model file, or "
-                             "policy_class='module:Class' with env_id")  # fmt: skip
+            raise UsageError(
+                "nothing to evaluate: no target",
+                hint="give a run dir or model file, or policy_class='module:Class' with env_id",
+            )
         target = class_target(_registry(registry), policy_class, exp_name=exp_name, env_id=env_id)
     elif not isinstance(target, Target):
         target = resolve(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
@@ -121,15 +163,32 @@ def _target(target, exp_name, env_id, run_seed, registry, env_module: str | None
     return target
 
 
-def plan(target: PathLike | Target | None = None, *, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
-         deterministic: bool | None = None, device: str = "auto", out: PathLike | None | str = "default",
-         capture_video: bool = False, trust_pickle: bool = False, model_config: PathLike | None = None,
-         exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
-         registry: Registry | PathLike | None = None, source: dict | None = None,
-         video_dir: PathLike | None = None, trust_wrappers: Iterable[str] = (),
-         env_factory: str | None = None, env_module: str | None = None,
-         policy_class: str | None = None, engine: str = "torch", max_steps: int | None = None,
-         max_seconds: float | None = None) -> EvalPlan:  # fmt: skip
+def plan(
+    target: PathLike | Target | None = None,
+    *,
+    episodes: int | None = None,
+    seed: int = 0,
+    num_envs: int = 8,
+    deterministic: bool | None = None,
+    device: str = "auto",
+    out: PathLike | None | str = "default",
+    capture_video: bool = False,
+    trust_pickle: bool = False,
+    model_config: PathLike | None = None,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    run_seed: int | None = None,
+    registry: Registry | PathLike | None = None,
+    source: dict | None = None,
+    video_dir: PathLike | None = None,
+    trust_wrappers: Iterable[str] = (),
+    env_factory: str | None = None,
+    env_module: str | None = None,
+    policy_class: str | None = None,
+    engine: str = "torch",
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+) -> EvalPlan:
     """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
 
     ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
@@ -149,16 +208,34 @@ def plan(target: PathLike | Target | None = None, *, episodes: int | None = None
 
     resolved = _target(target, exp_name, env_id, run_seed, registry, env_module, policy_class)
     out_path = DEFAULT_OUT if out == "default" else (Path(out) if out is not None else None)
-    return plan_eval(resolved, episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
-                     device=device, out=out_path, capture_video=capture_video, trust_pickle=trust_pickle,
-                     model_config=Path(model_config) if model_config else None, source=source,
-                     video_dir=Path(video_dir) if video_dir else None,
-                     trusted_wrappers=frozenset(trust_wrappers), env_factory=env_factory,
-                     policy_class=policy_class, engine=engine, max_steps=max_steps, max_seconds=max_seconds)  # fmt: skip
+    return plan_eval(
+        resolved,
+        episodes=episodes,
+        num_envs=num_envs,
+        seed=seed,
+        deterministic=deterministic,
+        device=device,
+        out=out_path,
+        capture_video=capture_video,
+        trust_pickle=trust_pickle,
+        model_config=Path(model_config) if model_config else None,
+        source=source,
+        video_dir=Path(video_dir) if video_dir else None,
+        trusted_wrappers=frozenset(trust_wrappers),
+        env_factory=env_factory,
+        policy_class=policy_class,
+        engine=engine,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+    )
 
 
-def evaluate(target: PathLike | Target | EvalPlan | None = None, *,
-             on_episode: Callable[[int], None] | None = None, **settings: Any) -> EvalResult:  # fmt: skip
+def evaluate(
+    target: PathLike | Target | EvalPlan | None = None,
+    *,
+    on_episode: Callable[[int], None] | None = None,
+    **settings: Any,
+) -> EvalResult:
     """``zoo eval``: seeded, vectorized rollouts of the target's policy; writes eval.json (see
     :func:`plan` for the settings and their defaults) and returns the :class:`~zoo.evaluator.EvalResult`.
 
@@ -170,8 +247,9 @@ def evaluate(target: PathLike | Target | EvalPlan | None = None, *,
     return run_plan(planned, on_episode=on_episode)
 
 
-def run_plan(planned: EvalPlan, policy: Policy | None = None,
-             on_episode: Callable[[int], None] | None = None) -> EvalResult:  # fmt: skip
+def run_plan(
+    planned: EvalPlan, policy: Policy | None = None, on_episode: Callable[[int], None] | None = None
+) -> EvalResult:
     """Load the planned target's policy (unless given), roll it out, write eval.json atomically."""
     from zoo.atomic import write_json_atomic
     from zoo.envs import VideoLog
@@ -181,15 +259,28 @@ def run_plan(planned: EvalPlan, policy: Policy | None = None,
     target = planned.target
     policy = policy if policy is not None else load_target_policy(target, planned.options)
     log = VideoLog()
-    spec = dataclasses.replace(env_spec(target, planned.video_dir, planned.options), video_log=log,
-                               max_steps=planned.max_steps)  # fmt: skip
+    spec = dataclasses.replace(
+        env_spec(target, planned.video_dir, planned.options), video_log=log, max_steps=planned.max_steps
+    )
     with warnings.catch_warnings():  # the recorder's failures arrive in the log; do not print them twice
         warnings.filterwarnings("ignore", message="video capture")
-        result = rollouts(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
-                          deterministic=planned.deterministic, checkpoint=target.label,
-                          exp_name=target.entry.name, framework=target.entry.framework, device=planned.device,
-                          settings=planned.settings, source=planned.source, model_sha256=planned.model_sha256,
-                          on_episode=on_episode, max_seconds=planned.max_seconds)  # fmt: skip
+        result = rollouts(
+            policy,
+            spec,
+            episodes=planned.episodes,
+            num_envs=planned.num_envs,
+            seed=planned.seed,
+            deterministic=planned.deterministic,
+            checkpoint=target.label,
+            exp_name=target.entry.name,
+            framework=target.entry.framework,
+            device=planned.device,
+            settings=planned.settings,
+            source=planned.source,
+            model_sha256=planned.model_sha256,
+            on_episode=on_episode,
+            max_seconds=planned.max_seconds,
+        )
     if planned.video_dir is not None:
         result.videos = [str(p) for p in log.written]
     result.warnings = list(log.failures)
@@ -198,16 +289,33 @@ def run_plan(planned: EvalPlan, policy: Policy | None = None,
     return result
 
 
-def evaluate_all(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = None, env_id: str | None = None,
-                 run_seed: int | None = None, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
-                 deterministic: bool | None = None, device: str = "auto", force: bool = False,
-                 trust_pickle: bool = False, trust_wrappers: Iterable[str] = (), env_module: str | None = None,
-                 engine: str = "torch", max_steps: int | None = None, max_seconds: float | None = None,
-                 executor: str = "local", address: str | None = None, num_cpus: int | None = None,
-                 num_gpus: float = 0, registry: Registry | PathLike | None = None,
-                 on_planned: Callable[[list[SweepItem]], None] | None = None,
-                 on_run: Callable[[Outcome], None] | None = None,
-                 on_episode: Callable[[SweepItem, int], None] | None = None) -> SweepResult:  # fmt: skip
+def evaluate_all(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    run_seed: int | None = None,
+    episodes: int | None = None,
+    seed: int = 0,
+    num_envs: int = 8,
+    deterministic: bool | None = None,
+    device: str = "auto",
+    force: bool = False,
+    trust_pickle: bool = False,
+    trust_wrappers: Iterable[str] = (),
+    env_module: str | None = None,
+    engine: str = "torch",
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    num_cpus: int | None = None,
+    num_gpus: float = 0,
+    registry: Registry | PathLike | None = None,
+    on_planned: Callable[[list[SweepItem]], None] | None = None,
+    on_run: Callable[[Outcome], None] | None = None,
+    on_episode: Callable[[SweepItem, int], None] | None = None,
+) -> SweepResult:
     """``zoo eval runs/ --all``: every run under ``paths`` (narrowed by ``exp_name``/``env_id``/``run_seed``)
     evaluated as :func:`evaluate` would evaluate it alone, each writing its own eval.json; ``result.outcomes``
     says per run: evaluated, skipped or failed (with its one-line reason). A run that fails does not stop the
@@ -222,19 +330,50 @@ def evaluate_all(paths: PathLike | Iterable[PathLike], *, exp_name: str | None =
     from zoo.sweep.runner import run_sweep
 
     paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    settings = SweepSettings(episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic,
-                             device=device, trust_pickle=trust_pickle, trust_wrappers=frozenset(trust_wrappers),
-                             env_module=env_module, engine=engine, max_steps=max_steps, max_seconds=max_seconds)  # fmt: skip
-    return run_sweep([Path(p) for p in paths], _registry(registry), RunFilter(exp_name, env_id, run_seed), settings,
-                     force=force, executor=executor, address=address, num_cpus=num_cpus, num_gpus=num_gpus,
-                     on_planned=on_planned, on_run=on_run, on_episode=on_episode)  # fmt: skip
+    settings = SweepSettings(
+        episodes=episodes,
+        num_envs=num_envs,
+        seed=seed,
+        deterministic=deterministic,
+        device=device,
+        trust_pickle=trust_pickle,
+        trust_wrappers=frozenset(trust_wrappers),
+        env_module=env_module,
+        engine=engine,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+    )
+    return run_sweep(
+        [Path(p) for p in paths],
+        _registry(registry),
+        RunFilter(exp_name, env_id, run_seed),
+        settings,
+        force=force,
+        executor=executor,
+        address=address,
+        num_cpus=num_cpus,
+        num_gpus=num_gpus,
+        on_planned=on_planned,
+        on_run=on_run,
+        on_episode=on_episode,
+    )
 
 
-def leaderboard(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = None, env_id: str | None = None,
-                evaluate_missing: bool = False, episodes: int | None = None, seed: int = 0, num_envs: int = 8,
-                device: str = "auto", max_steps: int | None = None, max_seconds: float | None = None,
-                registry: Registry | PathLike | None = None,
-                on_run: Callable[[Outcome], None] | None = None) -> Leaderboard:  # fmt: skip
+def leaderboard(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    evaluate_missing: bool = False,
+    episodes: int | None = None,
+    seed: int = 0,
+    num_envs: int = 8,
+    device: str = "auto",
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    registry: Registry | PathLike | None = None,
+    on_run: Callable[[Outcome], None] | None = None,
+) -> Leaderboard:
     """``zoo leaderboard``: the runs under ``paths`` ranked per env id from their eval.json files, aggregated
     over seeds (``.rows``), with a line per run that could not be ranked (``.problems``); docs/leaderboard.md.
 
@@ -250,17 +389,34 @@ def leaderboard(paths: PathLike | Iterable[PathLike], *, exp_name: str | None = 
     failed: dict[str, str] = {}
     missing = runs_without_eval(paths, reg, run_filter) if evaluate_missing else []
     if missing:
-        sweep = evaluate_all(missing, exp_name=exp_name, env_id=env_id, episodes=episodes, seed=seed,
-                             num_envs=num_envs, device=device, max_steps=max_steps, max_seconds=max_seconds,
-                             force=False, registry=reg, on_run=on_run)  # fmt: skip
+        sweep = evaluate_all(
+            missing,
+            exp_name=exp_name,
+            env_id=env_id,
+            episodes=episodes,
+            seed=seed,
+            num_envs=num_envs,
+            device=device,
+            max_steps=max_steps,
+            max_seconds=max_seconds,
+            force=False,
+            registry=reg,
+            on_run=on_run,
+        )
         failed = {
             os.path.abspath(o.run_dir): o.message or "failed" for o in sweep.outcomes if o.status == "failed"
         }
     return build_leaderboard(paths, reg, run_filter, failed=failed)
 
 
-def report(paths: PathLike | Iterable[PathLike], out: PathLike, *, exp_name: str | None = None,
-           env_id: str | None = None, registry: Registry | PathLike | None = None) -> ReportResult:  # fmt: skip
+def report(
+    paths: PathLike | Iterable[PathLike],
+    out: PathLike,
+    *,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    registry: Registry | PathLike | None = None,
+) -> ReportResult:
     """``zoo report``: ``out/index.html`` (no script, no network) and its PNGs for the runs under ``paths``:
     per env, the learning curves of each experiment (mean over seeds, 95% band) and its eval returns, and the
     :func:`leaderboard` table; a run without an events file or an eval.json is a line under "Problems". The
@@ -276,13 +432,27 @@ def report(paths: PathLike | Iterable[PathLike], out: PathLike, *, exp_name: str
     return write_report(board, discover(paths, reg, RunFilter(exp_name, env_id)), Path(out))
 
 
-def export(target: PathLike | Target, out: PathLike | None = None, *, format: str | None = None,
-           opset: int | None = None, exporter: str = "auto", tolerance: float | None = None,
-           exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
-           trust_pickle: bool = False, model_config: PathLike | None = None, trust_wrappers: Iterable[str] = (),
-           env_factory: str | None = None, env_module: str | None = None, revision: str | None = None,
-           allow_download: bool = False, notify: Callable[[str], None] | None = None,
-           registry: Registry | PathLike | None = None) -> ExportResult:  # fmt: skip
+def export(
+    target: PathLike | Target,
+    out: PathLike | None = None,
+    *,
+    format: str | None = None,
+    opset: int | None = None,
+    exporter: str = "auto",
+    tolerance: float | None = None,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    run_seed: int | None = None,
+    trust_pickle: bool = False,
+    model_config: PathLike | None = None,
+    trust_wrappers: Iterable[str] = (),
+    env_factory: str | None = None,
+    env_module: str | None = None,
+    revision: str | None = None,
+    allow_download: bool = False,
+    notify: Callable[[str], None] | None = None,
+    registry: Registry | PathLike | None = None,
+) -> ExportResult:
     """``zoo export``: the target's policy as one ONNX or TorchScript file (raw observation in, env
     action out, normalizer and action head baked in) plus its sidecar, parity-checked against the
     source policy; a file that does not act like it is not kept.
@@ -301,56 +471,110 @@ def export(target: PathLike | Target, out: PathLike | None = None, *, format: st
     source = None
     if isinstance(target, Target) or Path(target).exists():
         if revision is not None:
-            raise UsageError(f"--revision names a hub revision, but {target} is a local path",
-                             hint="drop --revision (a local path wins over a hub repo id of the same name)")  # fmt: skip
+            raise UsageError(
+                f"--revision names a hub revision, but {target} is a local path",
+                hint="drop --revision (a local path wins over a hub repo id of the same name)",
+            )
         resolved = _target(target, exp_name, env_id, run_seed, registry, env_module)
     else:
-        resolved, source = _repo_target(str(target), exp_name=exp_name, env_id=env_id, run_seed=run_seed,
-                                        trust_pickle=trust_pickle, revision=revision or "main",
-                                        allow_download=allow_download, registry=registry, notify=notify)  # fmt: skip
+        resolved, source = _repo_target(
+            str(target),
+            exp_name=exp_name,
+            env_id=env_id,
+            run_seed=run_seed,
+            trust_pickle=trust_pickle,
+            revision=revision or "main",
+            allow_download=allow_download,
+            registry=registry,
+            notify=notify,
+        )
         resolved = _target(resolved, None, None, None, registry, env_module)
     if resolved.exported is not None:
-        raise ZooError(f"{resolved.model_file} is already an exported policy",
-                       hint="export the run dir or checkpoint it came from")  # fmt: skip
+        raise ZooError(
+            f"{resolved.model_file} is already an exported policy",
+            hint="export the run dir or checkpoint it came from",
+        )
     # a file fetched from the hub is exported into the current folder, never into the Hugging Face cache
     beside = resolved.model_file if source is None else Path(resolved.model_file.name)
     fmt, out_path = export_paths(beside, format, Path(out) if out is not None else None)
     if fmt == "torchscript" and (opset is not None or exporter != "auto"):
-        raise UsageError("--opset and --exporter are ONNX settings; a TorchScript file has neither",
-                         hint="drop them, or export --format onnx")  # fmt: skip
+        raise UsageError(
+            "--opset and --exporter are ONNX settings; a TorchScript file has neither",
+            hint="drop them, or export --format onnx",
+        )
     opset = DEFAULT_OPSET if opset is None else opset
     if fmt == "onnx":
         onnx_exporters(exporter, opset)  # refuse an opset no exporter writes before the checkpoint is read
-    policy = load_policy(resolved, device="cpu", seed=0, trust_pickle=trust_pickle, model_config=model_config,
-                         trust_wrappers=trust_wrappers, env_factory=env_factory)  # fmt: skip
+    policy = load_policy(
+        resolved,
+        device="cpu",
+        seed=0,
+        trust_pickle=trust_pickle,
+        model_config=model_config,
+        trust_wrappers=trust_wrappers,
+        env_factory=env_factory,
+    )
     spec = env_spec(
         resolved, options=LoadOptions(trusted_wrappers=frozenset(trust_wrappers), env_factory=env_factory)
     )
-    facts = {"task": resolved.env_id, "env": spec.to_json(),
-             "exp_name": resolved.entry.name, "framework": resolved.entry.framework,
-             "checkpoint": str(resolved.model_file)}  # fmt: skip
+    facts = {
+        "task": resolved.env_id,
+        "env": spec.to_json(),
+        "exp_name": resolved.entry.name,
+        "framework": resolved.entry.framework,
+        "checkpoint": str(resolved.model_file),
+    }
     if source is not None:
         facts["source"] = source.to_json()
-    return export_policy(policy, target=facts, preset_notes=spec.deployment_notes(), fmt=fmt, out=out_path,
-                         opset=opset, exporter=exporter, tolerance=tolerance, obs_terms=spec.obs_terms())  # fmt: skip
+    return export_policy(
+        policy,
+        target=facts,
+        preset_notes=spec.deployment_notes(),
+        fmt=fmt,
+        out=out_path,
+        opset=opset,
+        exporter=exporter,
+        tolerance=tolerance,
+        obs_terms=spec.obs_terms(),
+    )
 
 
-def _repo_target(repo: str, *, exp_name: str | None, env_id: str | None, run_seed: int | None, trust_pickle: bool,
-                 revision: str, allow_download: bool, registry: Registry | PathLike | None,
-                 notify: Callable[[str], None] | None) -> tuple[Target, Source]:  # fmt: skip
+def _repo_target(
+    repo: str,
+    *,
+    exp_name: str | None,
+    env_id: str | None,
+    run_seed: int | None,
+    trust_pickle: bool,
+    revision: str,
+    allow_download: bool,
+    registry: Registry | PathLike | None,
+    notify: Callable[[str], None] | None,
+) -> tuple[Target, Source]:
     """The target a hub repo id names (no local path has its name), and where its model came from."""
     from zoo.errors import UsageError
     from zoo.hub.repo_target import repo_id_of, resolve_repo
 
     repo_id = repo_id_of(repo)
     if trust_pickle:
-        raise UsageError(f"--trust-pickle is for a file you trust on disk, and {repo_id} is a hub repo",
-                         hint="drop it: zoo reads what it downloads without unpickling what is off its allowlist")  # fmt: skip
+        raise UsageError(
+            f"--trust-pickle is for a file you trust on disk, and {repo_id} is a hub repo",
+            hint="drop it: zoo reads what it downloads without unpickling what is off its allowlist",
+        )
     if run_seed is not None:
-        raise UsageError(f"--run-seed picks a run in a folder, and {repo_id} is a hub repo (one release)",
-                         hint="drop --run-seed; --revision picks a branch, tag or commit of the repo")  # fmt: skip
-    entry, env, source = resolve_repo(repo_id, _registry(registry), exp_name=exp_name, env_id=env_id,
-                                      revision=revision, allow_download=allow_download, notify=notify)  # fmt: skip
+        raise UsageError(
+            f"--run-seed picks a run in a folder, and {repo_id} is a hub repo (one release)",
+            hint="drop --run-seed; --revision picks a branch, tag or commit of the repo",
+        )
+    entry, env, source = resolve_repo(
+        repo_id,
+        _registry(registry),
+        exp_name=exp_name,
+        env_id=env_id,
+        revision=revision,
+        allow_download=allow_download,
+        notify=notify,
+    )
     if notify is not None:
         notify(f"model: {source.describe()}")
     return _fetched_target(source, entry, env, None, _registry(registry)), source
@@ -369,8 +593,14 @@ def _fetched_target(
         return dataclasses.replace(
             release_target(source.path.with_name(CONFIG_FILE), registry, env_id), entry=entry
         )
-    run = source.run or Run(framework=entry.framework, path=source.path, model_file=source.path,
-                            exp_name=entry.name, env_id=env_id, seed=run_seed)  # fmt: skip
+    run = source.run or Run(
+        framework=entry.framework,
+        path=source.path,
+        model_file=source.path,
+        exp_name=entry.name,
+        env_id=env_id,
+        seed=run_seed,
+    )
     return Target(run, entry, env_id, source.path)
 
 
@@ -388,20 +618,44 @@ class PushResult:
 
     def to_json(self) -> dict:
         staged = [{"name": f.name, "size": f.size, "what": f.what} for f in self.staging.files]
-        return {"repo_id": self.repo_id, "staged": str(self.staging.folder), "card": str(self.staging.card),
-                "files": staged, "made": self.made, "stripped": self.staging.stripped,
-                "warnings": self.staging.warnings, "dry_run": self.upload is None,
-                **(self.comparison or {"changes": None, "compared_with": None}), **(self.upload or {})}  # fmt: skip
+        return {
+            "repo_id": self.repo_id,
+            "staged": str(self.staging.folder),
+            "card": str(self.staging.card),
+            "files": staged,
+            "made": self.made,
+            "stripped": self.staging.stripped,
+            "warnings": self.staging.warnings,
+            "dry_run": self.upload is None,
+            **(self.comparison or {"changes": None, "compared_with": None}),
+            **(self.upload or {}),
+        }
 
 
-def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = None, dry_run: bool = True,
-         exp_name: str | None = None, env_id: str | None = None, run_seed: int | None = None,
-         revision: str | None = None, create_pr: bool = False, private: bool = False,
-         commit_message: str | None = None, episodes: int | None = None, seed: int = 0,
-         capture_video: bool = False, allow_large: bool = False, max_file_mb: float = 100,
-         stage_dir: PathLike | None = None, registry: Registry | PathLike | None = None,
-         notify: Callable[[str], None] | None = None, strip_unsafe: bool = False,
-         allow_download: bool = False) -> PushResult:  # fmt: skip
+def push(
+    run: PathLike,
+    repo_id: str | None = None,
+    *,
+    hf_entity: str | None = None,
+    dry_run: bool = True,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    run_seed: int | None = None,
+    revision: str | None = None,
+    create_pr: bool = False,
+    private: bool = False,
+    commit_message: str | None = None,
+    episodes: int | None = None,
+    seed: int = 0,
+    capture_video: bool = False,
+    allow_large: bool = False,
+    max_file_mb: float = 100,
+    stage_dir: PathLike | None = None,
+    registry: Registry | PathLike | None = None,
+    notify: Callable[[str], None] | None = None,
+    strip_unsafe: bool = False,
+    allow_download: bool = False,
+) -> PushResult:
     """``zoo push``: stage the run dir (or a lone model file with the companions evaluating it reads) with a
     generated model card; upload it in one commit unless ``dry_run`` (the default). The run dir is never
     written to: an eval.json (``episodes``, ``seed``) or a replay (``capture_video``) that the run lacks is
@@ -440,8 +694,15 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
         need_video = capture_video and latest_replay(target) is None
         made: dict[str, Path] = {}
         if not has_eval or need_video:
-            planned = plan(target, episodes=episodes, seed=seed, device="cpu", out=Path(work) / "eval.json",
-                           capture_video=need_video, video_dir=Path(work) / "videos")  # fmt: skip
+            planned = plan(
+                target,
+                episodes=episodes,
+                seed=seed,
+                device="cpu",
+                out=Path(work) / "eval.json",
+                capture_video=need_video,
+                video_dir=Path(work) / "videos",
+            )
             lacks = (
                 "the run has no eval.json"
                 if target.run.path.is_dir()
@@ -462,8 +723,17 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
         hub_work = Path(work) / "hub"
         hub_work.mkdir()
         forms = release_forms(target, Path(work) / "release", notify)
-        staging = prepare(target, repo_id=repo_id, folder=folder, max_mb=max_file_mb, allow_large=allow_large,
-                          workdir=hub_work, made=made, strip=strip_unsafe, forms=forms)  # fmt: skip
+        staging = prepare(
+            target,
+            repo_id=repo_id,
+            folder=folder,
+            max_mb=max_file_mb,
+            allow_large=allow_large,
+            workdir=hub_work,
+            made=made,
+            strip=strip_unsafe,
+            forms=forms,
+        )
     if notify:
         for warning in staging.warnings:
             notify(f"warning: {warning}")
@@ -492,10 +762,21 @@ def push(run: PathLike, repo_id: str | None = None, *, hf_entity: str | None = N
     return result
 
 
-def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_entity: str | None = None,
-          hf_repository: str | None = None, revision: str = "main", runs_dir: PathLike = "runs",
-          allow_download: bool = False, registry: Registry | PathLike | None = None,
-          notify: Callable[[str], None] | None = None, **settings: Any) -> tuple[EvalPlan, Source]:  # fmt: skip
+def enjoy(
+    exp_name: str,
+    env_id: str,
+    *,
+    run_seed: int = 1,
+    seed: int = 0,
+    hf_entity: str | None = None,
+    hf_repository: str | None = None,
+    revision: str = "main",
+    runs_dir: PathLike = "runs",
+    allow_download: bool = False,
+    registry: Registry | PathLike | None = None,
+    notify: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> tuple[EvalPlan, Source]:
     """``zoo enjoy`` without the rollout: the plan for a published model (a local run of ``runs_dir``
     first, then the Hugging Face cache, then, only with ``allow_download``, the hub) and where its model
     comes from. ``evaluate(plan)`` runs it. ``settings`` are :func:`plan`'s (``episodes``, ``out``, ...);
@@ -506,8 +787,14 @@ def enjoy(exp_name: str, env_id: str, *, run_seed: int = 1, seed: int = 0, hf_en
 
     reg = _registry(registry)
     entry = reg.get(exp_name)
-    where = hub_file(entry, env_id=env_id, run_seed=run_seed, hf_entity=hf_entity, hf_repository=hf_repository,
-                     revision=revision)  # fmt: skip
+    where = hub_file(
+        entry,
+        env_id=env_id,
+        run_seed=run_seed,
+        hf_entity=hf_entity,
+        hf_repository=hf_repository,
+        revision=revision,
+    )
     runs_dir = Path(runs_dir)
     local = None
     if runs_dir.is_dir():
@@ -545,13 +832,29 @@ def _release_first(entry, env_id: str, settings: dict) -> bool:
     )
 
 
-def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
-          until: int | None = None, idle: float | None = None, poll: float = 5.0, device: str = "cpu",
-          nice: int = 10, max_cpu: int | None = 1, sched_idle: bool = False, retries: int = 3,
-          max_steps: int | None = None, max_seconds: float | None = None, exp_name: str | None = None,
-          env_id: str | None = None, registry: Registry | PathLike | None = None,
-          on_eval: Callable[[dict], None] | None = None,
-          notify: Callable[[str], None] | None = None) -> WatchResult:  # fmt: skip
+def watch(
+    run_dir: PathLike,
+    *,
+    every: int = 1,
+    episodes: int | None = None,
+    num_envs: int = 8,
+    seed: int = 0,
+    until: int | None = None,
+    idle: float | None = None,
+    poll: float = 5.0,
+    device: str = "cpu",
+    nice: int = 10,
+    max_cpu: int | None = 1,
+    sched_idle: bool = False,
+    retries: int = 3,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    registry: Registry | PathLike | None = None,
+    on_eval: Callable[[dict], None] | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> WatchResult:
     """``zoo watch``: follow the training run saving checkpoints into ``run_dir``; evaluate every ``every``-th
     new one (deterministic, ``seed``, ``episodes``, bounded by ``max_steps`` and ``max_seconds`` as :func:`plan`
     says), append each result to ``run_dir/evals.jsonl`` and keep
@@ -566,23 +869,52 @@ def watch(run_dir: PathLike, *, every: int = 1, episodes: int | None = None, num
     evals.jsonl holds is not evaluated again, and the best so far stays unless beaten."""
     from zoo.watcher.loop import watch_run
 
-    return watch_run(Path(run_dir), _registry(registry), every=every, episodes=episodes, num_envs=num_envs,
-                     seed=seed, until=until, idle=idle, poll=poll, device=device, nice=nice, max_cpu=max_cpu,
-                     sched_idle=sched_idle, retries=retries, max_steps=max_steps, max_seconds=max_seconds,
-                     exp_name=exp_name, env_id=env_id, notify=notify or _ignore,
-                     on_eval=on_eval or _ignore)  # fmt: skip
+    return watch_run(
+        Path(run_dir),
+        _registry(registry),
+        every=every,
+        episodes=episodes,
+        num_envs=num_envs,
+        seed=seed,
+        until=until,
+        idle=idle,
+        poll=poll,
+        device=device,
+        nice=nice,
+        max_cpu=max_cpu,
+        sched_idle=sched_idle,
+        retries=retries,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+        exp_name=exp_name,
+        env_id=env_id,
+        notify=notify or _ignore,
+        on_eval=on_eval or _ignore,
+    )
 
 
 def _ignore(_what: object) -> None:
     pass
 
 
-def diagnose(*, framework: str | None = None, policy: PathLike | None = None, config: PathLike | None = None,
-             launcher: str | None = None, probe_env: bool = False, env_id: str | None = None,
-             env_module: str | None = None, exp_name: str | None = None, seed: int = 0, episodes: int | None = None,
-             policy_class: str | None = None, guardrail: Guardrail | None = None, handoff: PathLike | None = None,
-             command: Iterable[str] = (),
-             registry: Registry | PathLike | None = None) -> Diagnosis:  # fmt: skip
+def diagnose(
+    *,
+    framework: str | None = None,
+    policy: PathLike | None = None,
+    config: PathLike | None = None,
+    launcher: str | None = None,
+    probe_env: bool = False,
+    env_id: str | None = None,
+    env_module: str | None = None,
+    exp_name: str | None = None,
+    seed: int = 0,
+    episodes: int | None = None,
+    policy_class: str | None = None,
+    guardrail: Guardrail | None = None,
+    handoff: PathLike | None = None,
+    command: Iterable[str] = (),
+    registry: Registry | PathLike | None = None,
+) -> Diagnosis:
     """``zoo doctor``: the checks the arguments ask for, in order (package, file, content, spaces; config and
     guardrail), with no side effects; ``diagnosis.exit_code`` is 0, 1 or 3 (a usage error raises). Without
     ``framework``: only what is installed (``diagnosis.environment``). ``handoff``: a folder to write
@@ -590,10 +922,21 @@ def diagnose(*, framework: str | None = None, policy: PathLike | None = None, co
     line they record). Nothing here authorizes training."""
     from zoo.doctor.diagnosis import diagnose as run_checks
 
-    diagnosis = run_checks(framework=framework, policy=Path(policy) if policy else None,
-                           config=Path(config) if config else None, launcher=launcher, probe_env=probe_env,
-                           env_id=env_id, env_module=env_module, exp_name=exp_name, seed=seed, episodes=episodes,
-                           policy_class=policy_class, guardrail=guardrail, registry=_registry(registry) if framework else None)  # fmt: skip
+    diagnosis = run_checks(
+        framework=framework,
+        policy=Path(policy) if policy else None,
+        config=Path(config) if config else None,
+        launcher=launcher,
+        probe_env=probe_env,
+        env_id=env_id,
+        env_module=env_module,
+        exp_name=exp_name,
+        seed=seed,
+        episodes=episodes,
+        policy_class=policy_class,
+        guardrail=guardrail,
+        registry=_registry(registry) if framework else None,
+    )
     if handoff is not None:
         from zoo.doctor.handoff import write_handoff
 
@@ -601,5 +944,20 @@ def diagnose(*, framework: str | None = None, policy: PathLike | None = None, co
     return diagnosis
 
 
-__all__ = ["PushResult", "diagnose", "check", "enjoy", "evaluate", "evaluate_all", "export", "leaderboard", "load_policy", "plan", "push", "report", "resolve",
-           "run_plan", "watch"]  # fmt: skip
+__all__ = [
+    "PushResult",
+    "diagnose",
+    "check",
+    "enjoy",
+    "evaluate",
+    "evaluate_all",
+    "export",
+    "leaderboard",
+    "load_policy",
+    "plan",
+    "push",
+    "report",
+    "resolve",
+    "run_plan",
+    "watch",
+]

@@ -126,8 +126,10 @@ def renamed_into(path: Path, what: str) -> Path:
     one line, since a rename would replace it with a file."""
     target, stream = _destination(Path(path))
     if stream:
-        raise WriteError(f"cannot write {what} {path}: it is a device or a pipe, and this output is a file",
-                         hint="give a file name")  # fmt: skip
+        raise WriteError(
+            f"cannot write {what} {path}: it is a device or a pipe, and this output is a file",
+            hint="give a file name",
+        )
     return target
 
 
@@ -218,8 +220,9 @@ def check_writable(path: Path, what: str, *, folder: bool = False) -> None:
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise ZooError(f"cannot write {what} {path}: {ancestor} is a file, not a folder",
-                       hint=f"choose another {what}")  # fmt: skip
+        raise ZooError(
+            f"cannot write {what} {path}: {ancestor} is a file, not a folder", hint=f"choose another {what}"
+        )
     try:
         if ancestor == path.parent:
             fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=ancestor)

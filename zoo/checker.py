@@ -77,8 +77,10 @@ def no_runs(paths: list[Path], registry: Registry, run_filter: RunFilter, comman
     """The error of a search that found no run: what the filters left out, else the layouts zoo recognises."""
     where = ", ".join(map(str, paths))
     if run_filter.active():
-        return ZooError(f"no run matches {run_filter.describe()} under {where}",
-                        hint=f"run {command} without filters to see what is there")  # fmt: skip
+        return ZooError(
+            f"no run matches {run_filter.describe()} under {where}",
+            hint=f"run {command} without filters to see what is there",
+        )
     layouts = "; ".join(get_adapter(name).layout_hint for name in frameworks(registry))
     return ZooError(f"no runs found under {where}", hint=f"zoo recognises {layouts}")
 
@@ -95,9 +97,14 @@ def _recorded_env_id(model_file: Path) -> str | None:
     return recorded_env_id(model_file)
 
 
-def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, use_cache: bool = True,
-                on_progress: Callable[[int, int], None] | None = None,
-                detached_save: bool = False) -> list[RunReport | RememberedReport]:  # fmt: skip
+def check_paths(
+    paths: list[Path],
+    registry: Registry,
+    run_filter: RunFilter,
+    use_cache: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
+    detached_save: bool = False,
+) -> list[RunReport | RememberedReport]:
     """One report per run found; an error when nothing (or nothing matching) is there.
 
     ``on_progress(done, total)`` is called as runs are read (not for remembered ones). A remembered
@@ -111,9 +118,11 @@ def check_paths(paths: list[Path], registry: Registry, run_filter: RunFilter, us
     keep = list(range(len(found)))
     unnamed = next((p for p in paths if p.is_file()), None) if run_filter.exp_name is None else None
     if not keep and unnamed is not None:
-        raise ZooError(f"{unnamed}: no framework recognises this file by its name",
-                       hint="pass --exp-name to say which experiment it is (zoo registry list shows them), and "
-                       "--env-id for its env")  # fmt: skip
+        raise ZooError(
+            f"{unnamed}: no framework recognises this file by its name",
+            hint="pass --exp-name to say which experiment it is (zoo registry list shows them), and "
+            "--env-id for its env",
+        )
     if not keep:
         raise no_runs(paths, registry, run_filter, "zoo check")
     stamps = {i: stamp(found[i][1]) for i in keep}
@@ -136,8 +145,13 @@ UNREAD = "unread"
 Found = list[tuple[str, list[str]]]
 
 
-def _meant(paths: list[Path], found: Found, returns: dict[int, tuple | None], registry: Registry,
-           run_filter: RunFilter) -> tuple[Found, dict[int, tuple | None]]:  # fmt: skip
+def _meant(
+    paths: list[Path],
+    found: Found,
+    returns: dict[int, tuple | None],
+    registry: Registry,
+    run_filter: RunFilter,
+) -> tuple[Found, dict[int, tuple | None]]:
     """The runs ``run_filter`` means, as :func:`check_paths` reads them. In a path that holds one run (a run
     dir, a model file) ``--exp-name`` and ``--env-id`` say what it is, as they do for ``zoo eval``: it is
     checked as that experiment on that env; among several runs they pick. ``--run-seed`` always picks.
@@ -162,8 +176,13 @@ def _meant(paths: list[Path], found: Found, returns: dict[int, tuple | None], re
         meant.append((key, inputs))
     for index, path in enumerate(paths):
         if index not in owners and path.is_file() and run_filter.exp_name is not None:
-            meant.append(_key(named_run(lone_file_run(path, registry, run_filter.exp_name), registry, None,
-                                        run_filter.env_id)))  # fmt: skip
+            meant.append(
+                _key(
+                    named_run(
+                        lone_file_run(path, registry, run_filter.exp_name), registry, None, run_filter.env_id
+                    )
+                )
+            )
     return meant, meant_returns
 
 
@@ -171,8 +190,11 @@ def _owner(paths: list[Path], run: dict) -> int | None:
     """The index of the path given that holds the run (its folder, or its model file given by name; the
     innermost, when given paths nest)."""
     own = [os.path.abspath(run[key]) for key in ("path", "model_file") if run[key] is not None]
-    holding = [(len(p), i) for i, p in enumerate(map(os.path.abspath, paths))
-               if any(r == p or r.startswith(p.rstrip(os.sep) + os.sep) for r in own)]  # fmt: skip
+    holding = [
+        (len(p), i)
+        for i, p in enumerate(map(os.path.abspath, paths))
+        if any(r == p or r.startswith(p.rstrip(os.sep) + os.sep) for r in own)
+    ]
     return max(holding)[1] if holding else None
 
 
@@ -187,8 +209,9 @@ def named_run(run: Run, registry: Registry, exp_name: str | None, env_id: str | 
     if exp_name is None:
         return dataclasses.replace(run, env_id=env_id or run.env_id)
     env = env_id or run.env_id
-    return dataclasses.replace(run, exp_name=exp_name, env_id=env,
-                               model_file=named_model_file(run, registry.get(exp_name), env))  # fmt: skip
+    return dataclasses.replace(
+        run, exp_name=exp_name, env_id=env, model_file=named_model_file(run, registry.get(exp_name), env)
+    )
 
 
 def named_model_file(run: Run, entry: Entry, env_id: str | None) -> Path | None:

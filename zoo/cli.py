@@ -55,8 +55,12 @@ def _internal(exc: Exception) -> None:
     """A bug in zoo: one line by default, the traceback on request (``ZOO_DEBUG=1``)."""
     if os.environ.get("ZOO_DEBUG"):
         raise exc
-    _fail(ZooError(f"internal error: {type(exc).__name__}: {exc}",
-                   hint="please report it; rerun with ZOO_DEBUG=1 for the traceback"))  # fmt: skip
+    _fail(
+        ZooError(
+            f"internal error: {type(exc).__name__}: {exc}",
+            hint="please report it; rerun with ZOO_DEBUG=1 for the traceback",
+        )
+    )
 
 
 def _registry(ctx: click.Context):
@@ -86,10 +90,22 @@ def _versions(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 
 
 @click.group(cls=ZooGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_versions,
-              help="Show zoo's version and those of torch, gymnasium and the framework libraries found.")  # fmt: skip
-@click.option("--registry", "registry", type=click.Path(dir_okay=False), default=None, envvar="ZOO_REGISTRY",
-              help="A registry YAML merged over the bundled one (env: ZOO_REGISTRY).")  # fmt: skip
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_versions,
+    help="Show zoo's version and those of torch, gymnasium and the framework libraries found.",
+)
+@click.option(
+    "--registry",
+    "registry",
+    type=click.Path(dir_okay=False),
+    default=None,
+    envvar="ZOO_REGISTRY",
+    help="A registry YAML merged over the bundled one (env: ZOO_REGISTRY).",
+)
 @click.pass_context
 def cli(ctx: click.Context, registry: str | None) -> None:
     """zoo: find, check, evaluate and share trained RL policies.
@@ -187,8 +203,14 @@ def check_cmd(ctx, paths, exp_name, env_id, run_seed, as_json, quiet, no_cache) 
     paths = unique_paths(list(paths))
     try:
         with _progress("reading runs") as update:
-            reports = check_paths(paths, _registry(ctx), RunFilter(exp_name, env_id, run_seed),
-                                  use_cache=not no_cache, on_progress=update, detached_save=_IN_MAIN)  # fmt: skip
+            reports = check_paths(
+                paths,
+                _registry(ctx),
+                RunFilter(exp_name, env_id, run_seed),
+                use_cache=not no_cache,
+                on_progress=update,
+                detached_save=_IN_MAIN,
+            )
     except ZooError:
         if as_json:  # no run found (or no path): still JSON on stdout, the error on stderr
             click.echo("[]")
@@ -210,8 +232,11 @@ def _train_cell(train: dict | None) -> str:
 
 
 def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
-    shown = [(r, name) for r, name in zip(reports, row_names([r.run.path for r in reports], paths), strict=True)
-             if not (quiet and r.status == "ok")]  # fmt: skip
+    shown = [
+        (r, name)
+        for r, name in zip(reports, row_names([r.run.path for r in reports], paths), strict=True)
+        if not (quiet and r.status == "ok")
+    ]
     watched = any("watch" in r.details for r, _ in shown)  # a column only where zoo watch left records
     table = table_of("status", "run", "model", "train return", *(("best eval",) if watched else ()), "reason")
     for r, name in shown:
@@ -223,9 +248,13 @@ def _render_check(reports, quiet: bool, paths: list[Path]) -> None:
         reason = escape(r.reason) if not r.hint else f"{escape(r.reason)}\n[dim]{escape(r.hint)}[/]"
         best = _best_eval(d["watch"]) if "watch" in d else "-"
         table.add_row(
-            f"[{_STYLE[r.status]}]{r.status}[/]", escape(name), model,
-            _train_cell(train), *((best,) if watched else ()), reason,
-        )  # fmt: skip
+            f"[{_STYLE[r.status]}]{r.status}[/]",
+            escape(name),
+            model,
+            _train_cell(train),
+            *((best,) if watched else ()),
+            reason,
+        )
     if shown:
         out().print(table)
     counts = {s: sum(r.status == s for r in reports) for s in ("ok", "warning", "error")}
@@ -251,16 +280,34 @@ def _best_eval(watch: dict) -> str:
 @opt.as_json
 @click.option("--csv", "as_csv", is_flag=True, help="CSV on stdout: one line per row, every JSON field.")
 @click.option("--markdown", "as_markdown", is_flag=True, help="A GitHub Markdown table on stdout.")
-@click.option("--eval", "evaluate_missing", is_flag=True,
-              help="First evaluate the runs that have no eval.json (existing ones are kept as they are).")  # fmt: skip
+@click.option(
+    "--eval",
+    "evaluate_missing",
+    is_flag=True,
+    help="First evaluate the runs that have no eval.json (existing ones are kept as they are).",
+)
 @opt.episodes
 @opt.seed
 @opt.num_envs
 @opt.device
 @opt.bounds
 @click.pass_context
-def leaderboard_cmd(ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, evaluate_missing, episodes, seed,
-                    num_envs, device, max_steps, max_seconds) -> None:  # fmt: skip
+def leaderboard_cmd(
+    ctx,
+    paths,
+    exp_name,
+    env_id,
+    as_json,
+    as_csv,
+    as_markdown,
+    evaluate_missing,
+    episodes,
+    seed,
+    num_envs,
+    device,
+    max_steps,
+    max_seconds,
+) -> None:
     """Rank the runs under PATHS per env id from their eval.json files, aggregated over seeds.
 
     Per experiment and env: the mean of the per-seed means with a 95% bootstrap interval, the IQM, the
@@ -275,22 +322,37 @@ def leaderboard_cmd(ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, 
 
     if sum((as_json, as_csv, as_markdown)) > 1:
         raise click.UsageError("--json, --csv and --markdown are exclusive: pick one output format")
-    eval_only = [f"--{n.replace('_', '-')}" for n in ("episodes", "seed", "num_envs", "device", "max_steps",
-                                                      "max_seconds")
-                 if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE]  # fmt: skip
+    eval_only = [
+        f"--{n.replace('_', '-')}"
+        for n in ("episodes", "seed", "num_envs", "device", "max_steps", "max_seconds")
+        if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE
+    ]
     if eval_only and not evaluate_missing:
         raise click.UsageError(f"{', '.join(eval_only)}: evaluation settings, only with --eval")
 
     def on_run(outcome) -> None:
         if outcome.status == "failed":
-            err().print(f"[yellow]eval failed:[/] {escape(outcome.run_dir)}: {escape(outcome.message or '')}",
-                        markup=True)  # fmt: skip
+            err().print(
+                f"[yellow]eval failed:[/] {escape(outcome.run_dir)}: {escape(outcome.message or '')}",
+                markup=True,
+            )
         else:
             err().print(f"[dim]{outcome.status}: {escape(outcome.run_dir)}[/]", markup=True)
 
-    board = api.leaderboard(list(paths), exp_name=exp_name, env_id=env_id, evaluate_missing=evaluate_missing,
-                            episodes=episodes, seed=seed, num_envs=num_envs, device=device, max_steps=max_steps,
-                            max_seconds=max_seconds, registry=_registry(ctx), on_run=on_run)  # fmt: skip
+    board = api.leaderboard(
+        list(paths),
+        exp_name=exp_name,
+        env_id=env_id,
+        evaluate_missing=evaluate_missing,
+        episodes=episodes,
+        seed=seed,
+        num_envs=num_envs,
+        device=device,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+        registry=_registry(ctx),
+        on_run=on_run,
+    )
     if as_json:
         print_json(board.to_json())
     elif as_csv:
@@ -302,15 +364,22 @@ def leaderboard_cmd(ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, 
     for path, message in board.problems:
         err().print(f"[yellow]not ranked:[/] {escape(path)}: {escape(message)}", markup=True)
     if not board.rows:
-        raise ZooError(f"nothing to rank: none of the {_count(board.runs_found, 'run')} found has a usable eval.json",
-                       hint="the lines above say why, run by run")  # fmt: skip
+        raise ZooError(
+            f"nothing to rank: none of the {_count(board.runs_found, 'run')} found has a usable eval.json",
+            hint="the lines above say why, run by run",
+        )
 
 
 # ----------------------------------------------------------------------------- report
 @cli.command("report")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
-              help="The report folder: index.html and its PNGs (replaced whole once the new one is complete).")  # fmt: skip
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The report folder: index.html and its PNGs (replaced whole once the new one is complete).",
+)
 @click.option("--exp-name", default=None, help="Only runs of this experiment.")
 @click.option("--env-id", default=None, help="Only runs on this env id.")
 @opt.as_json
@@ -325,8 +394,10 @@ def report_cmd(ctx, paths, out_dir, exp_name, env_id, as_json) -> None:
     if as_json:
         print_json(result.to_json())
     else:
-        out().print(f"wrote {escape(str(result.index))}: {_count(len(result.leaderboard.rows), 'leaderboard row')}, "
-                    f"{_count(len(result.images), 'image')}, {_count(len(result.problems), 'problem')}")  # fmt: skip
+        out().print(
+            f"wrote {escape(str(result.index))}: {_count(len(result.leaderboard.rows), 'leaderboard row')}, "
+            f"{_count(len(result.images), 'image')}, {_count(len(result.problems), 'problem')}"
+        )
     for path, message in result.problems:
         err().print(f"[yellow]problem:[/] {escape(path)}: {escape(message)}", markup=True)
 
@@ -335,8 +406,9 @@ def _render_leaderboard(board) -> None:
     """One rich table, a section per env id."""
     from zoo.ranking.board import COLUMNS, cells_of
 
-    table = table_of(*COLUMNS, title="leaderboard (mean of seed means, 95% percentile bootstrap CI)",
-                   title_justify="left")  # fmt: skip
+    table = table_of(
+        *COLUMNS, title="leaderboard (mean of seed means, 95% percentile bootstrap CI)", title_justify="left"
+    )
     previous = None
     for row in board.rows:
         if previous is not None and row.env_id != previous:
@@ -344,8 +416,10 @@ def _render_leaderboard(board) -> None:
         previous = row.env_id
         table.add_row(*(escape(cell) for cell in cells_of(row)))
     out().print(table)
-    out().print(f"{_count(len(board.rows), 'row')} from {_count(board.runs_found, 'run')}"
-                + (f"; {len(board.problems)} not ranked (stderr)" if board.problems else ""))  # fmt: skip
+    out().print(
+        f"{_count(len(board.rows), 'row')} from {_count(board.runs_found, 'run')}"
+        + (f"; {len(board.problems)} not ranked (stderr)" if board.problems else "")
+    )
 
 
 # ----------------------------------------------------------------------------- eval
@@ -367,10 +441,37 @@ def _render_leaderboard(board) -> None:
 )
 @opt.quiet
 @click.pass_context
-def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, device, deterministic,
-             capture_video, max_steps, max_seconds, trust_pickle, trust_wrappers, env_factory, env_module,
-             policy_class, out_path, model_config, engine, sweep, force, executor, address, num_cpus, num_gpus,
-             as_json, quiet) -> None:  # fmt: skip
+def eval_cmd(
+    ctx,
+    target,
+    exp_name,
+    env_id,
+    run_seed,
+    seed,
+    episodes,
+    num_envs,
+    device,
+    deterministic,
+    capture_video,
+    max_steps,
+    max_seconds,
+    trust_pickle,
+    trust_wrappers,
+    env_factory,
+    env_module,
+    policy_class,
+    out_path,
+    model_config,
+    engine,
+    sweep,
+    force,
+    executor,
+    address,
+    num_cpus,
+    num_gpus,
+    as_json,
+    quiet,
+) -> None:
     """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
     Rollouts are vectorized, seeded and deterministic: the same seed gives the same result, bit for bit.
@@ -382,8 +483,13 @@ def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, 
 
     if target is None and policy_class is None:  # TARGET is optional only for a policy class
         raise click.MissingParameter(ctx=ctx, param_type="argument", param_hint="'TARGET'")
-    sweep_flags = {"--force": force, "--executor": executor != "local", "--address": address,
-                   "--num-cpus": num_cpus, "--num-gpus": num_gpus}  # fmt: skip
+    sweep_flags = {
+        "--force": force,
+        "--executor": executor != "local",
+        "--address": address,
+        "--num-cpus": num_cpus,
+        "--num-gpus": num_gpus,
+    }
     if not sweep:
         given = [flag for flag, value in sweep_flags.items() if value]
         if given:
@@ -391,27 +497,70 @@ def eval_cmd(ctx, target, exp_name, env_id, run_seed, seed, episodes, num_envs, 
                 f"{given[0]} is a setting of a sweep", hint=f"add --all: zoo eval {target} --all"
             )
     else:
-        single = {"--out": out_path, "--capture-video": capture_video, "--policy-class": policy_class,
-                  "--env-factory": env_factory, "--model-config": model_config}  # fmt: skip
+        single = {
+            "--out": out_path,
+            "--capture-video": capture_video,
+            "--policy-class": policy_class,
+            "--env-factory": env_factory,
+            "--model-config": model_config,
+        }
         given = [flag for flag, value in single.items() if value]
         if given:
-            raise UsageError(f"{given[0]} evaluates one run; --all evaluates every run into its own eval.json",
-                             hint=f"drop {given[0]}, or name one run instead of --all")  # fmt: skip
+            raise UsageError(
+                f"{given[0]} evaluates one run; --all evaluates every run into its own eval.json",
+                hint=f"drop {given[0]}, or name one run instead of --all",
+            )
         from zoo.cli_sweep import sweep as run_sweep
 
-        run_sweep(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
-                  num_envs=num_envs, device=device, deterministic=deterministic, trust_pickle=trust_pickle,
-                  trust_wrappers=trust_wrappers, env_module=env_module, engine=engine, max_steps=max_steps,
-                  max_seconds=max_seconds, force=force, executor=executor,
-                  address=address, num_cpus=num_cpus, num_gpus=num_gpus, registry=_registry(ctx),
-                  as_json=as_json, quiet=quiet)  # fmt: skip
+        run_sweep(
+            target,
+            exp_name=exp_name,
+            env_id=env_id,
+            run_seed=run_seed,
+            seed=seed,
+            episodes=episodes,
+            num_envs=num_envs,
+            device=device,
+            deterministic=deterministic,
+            trust_pickle=trust_pickle,
+            trust_wrappers=trust_wrappers,
+            env_module=env_module,
+            engine=engine,
+            max_steps=max_steps,
+            max_seconds=max_seconds,
+            force=force,
+            executor=executor,
+            address=address,
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+            registry=_registry(ctx),
+            as_json=as_json,
+            quiet=quiet,
+        )
         return
-    plan = api.plan(target, exp_name=exp_name, env_id=env_id, run_seed=run_seed, seed=seed, episodes=episodes,
-                    num_envs=num_envs, device=device, deterministic=deterministic, capture_video=capture_video,
-                    trust_pickle=trust_pickle, model_config=model_config, out=out_path or "default",
-                    trust_wrappers=trust_wrappers, env_factory=env_factory, env_module=env_module,
-                    policy_class=policy_class, engine=engine, max_steps=max_steps, max_seconds=max_seconds,
-                    registry=_registry(ctx))  # fmt: skip
+    plan = api.plan(
+        target,
+        exp_name=exp_name,
+        env_id=env_id,
+        run_seed=run_seed,
+        seed=seed,
+        episodes=episodes,
+        num_envs=num_envs,
+        device=device,
+        deterministic=deterministic,
+        capture_video=capture_video,
+        trust_pickle=trust_pickle,
+        model_config=model_config,
+        out=out_path or "default",
+        trust_wrappers=trust_wrappers,
+        env_factory=env_factory,
+        env_module=env_module,
+        policy_class=policy_class,
+        engine=engine,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+        registry=_registry(ctx),
+    )
     _evaluate(plan, quiet, as_json)
 
 
@@ -423,17 +572,25 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
 
     target = plan.target
     if plan.options.policy_class:  # said even with --quiet, and before loading: loading runs the user's class
-        err().print(f"[yellow]note:[/] running your code: --policy-class {escape(plan.options.policy_class)} acts",
-                    markup=True)  # fmt: skip
+        err().print(
+            f"[yellow]note:[/] running your code: --policy-class {escape(plan.options.policy_class)} acts",
+            markup=True,
+        )
     policy = load_target_policy(target, plan.options)  # refusals and bad files before the announcement
     if plan.options.env_factory:  # said even with --quiet: it is the user's code that runs
-        err().print(f"[yellow]note:[/] running your code: --env-factory {escape(plan.options.env_factory)} "
-                    "builds the env", markup=True)  # fmt: skip
+        err().print(
+            f"[yellow]note:[/] running your code: --env-factory {escape(plan.options.env_factory)} "
+            "builds the env",
+            markup=True,
+        )
     if not quiet:
-        err().print(f"evaluating [bold]{escape(target.label)}[/] ({target.entry.name}, {target.env_id}): "
-                    f"{_count(plan.episodes, 'episode')}, {_count(plan.num_envs, 'env')}, {seeds or f'seed {plan.seed}'}, {plan.mode} "
-                    f"[dim]({plan.mode_source})[/], device {plan.device}"
-                    + ("" if plan.options.engine == "torch" else f", engine {plan.options.engine}"), markup=True)  # fmt: skip
+        err().print(
+            f"evaluating [bold]{escape(target.label)}[/] ({target.entry.name}, {target.env_id}): "
+            f"{_count(plan.episodes, 'episode')}, {_count(plan.num_envs, 'env')}, {seeds or f'seed {plan.seed}'}, {plan.mode} "
+            f"[dim]({plan.mode_source})[/], device {plan.device}"
+            + ("" if plan.options.engine == "torch" else f", engine {plan.options.engine}"),
+            markup=True,
+        )
     result = _run_with_progress(
         quiet, plan.episodes, lambda on_episode: api.run_plan(plan, policy, on_episode)
     )
@@ -448,8 +605,10 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
         bound = plan.max_steps or DEFAULT_MAX_STEPS  # an episode is cut by the flag's bound, else by the cap
         cut = f", {cut} cut at {bound} steps (truncated)" if cut else ""
         where = f" -> {plan.out_path}" if plan.out_path else ""
-        err().print(f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {_count(plan.episodes, 'episode')} "
-                    f"(length {m['length_mean']:.1f}{success}{cut}) in {result.wall_clock_seconds:.1f}s{where}")  # fmt: skip
+        err().print(
+            f"return {m['return_mean']:.2f} +/- {m['return_std']:.2f} over {_count(plan.episodes, 'episode')} "
+            f"(length {m['length_mean']:.1f}{success}{cut}) in {result.wall_clock_seconds:.1f}s{where}"
+        )
         if result.videos:
             err().print(f"videos: {len(result.videos)} in {Path(result.videos[0]).parent}")
 
@@ -457,18 +616,37 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
 # ----------------------------------------------------------------------------- export
 @cli.command("export")
 @click.argument("target")
-@click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript"]), default=None,
-              help="File format [from --out's suffix: .onnx, .ts/.pt; else onnx].")  # fmt: skip
-@click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
-              help="Exported file; its sidecar is FILE.metadata.json [beside the model: <model>.onnx|.ts; from a hub "
-              "repo: in the current folder].")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["onnx", "torchscript"]),
+    default=None,
+    help="File format [from --out's suffix: .onnx, .ts/.pt; else onnx].",
+)
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Exported file; its sidecar is FILE.metadata.json [beside the model: <model>.onnx|.ts; from a hub "
+    "repo: in the current folder].",
+)
 @click.option(
     "--opset", type=int, default=None, help="ONNX opset [17]; 7-28, by exporter: see docs/export.md."
 )
-@click.option("--exporter", type=click.Choice(["auto", "dynamo", "legacy"]), default="auto", show_default=True,
-              help="ONNX exporter; auto tries dynamo, then legacy.")  # fmt: skip
-@click.option("--tolerance", type=click.FloatRange(min=0), default=None,
-              help="Parity tolerance for continuous actions [1e-5]; discrete actions must match exactly.")  # fmt: skip
+@click.option(
+    "--exporter",
+    type=click.Choice(["auto", "dynamo", "legacy"]),
+    default="auto",
+    show_default=True,
+    help="ONNX exporter; auto tries dynamo, then legacy.",
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Parity tolerance for continuous actions [1e-5]; discrete actions must match exactly.",
+)
 @opt.target_options
 @opt.trust_pickle
 @opt.trust_wrapper
@@ -480,9 +658,27 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
 @click.option("--json", "as_json", is_flag=True, help="Print the sidecar on stdout.")
 @opt.quiet
 @click.pass_context
-def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name, env_id, run_seed, trust_pickle,
-               trust_wrappers, env_factory, env_module, model_config, revision, allow_download, as_json,
-               quiet) -> None:  # fmt: skip
+def export_cmd(
+    ctx,
+    target,
+    fmt,
+    out_path,
+    opset,
+    exporter,
+    tolerance,
+    exp_name,
+    env_id,
+    run_seed,
+    trust_pickle,
+    trust_wrappers,
+    env_factory,
+    env_module,
+    model_config,
+    revision,
+    allow_download,
+    as_json,
+    quiet,
+) -> None:
     """Export TARGET's policy as TorchScript or ONNX: raw observation in, env action out.
 
     TARGET is a run dir or model file, or a hub repo ORG/NAME when no local path has that name: its model
@@ -492,12 +688,26 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
     """
     from zoo import api
 
-    result = api.export(target, out_path, format=fmt, opset=opset, exporter=exporter, tolerance=tolerance,
-                        exp_name=exp_name, env_id=env_id, run_seed=run_seed, trust_pickle=trust_pickle,
-                        model_config=model_config, trust_wrappers=trust_wrappers, env_factory=env_factory,
-                        env_module=env_module, revision=revision, allow_download=allow_download,
-                        notify=None if quiet else lambda line: err().print(escape(line)),
-                        registry=_registry(ctx))  # fmt: skip
+    result = api.export(
+        target,
+        out_path,
+        format=fmt,
+        opset=opset,
+        exporter=exporter,
+        tolerance=tolerance,
+        exp_name=exp_name,
+        env_id=env_id,
+        run_seed=run_seed,
+        trust_pickle=trust_pickle,
+        model_config=model_config,
+        trust_wrappers=trust_wrappers,
+        env_factory=env_factory,
+        env_module=env_module,
+        revision=revision,
+        allow_download=allow_download,
+        notify=None if quiet else lambda line: err().print(escape(line)),
+        registry=_registry(ctx),
+    )
     for note in result.notes:
         err().print(f"[yellow]note:[/] {escape(note)}", markup=True)
     if as_json:
@@ -514,10 +724,16 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
             if parity["exact"]
             else f"max |diff| {parity['max_abs_diff']:.2g} <= {parity['tolerance']:g}"
         )
-        err().print(f"exported {escape(str(meta['checkpoint']))} -> [bold]{escape(str(result.path))}[/] "
-                    f"({meta['format']}, {how})", markup=True)  # fmt: skip
-        err().print(f"parity: {match} on {parity['samples']} observations (batch {', '.join(map(str, parity['batch_sizes']))}"
-                    + (f", {parity['steps']} steps with state" if parity["steps"] else "") + ")")  # fmt: skip
+        err().print(
+            f"exported {escape(str(meta['checkpoint']))} -> [bold]{escape(str(result.path))}[/] "
+            f"({meta['format']}, {how})",
+            markup=True,
+        )
+        err().print(
+            f"parity: {match} on {parity['samples']} observations (batch {', '.join(map(str, parity['batch_sizes']))}"
+            + (f", {parity['steps']} steps with state" if parity["steps"] else "")
+            + ")"
+        )
         for note in meta["left_to_caller"]:
             err().print(f"[dim]left to the caller:[/] {escape(note)}", markup=True)
         err().print(f"sidecar: {escape(str(result.sidecar))}", markup=True)
@@ -527,13 +743,23 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @cli.command("enjoy")
 @click.option("--exp-name", required=True, help="Experiment name (registry), e.g. dqn.")
 @click.option("--env-id", required=True, help="Env id, e.g. CartPole-v1.")
-@click.option("--run-seed", type=int, default=1, show_default=True,
-              help="Training seed of the run / hub repo (CleanRL's repos end in -seed{N}).")  # fmt: skip
+@click.option(
+    "--run-seed",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Training seed of the run / hub repo (CleanRL's repos end in -seed{N}).",
+)
 @opt.hf_entity
 @click.option("--hf-repository", default=None, help="Full repo id; overrides the registry's pattern.")
 @click.option("--revision", default="main", show_default=True, help="Hub branch, tag or commit.")
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
-              help="Local runs folder searched first.")  # fmt: skip
+@click.option(
+    "--runs-dir",
+    type=click.Path(path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Local runs folder searched first.",
+)
 @opt.eval_options
 @opt.trust_wrapper
 @opt.env_factory
@@ -543,9 +769,31 @@ def export_cmd(ctx, target, fmt, out_path, opset, exporter, tolerance, exp_name,
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
 @opt.quiet
 @click.pass_context
-def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revision, runs_dir, seed, episodes,
-              num_envs, device, deterministic, capture_video, max_steps, max_seconds, trust_wrappers, env_factory,
-              env_module, out_path, allow_download, as_json, quiet) -> None:  # fmt: skip
+def enjoy_cmd(
+    ctx,
+    exp_name,
+    env_id,
+    run_seed,
+    hf_entity,
+    hf_repository,
+    revision,
+    runs_dir,
+    seed,
+    episodes,
+    num_envs,
+    device,
+    deterministic,
+    capture_video,
+    max_steps,
+    max_seconds,
+    trust_wrappers,
+    env_factory,
+    env_module,
+    out_path,
+    allow_download,
+    as_json,
+    quiet,
+) -> None:
     """Evaluate a published model: local run first, then the HF cache, then (with consent) the hub.
 
     Flags follow CleanRL's enjoy, with zoo's meaning of --seed: the evaluation seed (--run-seed picks
@@ -553,14 +801,30 @@ def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revisio
     """
     from zoo import api
 
-    plan, source = api.enjoy(exp_name, env_id, run_seed=run_seed, seed=seed, hf_entity=hf_entity,
-                             hf_repository=hf_repository, revision=revision, runs_dir=runs_dir,
-                             allow_download=allow_download, registry=_registry(ctx), episodes=episodes,
-                             num_envs=num_envs, device=device, deterministic=deterministic,
-                             capture_video=capture_video, max_steps=max_steps, max_seconds=max_seconds,
-                             trust_wrappers=trust_wrappers, env_factory=env_factory, env_module=env_module,
-                             out=out_path or "default",
-                             notify=None if quiet else lambda line: err().print(escape(line)))  # fmt: skip
+    plan, source = api.enjoy(
+        exp_name,
+        env_id,
+        run_seed=run_seed,
+        seed=seed,
+        hf_entity=hf_entity,
+        hf_repository=hf_repository,
+        revision=revision,
+        runs_dir=runs_dir,
+        allow_download=allow_download,
+        registry=_registry(ctx),
+        episodes=episodes,
+        num_envs=num_envs,
+        device=device,
+        deterministic=deterministic,
+        capture_video=capture_video,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+        trust_wrappers=trust_wrappers,
+        env_factory=env_factory,
+        env_module=env_module,
+        out=out_path or "default",
+        notify=None if quiet else lambda line: err().print(escape(line)),
+    )
     if not quiet:
         err().print(f"model: {source.describe()}")
     _evaluate(plan, quiet, as_json, seeds=f"run seed {run_seed}, eval seed {seed}")
@@ -568,46 +832,119 @@ def enjoy_cmd(ctx, exp_name, env_id, run_seed, hf_entity, hf_repository, revisio
 
 # ----------------------------------------------------------------------------- doctor
 @cli.command("doctor")
-@click.option("--framework", type=click.Choice(["sb3", "cleanrl", "skrl", "rsl_rl", "custom"]), default=None,
-              help="Check this framework's setup (without it: what is installed).")  # fmt: skip
-@click.option("--policy", type=click.Path(path_type=Path), default=None,
-              help="A model file or run dir: it exists, and its content loads (read without running it).")  # fmt: skip
-@click.option("--config", type=click.Path(path_type=Path), default=None,
-              help="A YAML experiment config: fields, types and the guardrail (see docs/doctor.md).")  # fmt: skip
-@click.option("--launcher", type=click.Choice(["local", "hydra-local", "submitit", "slurm"]), default=None,
-              help="How the run would launch [the config's, else local].")  # fmt: skip
+@click.option(
+    "--framework",
+    type=click.Choice(["sb3", "cleanrl", "skrl", "rsl_rl", "custom"]),
+    default=None,
+    help="Check this framework's setup (without it: what is installed).",
+)
+@click.option(
+    "--policy",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A model file or run dir: it exists, and its content loads (read without running it).",
+)
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A YAML experiment config: fields, types and the guardrail (see docs/doctor.md).",
+)
+@click.option(
+    "--launcher",
+    type=click.Choice(["local", "hydra-local", "submitit", "slurm"]),
+    default=None,
+    help="How the run would launch [the config's, else local].",
+)
 @click.option(
     "--probe-env", is_flag=True, help="Create and reset the env once to read its spaces (never stepped)."
 )
 @click.option("--env-id", "--env", "env_id", default=None, help="The env id [the policy's or the config's].")
 @opt.env_module
 @click.option("--exp-name", default=None, help="Experiment name (registry) when the path does not say.")
-@click.option("--policy-class", default=None, metavar="MODULE:CLASS",
-              help="--framework custom: your policy class; its module is found, not imported.")  # fmt: skip
+@click.option(
+    "--policy-class",
+    default=None,
+    metavar="MODULE:CLASS",
+    help="--framework custom: your policy class; its module is found, not imported.",
+)
 @opt.seed
 @click.option(
     "--episodes", "-n", type=click.IntRange(min=1), default=None, help="Eval episodes [registry default]."
 )
-@click.option("--max-timesteps", type=click.IntRange(min=1), default=Guardrail.max_timesteps, show_default=True,
-              help="Guardrail: env steps per run.")  # fmt: skip
-@click.option("--max-envs", type=click.IntRange(min=1), default=Guardrail.max_envs, show_default=True,
-              help="Guardrail: parallel envs per run.")  # fmt: skip
-@click.option("--max-wall-minutes", type=click.FloatRange(min=0, min_open=True), default=Guardrail.max_wall_minutes,
-              show_default=True, help="Guardrail: wall time per run.")  # fmt: skip
-@click.option("--max-gpus", type=click.IntRange(min=0), default=Guardrail.max_gpus, show_default=True,
-              help="Guardrail: GPUs per run.")  # fmt: skip
-@click.option("--max-runs", type=click.IntRange(min=1), default=Guardrail.max_runs, show_default=True,
-              help="Guardrail: runs a sweep may launch.")  # fmt: skip
-@click.option("--allow-launcher", "allow_launchers", multiple=True,
-              type=click.Choice(["local", "hydra-local", "submitit", "slurm"]),
-              help="Guardrail: also allow this launcher [local, hydra-local]. Repeatable.")  # fmt: skip
-@click.option("--handoff", "handoff_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write handoff.json and HANDOFF.md (a plan for a human to run) into this folder.")  # fmt: skip
+@click.option(
+    "--max-timesteps",
+    type=click.IntRange(min=1),
+    default=Guardrail.max_timesteps,
+    show_default=True,
+    help="Guardrail: env steps per run.",
+)
+@click.option(
+    "--max-envs",
+    type=click.IntRange(min=1),
+    default=Guardrail.max_envs,
+    show_default=True,
+    help="Guardrail: parallel envs per run.",
+)
+@click.option(
+    "--max-wall-minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    default=Guardrail.max_wall_minutes,
+    show_default=True,
+    help="Guardrail: wall time per run.",
+)
+@click.option(
+    "--max-gpus",
+    type=click.IntRange(min=0),
+    default=Guardrail.max_gpus,
+    show_default=True,
+    help="Guardrail: GPUs per run.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(min=1),
+    default=Guardrail.max_runs,
+    show_default=True,
+    help="Guardrail: runs a sweep may launch.",
+)
+@click.option(
+    "--allow-launcher",
+    "allow_launchers",
+    multiple=True,
+    type=click.Choice(["local", "hydra-local", "submitit", "slurm"]),
+    help="Guardrail: also allow this launcher [local, hydra-local]. Repeatable.",
+)
+@click.option(
+    "--handoff",
+    "handoff_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write handoff.json and HANDOFF.md (a plan for a human to run) into this folder.",
+)
 @opt.as_json
 @click.pass_context
-def doctor_cmd(ctx, framework, policy, config, launcher, probe_env, env_id, env_module, exp_name, policy_class, seed, episodes,
-               max_timesteps, max_envs, max_wall_minutes, max_gpus, max_runs, allow_launchers, handoff_dir,
-               as_json) -> None:  # fmt: skip
+def doctor_cmd(
+    ctx,
+    framework,
+    policy,
+    config,
+    launcher,
+    probe_env,
+    env_id,
+    env_module,
+    exp_name,
+    policy_class,
+    seed,
+    episodes,
+    max_timesteps,
+    max_envs,
+    max_wall_minutes,
+    max_gpus,
+    max_runs,
+    allow_launchers,
+    handoff_dir,
+    as_json,
+) -> None:
     """Preflight: check packages, files, a config and spaces before anything is loaded or launched.
 
     Exit 0: every requested check passed (and the config is within the guardrail); 1: a requirement is
@@ -617,13 +954,31 @@ def doctor_cmd(ctx, framework, policy, config, launcher, probe_env, env_id, env_
     """
     from zoo import api
 
-    guardrail = Guardrail(max_timesteps=max_timesteps, max_envs=max_envs, max_wall_minutes=max_wall_minutes,
-                          max_gpus=max_gpus, max_runs=max_runs,
-                          allowed_launchers=tuple(dict.fromkeys([*Guardrail.allowed_launchers, *allow_launchers])))  # fmt: skip
-    diagnosis = api.diagnose(framework=framework, policy=policy, config=config, launcher=launcher,
-                             probe_env=probe_env, env_id=env_id, env_module=env_module, exp_name=exp_name, seed=seed,
-                             episodes=episodes, policy_class=policy_class, guardrail=guardrail, handoff=handoff_dir,
-                             command=_given_options(ctx), registry=ctx.obj.get("registry"))  # fmt: skip
+    guardrail = Guardrail(
+        max_timesteps=max_timesteps,
+        max_envs=max_envs,
+        max_wall_minutes=max_wall_minutes,
+        max_gpus=max_gpus,
+        max_runs=max_runs,
+        allowed_launchers=tuple(dict.fromkeys([*Guardrail.allowed_launchers, *allow_launchers])),
+    )
+    diagnosis = api.diagnose(
+        framework=framework,
+        policy=policy,
+        config=config,
+        launcher=launcher,
+        probe_env=probe_env,
+        env_id=env_id,
+        env_module=env_module,
+        exp_name=exp_name,
+        seed=seed,
+        episodes=episodes,
+        policy_class=policy_class,
+        guardrail=guardrail,
+        handoff=handoff_dir,
+        command=_given_options(ctx),
+        registry=ctx.obj.get("registry"),
+    )
     if as_json:
         print_json(diagnosis.to_json())
     elif framework is None:
@@ -660,8 +1015,12 @@ def _render_environment(env: dict) -> None:
     torch = env["torch"]
     for name, found in env["packages"].items():
         table.add_row(name, found or "[red]not installed[/]")
-    table.add_row("cuda", ("usable: " + ", ".join(torch["devices"])) if torch["cuda_available"]
-                  else f"not usable (torch build: {torch.get('cuda_build') or 'CPU'})")  # fmt: skip
+    table.add_row(
+        "cuda",
+        ("usable: " + ", ".join(torch["devices"]))
+        if torch["cuda_available"]
+        else f"not usable (torch build: {torch.get('cuda_build') or 'CPU'})",
+    )
     for framework, packages in env["frameworks"].items():
         table.add_row(
             f"framework {framework}",
@@ -685,8 +1044,13 @@ def _render_environment(env: dict) -> None:
 
 def _render_checks(diagnosis) -> None:
     colours = {"ok": "green", "fail": "red", "over": "yellow", "not checked": "dim"}
-    table = table_of("check", "status", "finding", title=f"zoo doctor --framework {diagnosis.framework}",
-                   title_justify="left")  # fmt: skip
+    table = table_of(
+        "check",
+        "status",
+        "finding",
+        title=f"zoo doctor --framework {diagnosis.framework}",
+        title_justify="left",
+    )
     for check in diagnosis.checks:
         finding = escape(check.message) + (f"\n[dim]hint: {escape(check.hint)}[/]" if check.hint else "")
         table.add_row(escape(check.name), f"[{colours[check.status]}]{check.status}[/]", finding)
@@ -711,17 +1075,44 @@ def _render_checks(diagnosis) -> None:
 @opt.alias("--video", "--capture-video", "capture_video", is_flag=True, default=None)
 @click.option("--allow-large", is_flag=True, help="Allow files over --max-file-mb.")
 @click.option("--max-file-mb", type=float, default=100, show_default=True, help="Per-file size limit.")
-@click.option("--stage-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where to stage [~/.cache/zoo/push/ORG/NAME].")  # fmt: skip
-@click.option("--strip-unsafe", is_flag=True,
-              help="Stage copies without what the libraries' own loaders would run as code (SB3 pickles "
-                   "off the allowlist, YAML Python tags) instead of refusing the push.")  # fmt: skip
+@click.option(
+    "--stage-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to stage [~/.cache/zoo/push/ORG/NAME].",
+)
+@click.option(
+    "--strip-unsafe",
+    is_flag=True,
+    help="Stage copies without what the libraries' own loaders would run as code (SB3 pickles "
+    "off the allowlist, YAML Python tags) instead of refusing the push.",
+)
 @opt.allow_download
 @opt.as_json
 @click.pass_context
-def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revision, create_pr, private,
-             commit_message, episodes, seed, capture_video, allow_large, max_file_mb, stage_dir, strip_unsafe,
-             allow_download, as_json) -> None:  # fmt: skip
+def push_cmd(
+    ctx,
+    run,
+    repo_id,
+    hf_entity,
+    exp_name,
+    env_id,
+    run_seed,
+    yes,
+    revision,
+    create_pr,
+    private,
+    commit_message,
+    episodes,
+    seed,
+    capture_video,
+    allow_large,
+    max_file_mb,
+    stage_dir,
+    strip_unsafe,
+    allow_download,
+    as_json,
+) -> None:
     """Stage RUN with a generated model card (dry run), or upload it in one commit with --yes.
 
     RUN is a run dir, a folder holding one model file, or the model file itself (--env-id when zoo
@@ -731,12 +1122,29 @@ def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revi
     """
     from zoo import api
 
-    result = api.push(run, repo_id, hf_entity=hf_entity, dry_run=not yes, exp_name=exp_name, env_id=env_id,
-                      run_seed=run_seed, revision=revision, create_pr=create_pr, private=private,
-                      commit_message=commit_message, episodes=episodes, seed=seed, capture_video=capture_video,
-                      allow_large=allow_large, max_file_mb=max_file_mb, stage_dir=stage_dir,
-                      registry=_registry(ctx), notify=lambda line: err().print(escape(line)),
-                      strip_unsafe=strip_unsafe, allow_download=allow_download)  # fmt: skip
+    result = api.push(
+        run,
+        repo_id,
+        hf_entity=hf_entity,
+        dry_run=not yes,
+        exp_name=exp_name,
+        env_id=env_id,
+        run_seed=run_seed,
+        revision=revision,
+        create_pr=create_pr,
+        private=private,
+        commit_message=commit_message,
+        episodes=episodes,
+        seed=seed,
+        capture_video=capture_video,
+        allow_large=allow_large,
+        max_file_mb=max_file_mb,
+        stage_dir=stage_dir,
+        registry=_registry(ctx),
+        notify=lambda line: err().print(escape(line)),
+        strip_unsafe=strip_unsafe,
+        allow_download=allow_download,
+    )
     if as_json:
         print_json(result.to_json())
         return
@@ -755,8 +1163,10 @@ def push_cmd(ctx, run, repo_id, hf_entity, exp_name, env_id, run_seed, yes, revi
         out().print(_compared_line(comparison))
     if result.upload is None:
         if not comparison:
-            out().print(f"not compared with {result.repo_id} on the hub: pass --allow-download to list what "
-                        "this push adds, replaces and deletes there")  # fmt: skip
+            out().print(
+                f"not compared with {result.repo_id} on the hub: pass --allow-download to list what "
+                "this push adds, replaces and deletes there"
+            )
         out().print("dry run: nothing was uploaded; pass --yes to push")
     else:
         out().print(result.upload["summary"])
@@ -793,34 +1203,94 @@ def _size(n: int) -> str:
 # ----------------------------------------------------------------------------- watch
 @cli.command("watch")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--every", type=click.IntRange(min=1), default=1, show_default=True, metavar="K",
-              help="Evaluate every K-th new checkpoint (the newest is always evaluated at an --idle stop).")  # fmt: skip
+@click.option(
+    "--every",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="K",
+    help="Evaluate every K-th new checkpoint (the newest is always evaluated at an --idle stop).",
+)
 @opt.episodes
 @opt.num_envs
 @opt.seed
-@click.option("--until", type=click.IntRange(min=0), default=None, metavar="ITER",
-              help="Stop after evaluating a checkpoint at this step or iteration, or later.")  # fmt: skip
-@click.option("--idle", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-              help="Stop when no checkpoint appeared or changed for this long [never].")  # fmt: skip
-@click.option("--poll", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
-              metavar="SECONDS", help="Look at the run dir this often.")  # fmt: skip
-@click.option("--device", type=click.Choice(["cpu", "cuda", "auto"]), default="cpu", show_default=True,
-              help="Where policies run (the trainer keeps the GPU unless you say otherwise).")  # fmt: skip
-@click.option("--nice", type=click.IntRange(0, 19), default=10, show_default=True,
-              help="Add this to the watcher's niceness: the trainer keeps >= 90% of a shared core at 10.")  # fmt: skip
-@click.option("--sched-idle", is_flag=True,
-              help="Run only when a core would otherwise idle (Linux SCHED_IDLE; --nice is then moot): the "
-              "trainer is not slowed, evaluations may lag.")  # fmt: skip
-@click.option("--max-cpu", type=click.IntRange(min=0), default=1, show_default=True, metavar="N",
-              help="Run on at most N cores, with N torch threads (0: no bound).")  # fmt: skip
+@click.option(
+    "--until",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="ITER",
+    help="Stop after evaluating a checkpoint at this step or iteration, or later.",
+)
+@click.option(
+    "--idle",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Stop when no checkpoint appeared or changed for this long [never].",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0, min_open=True),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Look at the run dir this often.",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda", "auto"]),
+    default="cpu",
+    show_default=True,
+    help="Where policies run (the trainer keeps the GPU unless you say otherwise).",
+)
+@click.option(
+    "--nice",
+    type=click.IntRange(0, 19),
+    default=10,
+    show_default=True,
+    help="Add this to the watcher's niceness: the trainer keeps >= 90% of a shared core at 10.",
+)
+@click.option(
+    "--sched-idle",
+    is_flag=True,
+    help="Run only when a core would otherwise idle (Linux SCHED_IDLE; --nice is then moot): the "
+    "trainer is not slowed, evaluations may lag.",
+)
+@click.option(
+    "--max-cpu",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Run on at most N cores, with N torch threads (0: no bound).",
+)
 @opt.bounds
 @opt.exp_name
 @opt.env_id
 @click.option("--json", "as_json", is_flag=True, help="Print each evals.jsonl line on stdout when written.")
 @opt.quiet
 @click.pass_context
-def watch_cmd(ctx, run_dir, every, episodes, num_envs, seed, until, idle, poll, device, nice, sched_idle, max_cpu,
-              max_steps, max_seconds, exp_name, env_id, as_json, quiet) -> None:  # fmt: skip
+def watch_cmd(
+    ctx,
+    run_dir,
+    every,
+    episodes,
+    num_envs,
+    seed,
+    until,
+    idle,
+    poll,
+    device,
+    nice,
+    sched_idle,
+    max_cpu,
+    max_steps,
+    max_seconds,
+    exp_name,
+    env_id,
+    as_json,
+    quiet,
+) -> None:
     """Follow the training run saving checkpoints into RUN_DIR: evaluate every K-th new one, keep the best.
 
     Each evaluation (deterministic, seeded) is appended to RUN_DIR/evals.jsonl; a checkpoint that beats the
@@ -846,19 +1316,43 @@ def watch_cmd(ctx, run_dir, every, episodes, num_envs, seed, until, idle, poll, 
             err().print(f"[dim]{escape(message)}[/]", markup=True)
 
     try:
-        result = api.watch(run_dir, every=every, episodes=episodes, num_envs=num_envs, seed=seed, until=until,
-                           idle=idle, poll=poll, device=device, nice=nice, sched_idle=sched_idle,
-                           max_cpu=max_cpu or None, max_steps=max_steps, max_seconds=max_seconds,
-                           exp_name=exp_name, env_id=env_id, registry=_registry(ctx), on_eval=on_eval,
-                           notify=notify)  # fmt: skip
+        result = api.watch(
+            run_dir,
+            every=every,
+            episodes=episodes,
+            num_envs=num_envs,
+            seed=seed,
+            until=until,
+            idle=idle,
+            poll=poll,
+            device=device,
+            nice=nice,
+            sched_idle=sched_idle,
+            max_cpu=max_cpu or None,
+            max_steps=max_steps,
+            max_seconds=max_seconds,
+            exp_name=exp_name,
+            env_id=env_id,
+            registry=_registry(ctx),
+            on_eval=on_eval,
+            notify=notify,
+        )
     except KeyboardInterrupt:
-        err().print(f"interrupted: {_count(len(evaluations), 'evaluation')} recorded this time; evals.jsonl and "
-                    "the best model are consistent")  # fmt: skip
+        err().print(
+            f"interrupted: {_count(len(evaluations), 'evaluation')} recorded this time; evals.jsonl and "
+            "the best model are consistent"
+        )
         sys.exit(130)
     if not quiet:
         best = result.best
-        kept = f"; best {best['return_mean']:.2f} at step {best['step']} -> {run_dir / best['model']}" if best else ""  # fmt: skip
-        why = f"a checkpoint at step {until} or later" if result.stopped == "until" else f"idle for {idle:g} s"  # fmt: skip
+        kept = (
+            f"; best {best['return_mean']:.2f} at step {best['step']} -> {run_dir / best['model']}"
+            if best
+            else ""
+        )
+        why = (
+            f"a checkpoint at step {until} or later" if result.stopped == "until" else f"idle for {idle:g} s"
+        )
         err().print(f"stopped ({why}): {_count(len(result.evaluations), 'evaluation')}{escape(kept)}")
 
 
@@ -876,8 +1370,10 @@ def _watch_line(line: dict) -> str:
     best = "  [bold green]new best[/]" if line["new_best"] else ""
     note = f"  [yellow]{escape(line['note'])}[/]" if line.get("note") else ""
     cut = f" ({line['truncated']} truncated)" if line.get("truncated") else ""
-    return (f"{step}  return {m['return_mean']:.2f} +/- {m['return_std']:.2f}{success}  "
-            f"[dim]{line['episodes']} episodes{cut} in {line['wall_clock_seconds']:.1f}s  {where}[/]{best}{note}")  # fmt: skip
+    return (
+        f"{step}  return {m['return_mean']:.2f} +/- {m['return_std']:.2f}{success}  "
+        f"[dim]{line['episodes']} episodes{cut} in {line['wall_clock_seconds']:.1f}s  {where}[/]{best}{note}"
+    )
 
 
 # ----------------------------------------------------------------------------- hub serve
@@ -885,8 +1381,22 @@ class _ByteSize(click.ParamType):
     """A size in bytes: ``1048576``, ``500MB`` (powers of 1000), ``50GiB`` or ``50G`` (powers of 1024)."""
 
     name = "size"
-    _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30,
-              "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}  # fmt: skip
+    _UNITS = {
+        "": 1,
+        "b": 1,
+        "k": 1 << 10,
+        "kib": 1 << 10,
+        "m": 1 << 20,
+        "mib": 1 << 20,
+        "g": 1 << 30,
+        "gib": 1 << 30,
+        "t": 1 << 40,
+        "tib": 1 << 40,
+        "kb": 10**3,
+        "mb": 10**6,
+        "gb": 10**9,
+        "tb": 10**12,
+    }
 
     def convert(self, value, param, ctx) -> int:
         if isinstance(value, int):
@@ -898,8 +1408,12 @@ class _ByteSize(click.ParamType):
         unit = self._UNITS.get(match.group(2).lower()) if match else None
         size = int(Fraction(match.group(1)) * unit) if match and unit else 0
         if size < 1:
-            self.fail(f"{value!r} is not a size: give bytes, or a number with KiB, MiB, GiB, TiB (or KB, MB, "
-                      "GB, TB)", param, ctx)  # fmt: skip
+            self.fail(
+                f"{value!r} is not a size: give bytes, or a number with KiB, MiB, GiB, TiB (or KB, MB, "
+                "GB, TB)",
+                param,
+                ctx,
+            )
         return size
 
 
@@ -914,61 +1428,114 @@ def hub_cmd() -> None:
 )
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
-@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Tokens, one per line: TOKEN USER [ORG,ORG...]. Without it anyone may write.")  # fmt: skip
-@click.option("--reevaluate", is_flag=True,
-              help="Evaluate each new main head with zoo eval in a bounded background worker (one at a time, in "
-              "a subprocess, no pickle trusted), so the leaderboard page shows server-verified scores.")  # fmt: skip
-@click.option("--reevaluate-timeout", type=click.FloatRange(min=1), default=600, show_default=True,
-              metavar="SECONDS", help="With --reevaluate: stop an evaluation after this long (recorded as failed).")  # fmt: skip
-@click.option("--public-url", default=None, metavar="URL",
-              help="Where clients reach the server, e.g. https://hub.lab.example behind a TLS proxy: the URLs it "
-              "hands out (LFS uploads) are built from it [from the request's Host header, as http://].")  # fmt: skip
-@click.option("--max-lfs-size", type=_ByteSize(), default="50GiB", show_default=True, metavar="SIZE",
-              help="The largest file an LFS upload may announce (e.g. 500MiB, 200GiB); larger ones are refused "
-              "before any byte is sent.")  # fmt: skip
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
-              show_default=True, help="Log to stderr: one line per request, commit and re-evaluation event at "
-              "info; failures only at warning.")  # fmt: skip
-def hub_serve_cmd(root, host, port, token_file, reevaluate, reevaluate_timeout, public_url, max_lfs_size,
-                  log_level) -> None:  # fmt: skip
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Tokens, one per line: TOKEN USER [ORG,ORG...]. Without it anyone may write.",
+)
+@click.option(
+    "--reevaluate",
+    is_flag=True,
+    help="Evaluate each new main head with zoo eval in a bounded background worker (one at a time, in "
+    "a subprocess, no pickle trusted), so the leaderboard page shows server-verified scores.",
+)
+@click.option(
+    "--reevaluate-timeout",
+    type=click.FloatRange(min=1),
+    default=600,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --reevaluate: stop an evaluation after this long (recorded as failed).",
+)
+@click.option(
+    "--public-url",
+    default=None,
+    metavar="URL",
+    help="Where clients reach the server, e.g. https://hub.lab.example behind a TLS proxy: the URLs it "
+    "hands out (LFS uploads) are built from it [from the request's Host header, as http://].",
+)
+@click.option(
+    "--max-lfs-size",
+    type=_ByteSize(),
+    default="50GiB",
+    show_default=True,
+    metavar="SIZE",
+    help="The largest file an LFS upload may announce (e.g. 500MiB, 200GiB); larger ones are refused "
+    "before any byte is sent.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    help="Log to stderr: one line per request, commit and re-evaluation event at "
+    "info; failures only at warning.",
+)
+def hub_serve_cmd(
+    root, host, port, token_file, reevaluate, reevaluate_timeout, public_url, max_lfs_size, log_level
+) -> None:
     """Serve the Hub HTTP protocol from ROOT: point HF_ENDPOINT at it, with HF_HUB_DISABLE_XET=1."""
     from zoo.hub.http_limits import Limits
     from zoo.hub.logs import log_to_stderr
     from zoo.hub.server import HubServer
 
     log_to_stderr(log_level)
-    server = HubServer(root, host=host, port=port, token_file=token_file, reevaluate=reevaluate,
-                       reevaluate_timeout=reevaluate_timeout, public_url=public_url,
-                       limits=Limits(lfs_max_size=max_lfs_size))  # fmt: skip
+    server = HubServer(
+        root,
+        host=host,
+        port=port,
+        token_file=token_file,
+        reevaluate=reevaluate,
+        reevaluate_timeout=reevaluate_timeout,
+        public_url=public_url,
+        limits=Limits(lfs_max_size=max_lfs_size),
+    )
     removed = server.storage.removed
     if removed.files:
-        err().print(f"removed {removed.files} partial upload(s), {_size(removed.bytes)}, that a killed server left "
-                    f"in {root / 'tmp'}")  # fmt: skip
+        err().print(
+            f"removed {removed.files} partial upload(s), {_size(removed.bytes)}, that a killed server left "
+            f"in {root / 'tmp'}"
+        )
     if server.open_access:
-        err().print("[yellow]warning:[/] no --token-file: anyone who can reach this port may create and write repos",
-                    markup=True)  # fmt: skip
+        err().print(
+            "[yellow]warning:[/] no --token-file: anyone who can reach this port may create and write repos",
+            markup=True,
+        )
     server.bind()
     endpoint = server.public_url or server.url
     via = f" for {endpoint}" if server.public_url else ""
     err().print(f"serving {root} at {server.url}{via}  (export HF_ENDPOINT={endpoint} HF_HUB_DISABLE_XET=1)")
     if reevaluate:
-        err().print(f"re-evaluating new pushes with zoo eval (timeout {reevaluate_timeout:g} s); outcomes in "
-                    f"{root / 'evaluations.sqlite'}")  # fmt: skip
+        err().print(
+            f"re-evaluating new pushes with zoo eval (timeout {reevaluate_timeout:g} s); outcomes in "
+            f"{root / 'evaluations.sqlite'}"
+        )
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C or SIGTERM: requests in flight finish first
         server.serve_forever()
     err().print("stopped")
 
 
-_hub_root = click.option("--root", type=click.Path(file_okay=False, path_type=Path), required=True,
-                         help="The storage folder of zoo hub serve.")  # fmt: skip
+_hub_root = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="The storage folder of zoo hub serve.",
+)
 
 
 @hub_cmd.command("gc")
 @_hub_root
-@click.option("--grace", "grace", type=click.FloatRange(min=0), default=3600, show_default=True, metavar="SECONDS",
-              help="Keep unreferenced blobs younger than this (uploads whose commit is on its way). 0 only when "
-              "no server runs.")  # fmt: skip
+@click.option(
+    "--grace",
+    "grace",
+    type=click.FloatRange(min=0),
+    default=3600,
+    show_default=True,
+    metavar="SECONDS",
+    help="Keep unreferenced blobs younger than this (uploads whose commit is on its way). 0 only when "
+    "no server runs.",
+)
 @click.option("--dry-run", is_flag=True, help="Count what would be removed; remove nothing.")
 @opt.as_json
 def hub_gc_cmd(root, grace, dry_run, as_json) -> None:
@@ -980,11 +1547,14 @@ def hub_gc_cmd(root, grace, dry_run, as_json) -> None:
         print_json(report.to_json())
         return
     verb = "would remove" if dry_run else "removed"
-    out().print(f"{verb} {_count(report.removed, 'unreferenced blob')} ({_size(report.removed_bytes)}), "
-                f"{_count(report.uploads_removed, 'dead upload')} ({_size(report.uploads_bytes)}) and "
-                f"{_count(report.parts_removed, 'abandoned multipart upload')}; kept "
-                f"{report.referenced} referenced and {report.kept_fresh} younger than {grace:g} s, of "
-                f"{_count(report.blobs, 'blob')} in {_count(report.repos, 'repo')}", soft_wrap=True)  # fmt: skip
+    out().print(
+        f"{verb} {_count(report.removed, 'unreferenced blob')} ({_size(report.removed_bytes)}), "
+        f"{_count(report.uploads_removed, 'dead upload')} ({_size(report.uploads_bytes)}) and "
+        f"{_count(report.parts_removed, 'abandoned multipart upload')}; kept "
+        f"{report.referenced} referenced and {report.kept_fresh} younger than {grace:g} s, of "
+        f"{_count(report.blobs, 'blob')} in {_count(report.repos, 'repo')}",
+        soft_wrap=True,
+    )
 
 
 @hub_cmd.command("verify")
@@ -1006,14 +1576,24 @@ def hub_verify_cmd(ctx, root, as_json) -> None:
             out().print(escape(problem.message), soft_wrap=True)
         kinds = ("corrupt", "missing", "unreadable", "missing-commit")
         found = ", ".join(f"{report.count(k)} {k.replace('-', ' ')}" for k in kinds if report.count(k))
-        orphans = (f"{_count(report.orphans, 'unreferenced blob')} ({_size(report.orphan_bytes)}; zoo hub gc "
-                   "removes them)" if report.orphans else "no unreferenced blobs")  # fmt: skip
-        out().print(f"verified {_count(report.blobs, 'blob')} ({_size(report.bytes)}) of "
-                    f"{_count(report.repos, 'repo')}, {_count(report.commits, 'commit')}: "
-                    f"{found or 'all sound'}; {orphans}", soft_wrap=True)  # fmt: skip
+        orphans = (
+            f"{_count(report.orphans, 'unreferenced blob')} ({_size(report.orphan_bytes)}; zoo hub gc "
+            "removes them)"
+            if report.orphans
+            else "no unreferenced blobs"
+        )
+        out().print(
+            f"verified {_count(report.blobs, 'blob')} ({_size(report.bytes)}) of "
+            f"{_count(report.repos, 'repo')}, {_count(report.commits, 'commit')}: "
+            f"{found or 'all sound'}; {orphans}",
+            soft_wrap=True,
+        )
         if not report.ok:
-            err().print("[dim]hint:[/] restore the named files from a backup (docs/hub-serve.md#backups); "
-                        "zoo hub verify repairs nothing", markup=True)  # fmt: skip
+            err().print(
+                "[dim]hint:[/] restore the named files from a backup (docs/hub-serve.md#backups); "
+                "zoo hub verify repairs nothing",
+                markup=True,
+            )
     ctx.exit(0 if report.ok else EXIT_PROBLEM)
 
 
@@ -1026,8 +1606,14 @@ def _progress(label: str, quiet: bool = False):
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:  # fmt: skip
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         task = None
 
         def update(done: int, total: int) -> None:

@@ -48,8 +48,14 @@ def _with_progress(console, target: Path, count, settings: dict):
 
     from zoo import api
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:  # fmt: skip
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         runs = progress.add_task("runs", total=None)
         episodes = progress.add_task("episodes", total=None, visible=False)
 
@@ -78,10 +84,16 @@ def _render(result, target: Path, quiet: bool) -> None:
         score = (
             "-" if outcome.return_mean is None else f"{outcome.return_mean:.2f} +/- {outcome.return_std:.2f}"
         )
-        table.add_row(f"[{_STYLE[outcome.status]}]{outcome.status}[/]", escape(name), escape(outcome.exp_name or "-"),
-                      escape(outcome.env_id or "-"), score, str(outcome.episodes or "-"),
-                      f"{outcome.seconds:.1f}s" if outcome.status == "evaluated" else "-",
-                      escape(outcome.message or ""))  # fmt: skip
+        table.add_row(
+            f"[{_STYLE[outcome.status]}]{outcome.status}[/]",
+            escape(name),
+            escape(outcome.exp_name or "-"),
+            escape(outcome.env_id or "-"),
+            score,
+            str(outcome.episodes or "-"),
+            f"{outcome.seconds:.1f}s" if outcome.status == "evaluated" else "-",
+            escape(outcome.message or ""),
+        )
     if shown:
         out().print(table)
 
@@ -92,6 +104,8 @@ def _summary(result) -> str:
         if result.executor == "ray"
         else ""
     )
-    return (f"{len(result.outcomes)} run{'s' if len(result.outcomes) != 1 else ''}: {result.count('evaluated')} "
-            f"evaluated, {result.count('skipped')} skipped, {result.count('failed')} failed in "
-            f"{result.wall_clock_seconds:.1f}s{workers}")  # fmt: skip
+    return (
+        f"{len(result.outcomes)} run{'s' if len(result.outcomes) != 1 else ''}: {result.count('evaluated')} "
+        f"evaluated, {result.count('skipped')} skipped, {result.count('failed')} failed in "
+        f"{result.wall_clock_seconds:.1f}s{workers}"
+    )

@@ -28,25 +28,62 @@ _GYM = "gymnasium.wrappers"
 
 #: The classes a config may name without --trust-wrapper, and why running them is harmless.
 ALLOWED: dict[str, str] = {
-    **{f"{_ATARI}.{name}": "SB3's Atari preprocessing (DeepMind's, as in the Nature DQN paper)"
-       for name in ("AtariWrapper", "NoopResetEnv", "MaxAndSkipEnv", "EpisodicLifeEnv", "FireResetEnv",
-                    "WarpFrame", "ClipRewardEnv", "StickyActionEnv")},
+    **{
+        f"{_ATARI}.{name}": "SB3's Atari preprocessing (DeepMind's, as in the Nature DQN paper)"
+        for name in (
+            "AtariWrapper",
+            "NoopResetEnv",
+            "MaxAndSkipEnv",
+            "EpisodicLifeEnv",
+            "FireResetEnv",
+            "WarpFrame",
+            "ClipRewardEnv",
+            "StickyActionEnv",
+        )
+    },
     "sb3_contrib.common.wrappers.TimeFeatureWrapper": "adds the remaining-time feature (sb3-contrib)",
     "sb3_contrib.common.wrappers.time_feature.TimeFeatureWrapper": "the same class, by its module",
     "rl_zoo3.wrappers.TimeFeatureWrapper": "sb3-contrib's TimeFeatureWrapper, as rl_zoo3 re-exports it",
-    **{f"{_RLZOO}.{name}": "rl_zoo3's own wrapper: observation/action/reward transforms"
-       for name in ("HistoryWrapper", "HistoryWrapperObsDict", "FrameSkip", "MaskVelocityWrapper",
-                    "TruncatedOnSuccessWrapper", "ActionNoiseWrapper", "ActionSmoothingWrapper",
-                    "DelayedRewardWrapper", "YAMLCompatResizeObservation")},
-    **{f"{_GYM}.{name}": "gymnasium's own wrapper"
-       for name in ("TimeLimit", "ClipAction", "RescaleAction", "FlattenObservation", "FilterObservation",
-                    "GrayscaleObservation", "ResizeObservation", "ReshapeObservation", "DtypeObservation",
-                    "RescaleObservation", "TimeAwareObservation", "FrameStackObservation",
-                    "MaxAndSkipObservation", "AtariPreprocessing", "StickyAction")},
-    **{f"minigrid.wrappers.{name}": "MiniGrid's observation wrapper"
-       for name in ("FlatObsWrapper", "ImgObsWrapper", "OneHotPartialObsWrapper", "RGBImgObsWrapper")},
+    **{
+        f"{_RLZOO}.{name}": "rl_zoo3's own wrapper: observation/action/reward transforms"
+        for name in (
+            "HistoryWrapper",
+            "HistoryWrapperObsDict",
+            "FrameSkip",
+            "MaskVelocityWrapper",
+            "TruncatedOnSuccessWrapper",
+            "ActionNoiseWrapper",
+            "ActionSmoothingWrapper",
+            "DelayedRewardWrapper",
+            "YAMLCompatResizeObservation",
+        )
+    },
+    **{
+        f"{_GYM}.{name}": "gymnasium's own wrapper"
+        for name in (
+            "TimeLimit",
+            "ClipAction",
+            "RescaleAction",
+            "FlattenObservation",
+            "FilterObservation",
+            "GrayscaleObservation",
+            "ResizeObservation",
+            "ReshapeObservation",
+            "DtypeObservation",
+            "RescaleObservation",
+            "TimeAwareObservation",
+            "FrameStackObservation",
+            "MaxAndSkipObservation",
+            "AtariPreprocessing",
+            "StickyAction",
+        )
+    },
+    **{
+        f"minigrid.wrappers.{name}": "MiniGrid's observation wrapper"
+        for name in ("FlatObsWrapper", "ImgObsWrapper", "OneHotPartialObsWrapper", "RGBImgObsWrapper")
+    },
     "zoo.env_wrappers.StackedFrames": "zoo's frame stack with SB3 VecFrameStack's semantics",
-}  # fmt: skip
+}
 
 #: The trust flag, as every refusal names it.
 TRUST_FLAG = "--trust-wrapper"
@@ -95,8 +132,10 @@ def describe(ref: WrapperRef) -> str:
     by what it does."""
     kwargs = thaw_kwargs(ref.kwargs)
     if ref.name == "zoo.env_wrappers.StackedFrames":
-        return (f"SB3 VecFrameStack: the last {kwargs.get('n_stack')} observations on the channel axis (last for "
-                "channel-last images), zeros before an episode's first")  # fmt: skip
+        return (
+            f"SB3 VecFrameStack: the last {kwargs.get('n_stack')} observations on the channel axis (last for "
+            "channel-last images), zeros before an episode's first"
+        )
     return f"{ref.name}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})"
 
 
@@ -119,8 +158,10 @@ def _import(name: str) -> type:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ZooError(f"env wrapper {name}: cannot import {module_name} ({exc})",
-                       hint="install the package that provides it (rl_zoo3's: the rlzoo3 extra)") from None  # fmt: skip
+        raise ZooError(
+            f"env wrapper {name}: cannot import {module_name} ({exc})",
+            hint="install the package that provides it (rl_zoo3's: the rlzoo3 extra)",
+        ) from None
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         raise ZooError(f"env wrapper {name}: {module_name} has no class {class_name}")
@@ -137,8 +178,9 @@ def apply(env: Any, refs: Iterable[WrapperRef], trusted: Iterable[str] = ()) -> 
         try:
             inspect.signature(cls).bind(env, **kwargs)
         except TypeError as exc:
-            raise ZooError(f"env wrapper {ref.name}: {exc}", hint="check the wrapper's arguments in the run's "
-                           "config") from None  # fmt: skip
+            raise ZooError(
+                f"env wrapper {ref.name}: {exc}", hint="check the wrapper's arguments in the run's config"
+            ) from None
         env = cls(env, **kwargs)
     return env
 

@@ -96,11 +96,25 @@ class EnvPoolAtari(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}  # 60 ALE frames/s, one render per 4
 
-    def __init__(self, env_id: str = "Breakout-v5", *, seed: int = 42, episodic_life: bool = False,
-                 reward_clip: bool = False, noop_max: int = 30, frame_skip: int = 4, stack_num: int = 4,
-                 img_height: int = 84, img_width: int = 84, repeat_action_probability: float = 0.0,
-                 use_fire_reset: bool = True, max_episode_steps: int = 27000, full_action_space: bool = False,
-                 episode: str = "game", render_mode: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        env_id: str = "Breakout-v5",
+        *,
+        seed: int = 42,
+        episodic_life: bool = False,
+        reward_clip: bool = False,
+        noop_max: int = 30,
+        frame_skip: int = 4,
+        stack_num: int = 4,
+        img_height: int = 84,
+        img_width: int = 84,
+        repeat_action_probability: float = 0.0,
+        use_fire_reset: bool = True,
+        max_episode_steps: int = 27000,
+        full_action_space: bool = False,
+        episode: str = "game",
+        render_mode: str | None = None,
+    ):
         import cv2  # noqa: F401 - fail at construction, not at the first step
         from ale_py import roms
 
@@ -165,8 +179,12 @@ class EnvPoolAtari(gym.Env):
 
     def _info(self, raw_reward: float) -> dict[str, Any]:
         """EnvPool's info fields: ``terminated`` is the game over, ``reward`` the unclipped reward."""
-        return {"lives": self._lives, "reward": raw_reward, "terminated": bool(self.ale.game_over()),
-                "elapsed_step": self._elapsed}  # fmt: skip
+        return {
+            "lives": self._lives,
+            "reward": raw_reward,
+            "terminated": bool(self.ale.game_over()),
+            "elapsed_step": self._elapsed,
+        }
 
     # ------------------------------------------------------------------ AtariEnv::Reset
     def _envpool_reset(self, force: bool) -> None:

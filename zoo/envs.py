@@ -23,9 +23,18 @@ from zoo.tensor_env import TensorEnvSpec, extra_for, is_task
 
 #: Env families that need an optional extra, recognised by id without importing gymnasium.
 MUJOCO_ENVS = (
-    "Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum",
-    "InvertedPendulum", "Pusher", "Reacher", "Swimmer", "Walker2d",
-)  # fmt: skip
+    "Ant",
+    "HalfCheetah",
+    "Hopper",
+    "Humanoid",
+    "HumanoidStandup",
+    "InvertedDoublePendulum",
+    "InvertedPendulum",
+    "Pusher",
+    "Reacher",
+    "Swimmer",
+    "Walker2d",
+)
 #: EnvPool's Atari ids (``Breakout-v5``); the same test as zoo.envpool_atari.is_envpool_id, kept here so
 #: that this check imports neither gymnasium nor ale-py.
 _ENVPOOL_ID = re.compile(r"[A-Z][A-Za-z0-9]*-v5")
@@ -109,12 +118,16 @@ def qualify_env_id(env_id: str, env_module: str | None) -> str:
     from importlib.util import find_spec
 
     if not _MODULE_NAME.fullmatch(env_module):
-        raise UsageError(f"--env-module {env_module!r}: not a module name", hint="give an importable module, e.g. "
-                       "--env-module myosuite")  # fmt: skip
+        raise UsageError(
+            f"--env-module {env_module!r}: not a module name",
+            hint="give an importable module, e.g. --env-module myosuite",
+        )
     named = env_module_of(env_id)
     if named is not None and named != env_module:
-        raise UsageError(f"--env-module {env_module} contradicts the env id {env_id!r}",
-                       hint="give the module once: in the id (module:EnvId) or with --env-module")  # fmt: skip
+        raise UsageError(
+            f"--env-module {env_module} contradicts the env id {env_id!r}",
+            hint="give the module once: in the id (module:EnvId) or with --env-module",
+        )
     if find_spec(env_module.split(".")[0]) is None:
         extras = [e for e, modules in EXTRA_MODULES.items() if env_module.split(".")[0] in modules]
         hint = (
@@ -183,9 +196,13 @@ class EnvSpec:
     def from_json(cls, data: dict, trusted_wrappers: frozenset[str] = frozenset()) -> EnvSpec:
         from zoo.env_wrappers import WrapperRef, freeze
 
-        return cls(env_id=data["id"], preset=data["preset"], env_kwargs=freeze(dict(data.get("env_kwargs") or {})),
-                   wrappers=tuple(WrapperRef.from_json(w) for w in data.get("wrappers") or ()),
-                   trusted_wrappers=trusted_wrappers)  # fmt: skip
+        return cls(
+            env_id=data["id"],
+            preset=data["preset"],
+            env_kwargs=freeze(dict(data.get("env_kwargs") or {})),
+            wrappers=tuple(WrapperRef.from_json(w) for w in data.get("wrappers") or ()),
+            trusted_wrappers=trusted_wrappers,
+        )
 
     def deployment_notes(self) -> list[str]:
         """What a deployed (exported) policy must reproduce of this env's wrappers itself."""
@@ -348,8 +365,13 @@ def _make_envpool(spec: EnvSpec, record: bool):
     if not _ENVPOOL_ID.fullmatch(spec.env_id):
         _refuse_unwrappable(_make_base(dataclasses.replace(spec, preset="classic"), record=False), spec)
     try:
-        env = EnvPoolAtari(spec.env_id, episodic_life=True, reward_clip=False, episode="game",
-                           render_mode="rgb_array" if record else None)  # fmt: skip
+        env = EnvPoolAtari(
+            spec.env_id,
+            episodic_life=True,
+            reward_clip=False,
+            episode="game",
+            render_mode="rgb_array" if record else None,
+        )
     except ValueError as exc:
         raise ZooError(f"cannot create env {spec.env_id!r}: {exc}") from None
     if record:
@@ -381,8 +403,9 @@ def _refuse_unwrappable(env, spec: EnvSpec) -> None:
         return
     spaces = (env.observation_space, env.action_space)
     env.close()
-    raise PresetMismatch(f"the {spec.preset} preset {need}; {spec.env_id} is not one", spaces,
-                         hint="check --env-id")  # fmt: skip
+    raise PresetMismatch(
+        f"the {spec.preset} preset {need}; {spec.env_id} is not one", spaces, hint="check --env-id"
+    )
 
 
 def _wrap(env, spec: EnvSpec):
@@ -444,9 +467,11 @@ def own_step_limit(env) -> int | None:
     ``max_num_frames_per_episode`` (frames, at least as many as its steps), or an env's ``max_episode_steps``
     attribute (zoo's EnvPool Atari); None when it has none."""
     spec = env.spec
-    for value in (getattr(spec, "max_episode_steps", None),
-                  (getattr(spec, "kwargs", None) or {}).get("max_num_frames_per_episode"),
-                  getattr(env.unwrapped, "max_episode_steps", None)):  # fmt: skip
+    for value in (
+        getattr(spec, "max_episode_steps", None),
+        (getattr(spec, "kwargs", None) or {}).get("max_num_frames_per_episode"),
+        getattr(env.unwrapped, "max_episode_steps", None),
+    ):
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None

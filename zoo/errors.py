@@ -85,8 +85,10 @@ class WriteError(ZooError):
         path = path if path is not None else exc.filename
         what = f"cannot write {path}" if path is not None else "a write failed"
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return cls(f"{what}: no space left on {'its' if path is not None else 'the'} disk",
-                       hint="free some space, or write elsewhere")  # fmt: skip
+            return cls(
+                f"{what}: no space left on {'its' if path is not None else 'the'} disk",
+                hint="free some space, or write elsewhere",
+            )
         if exc.errno == errno.EROFS:
             return cls(f"{what}: the file system is mounted read-only")
         return cls(f"{what}: {exc.strerror or exc}")
@@ -126,5 +128,7 @@ def user_error(exc: BaseException, called: str, who: str = "your policy class") 
     mine = [f for f in frames if not f.filename.startswith(skipped)]
     frame = (mine or frames or [None])[-1]
     where = f"{os.path.basename(frame.filename)}:{frame.lineno}, in {frame.name}; " if frame else ""
-    return ZooError(f"{who} raised: {type(exc).__name__}{': ' + first if first else ''}",
-                    hint=f"{where}zoo called {called}")  # fmt: skip
+    return ZooError(
+        f"{who} raised: {type(exc).__name__}{': ' + first if first else ''}",
+        hint=f"{where}zoo called {called}",
+    )

@@ -30,9 +30,19 @@ if TYPE_CHECKING:
 class EvalSession:
     """Deterministic, seeded evaluations of model files with the same settings, on a kept env."""
 
-    def __init__(self, registry: Registry, *, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
-                 device: str = "cpu", exp_name: str | None = None, env_id: str | None = None,
-                 max_steps: int | None = None, max_seconds: float | None = None):  # fmt: skip
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        episodes: int | None = None,
+        num_envs: int = 8,
+        seed: int = 0,
+        device: str = "cpu",
+        exp_name: str | None = None,
+        env_id: str | None = None,
+        max_steps: int | None = None,
+        max_seconds: float | None = None,
+    ):
         self.registry, self.episodes, self.num_envs, self.seed = registry, episodes, num_envs, seed
         self.device, self.exp_name, self.env_id = device, exp_name, env_id
         self.max_steps, self.max_seconds = max_steps, max_seconds
@@ -45,9 +55,17 @@ class EvalSession:
         from zoo.targets import plan_eval, resolve_target
 
         target = resolve_target(model_file, self.registry, exp_name=self.exp_name, env_id=self.env_id)
-        planned = plan_eval(target, episodes=self.episodes, num_envs=self.num_envs, seed=self.seed,
-                            deterministic=True, device=self.device, out=None, max_steps=self.max_steps,
-                            max_seconds=self.max_seconds)  # fmt: skip
+        planned = plan_eval(
+            target,
+            episodes=self.episodes,
+            num_envs=self.num_envs,
+            seed=self.seed,
+            deterministic=True,
+            device=self.device,
+            out=None,
+            max_steps=self.max_steps,
+            max_seconds=self.max_seconds,
+        )
         return target, self.run(planned)
 
     def run(self, planned: EvalPlan, on_episode: Callable[[int], None] | None = None) -> EvalResult:
@@ -62,12 +80,24 @@ class EvalSession:
         policy = load_target_policy(target, planned.options)
         spec = dataclasses.replace(env_spec(target, None, planned.options), max_steps=planned.max_steps)
         try:
-            return evaluate(policy, spec, episodes=planned.episodes, num_envs=planned.num_envs, seed=planned.seed,
-                            deterministic=planned.deterministic, checkpoint=target.label, exp_name=target.entry.name,
-                            framework=target.entry.framework, device=planned.device, settings=planned.settings,
-                            source=planned.source, model_sha256=planned.model_sha256, on_episode=on_episode,
-                            envs=self._kept_env(spec, planned.num_envs, planned.device, planned.seed),
-                            max_seconds=planned.max_seconds)  # fmt: skip
+            return evaluate(
+                policy,
+                spec,
+                episodes=planned.episodes,
+                num_envs=planned.num_envs,
+                seed=planned.seed,
+                deterministic=planned.deterministic,
+                checkpoint=target.label,
+                exp_name=target.entry.name,
+                framework=target.entry.framework,
+                device=planned.device,
+                settings=planned.settings,
+                source=planned.source,
+                model_sha256=planned.model_sha256,
+                on_episode=on_episode,
+                envs=self._kept_env(spec, planned.num_envs, planned.device, planned.seed),
+                max_seconds=planned.max_seconds,
+            )
         except BaseException:
             self.close()  # an env a failed rollout left behind is not trusted again: the next one is new
             raise

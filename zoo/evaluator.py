@@ -74,9 +74,26 @@ class EvalResult:
         data = asdict(self)
         data["episodes"] = [e.to_json() for e in self.episodes]
         data["metrics"] = self.metrics
-        order = ["task", "checkpoint", "model_sha256", "source", "exp_name", "framework", "num_episodes", "num_envs", "metrics",
-                 "episodes", "wall_clock_seconds", "seed", "deterministic", "device", "settings", "videos",
-                 "evaluated_at", "zoo_version"]  # fmt: skip
+        order = [
+            "task",
+            "checkpoint",
+            "model_sha256",
+            "source",
+            "exp_name",
+            "framework",
+            "num_episodes",
+            "num_envs",
+            "metrics",
+            "episodes",
+            "wall_clock_seconds",
+            "seed",
+            "deterministic",
+            "device",
+            "settings",
+            "videos",
+            "evaluated_at",
+            "zoo_version",
+        ]
         return {k: data[k] for k in order}
 
 
@@ -104,8 +121,15 @@ class _Quotas:
             i = offset + j
             if self.counts[i] < self.quotas[i]:
                 success = bool(info["is_success"][j]) if has_success is not None and has_success[j] else None
-                self.per_env[i].append(Episode(int(i), float(info["episode"]["r"][j]), int(info["episode"]["l"][j]),
-                                               success, truncated=cut is not None and bool(cut[j])))  # fmt: skip
+                self.per_env[i].append(
+                    Episode(
+                        int(i),
+                        float(info["episode"]["r"][j]),
+                        int(info["episode"]["l"][j]),
+                        success,
+                        truncated=cut is not None and bool(cut[j]),
+                    )
+                )
                 self.finished += 1
                 if self.on_episode is not None:
                     self.on_episode(self.finished)
@@ -115,9 +139,17 @@ class _Quotas:
         return [e for env_episodes in self.per_env for e in env_episodes]
 
 
-def rollout(policy: Policy, envs, episodes: int, seed: int, deterministic: bool,
-            on_episode: Callable[[int], None] | None = None, *, max_seconds: float | None = None,
-            who: str = "the env") -> list[Episode]:  # fmt: skip
+def rollout(
+    policy: Policy,
+    envs,
+    episodes: int,
+    seed: int,
+    deterministic: bool,
+    on_episode: Callable[[int], None] | None = None,
+    *,
+    max_seconds: float | None = None,
+    who: str = "the env",
+) -> list[Episode]:
     """Step ``envs`` with ``policy`` until every sub-env has filled its quota, within ``max_seconds`` (None: the
     default budget). Float actions are checked finite before the env gets them; ``who`` names the env in the
     error when it raises."""
@@ -166,8 +198,10 @@ def action_masks(envs) -> np.ndarray:
     try:
         masks = envs.call("action_masks")
     except AttributeError:
-        raise ZooError("the policy acts on action masks, but the env has no action_masks() method",
-                       hint="evaluate it on the env it was trained on (with its action-mask wrapper)") from None  # fmt: skip
+        raise ZooError(
+            "the policy acts on action masks, but the env has no action_masks() method",
+            hint="evaluate it on the env it was trained on (with its action-mask wrapper)",
+        ) from None
     return np.stack([np.asarray(m, dtype=bool) for m in masks])
 
 
@@ -207,11 +241,25 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, num_envs: int, seed: int,
-             deterministic: bool, checkpoint: str, exp_name: str | None, framework: str | None, device: str,
-             settings: dict | None = None, source: dict | None = None, model_sha256: str | None = None,
-             on_episode: Callable[[int], None] | None = None, envs=None,
-             max_seconds: float | None = None) -> EvalResult:  # fmt: skip
+def evaluate(
+    policy: Policy,
+    spec: EnvSpec | TensorEnvSpec,
+    *,
+    episodes: int,
+    num_envs: int,
+    seed: int,
+    deterministic: bool,
+    checkpoint: str,
+    exp_name: str | None,
+    framework: str | None,
+    device: str,
+    settings: dict | None = None,
+    source: dict | None = None,
+    model_sha256: str | None = None,
+    on_episode: Callable[[int], None] | None = None,
+    envs=None,
+    max_seconds: float | None = None,
+) -> EvalResult:
     """Run the rollouts and time them; an env built here is always closed, also on failure. A gymnasium ``spec``
     is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device. Each episode
     runs at most ``spec.max_steps`` steps (None: the env's own limit, else the default cap) and the rollout at
@@ -231,31 +279,52 @@ def evaluate(policy: Policy, spec: EnvSpec | TensorEnvSpec, *, episodes: int, nu
     if envs is not None and (not keepable or envs.num_envs != num_envs):
         raise ValueError(f"a kept env must be a {num_envs}-env env of {spec.env_id} that a seed restores")
     if isinstance(spec, TensorEnvSpec):
-        wall, result_episodes = _tensor_rollouts(policy, spec, episodes, num_envs, seed, deterministic, device,
-                                                 on_episode, envs, max_seconds)  # fmt: skip
+        wall, result_episodes = _tensor_rollouts(
+            policy, spec, episodes, num_envs, seed, deterministic, device, on_episode, envs, max_seconds
+        )
     else:
         kept, who = envs is not None, gym_env_label(spec.env_id)
         envs = envs if kept else make_vector_env(spec, num_envs)
         try:
             with single_cpu_thread(device):
                 start = time.perf_counter()
-                result_episodes = rollout(policy, envs, episodes, seed, deterministic, on_episode,
-                                          max_seconds=max_seconds, who=who)  # fmt: skip
+                result_episodes = rollout(
+                    policy, envs, episodes, seed, deterministic, on_episode, max_seconds=max_seconds, who=who
+                )
                 wall = time.perf_counter() - start
         finally:
             if not kept:
                 envs.close()
     return EvalResult(
-        task=spec.env_id, checkpoint=checkpoint, exp_name=exp_name, framework=framework,
-        num_episodes=episodes, num_envs=num_envs, seed=seed, deterministic=deterministic, device=device,
-        episodes=result_episodes, wall_clock_seconds=round(wall, 3), settings=settings or {}, source=source,
+        task=spec.env_id,
+        checkpoint=checkpoint,
+        exp_name=exp_name,
+        framework=framework,
+        num_episodes=episodes,
+        num_envs=num_envs,
+        seed=seed,
+        deterministic=deterministic,
+        device=device,
+        episodes=result_episodes,
+        wall_clock_seconds=round(wall, 3),
+        settings=settings or {},
+        source=source,
         model_sha256=model_sha256,
-    )  # fmt: skip
+    )
 
 
-def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_envs: int, seed: int,
-                     deterministic: bool, device: str, on_episode: Callable[[int], None] | None, kept=None,
-                     max_seconds: float | None = None) -> tuple[float, list[Episode]]:  # fmt: skip
+def _tensor_rollouts(
+    policy: Policy,
+    spec: TensorEnvSpec,
+    episodes: int,
+    num_envs: int,
+    seed: int,
+    deterministic: bool,
+    device: str,
+    on_episode: Callable[[int], None] | None,
+    kept=None,
+    max_seconds: float | None = None,
+) -> tuple[float, list[Episode]]:
     """Build the tensor env (the user's factory runs here), roll it out on ``device``, close it: the
     rollout's seconds and episodes. The clock runs from the built env to the last episode (a
     simulator's kernel compilation and a replay's encoding at close are not rollout time). A ``kept``
@@ -269,14 +338,30 @@ def _tensor_rollouts(policy: Policy, spec: TensorEnvSpec, episodes: int, num_env
     if kept is not None:
         kept.reseed(seed)
         start = time.perf_counter()
-        episodes_ = tensor_rollout(policy, kept, episodes, deterministic, spec.where, on_episode,
-                                   max_steps=spec.max_steps, max_seconds=max_seconds)  # fmt: skip
+        episodes_ = tensor_rollout(
+            policy,
+            kept,
+            episodes,
+            deterministic,
+            spec.where,
+            on_episode,
+            max_steps=spec.max_steps,
+            max_seconds=max_seconds,
+        )
         return time.perf_counter() - start, episodes_
     env = build(spec, num_envs, device, seed)
     try:
         start = time.perf_counter()
-        episodes_ = tensor_rollout(policy, env, episodes, deterministic, spec.where, on_episode,
-                                   max_steps=spec.max_steps, max_seconds=max_seconds)  # fmt: skip
+        episodes_ = tensor_rollout(
+            policy,
+            env,
+            episodes,
+            deterministic,
+            spec.where,
+            on_episode,
+            max_steps=spec.max_steps,
+            max_seconds=max_seconds,
+        )
         wall = time.perf_counter() - start
     finally:
         close = getattr(env, "close", None)

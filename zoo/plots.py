@@ -81,8 +81,13 @@ def curve_band(
     return grid, mean, np.where(flat, mean, low), np.where(flat, mean, high)
 
 
-def learning_curves(experiments: Mapping[str, Sequence[Series]], path: Path, *, title: str = "",
-                    ylabel: str = "episodic return") -> Path:  # fmt: skip
+def learning_curves(
+    experiments: Mapping[str, Sequence[Series]],
+    path: Path,
+    *,
+    title: str = "",
+    ylabel: str = "episodic return",
+) -> Path:
     """One axes, a line per experiment (``name -> [seed series, ...]``): the mean over its seeds with the 95%
     band, or the seed's own curve when it has one. Experiments without a point are left out (an empty
     figure says "no training returns logged")."""
@@ -113,8 +118,9 @@ def learning_curves(experiments: Mapping[str, Sequence[Series]], path: Path, *, 
         return _save(fig, path)
 
 
-def eval_strip(experiments: Mapping[str, Sequence[tuple[str, Sequence[float]]]], path: Path, *,
-               title: str = "") -> Path:  # fmt: skip
+def eval_strip(
+    experiments: Mapping[str, Sequence[tuple[str, Sequence[float]]]], path: Path, *, title: str = ""
+) -> Path:
     """Per experiment (``name -> [(seed label, episode returns), ...]``) one column: a dot per episode,
     jittered sideways (fixed seed), colored by seed, with each seed's mean marked by a black bar."""
     rng = np.random.default_rng(JITTER_SEED)

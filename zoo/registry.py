@@ -169,10 +169,19 @@ def validate_entry(source: Path, name: str, raw: Any) -> Entry:
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise _fail(source, name, "hub.tags", "expected a list of strings (extra model-card tags)")
     return Entry(
-        name=name, framework=framework, algorithm=str(raw.get("algorithm", name)), format=fmt,
-        filename=filename, layout=raw.get("layout", {}), model=raw.get("model", {}),
-        policy=raw.get("policy", {}), env=env, eval=evaluation, extras=list(extras), hub=hub,
-    )  # fmt: skip
+        name=name,
+        framework=framework,
+        algorithm=str(raw.get("algorithm", name)),
+        format=fmt,
+        filename=filename,
+        layout=raw.get("layout", {}),
+        model=raw.get("model", {}),
+        policy=raw.get("policy", {}),
+        env=env,
+        eval=evaluation,
+        extras=list(extras),
+        hub=hub,
+    )
 
 
 def _read_yaml(path: Path) -> dict:

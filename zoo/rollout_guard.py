@@ -58,8 +58,10 @@ def check_bounds(max_steps: int | None, max_seconds: float | None) -> None:
         raise UsageError(f"--max-seconds {max_seconds!r}: seconds above 0, at most {MAX_SECONDS_LIMIT:.0f}")
 
 
-_WEIGHTS_HINT = ("its weights are NaN or infinite (a training run that diverged saves them) or the env's "
-                 "observations are: evaluate an earlier checkpoint, or check the env")  # fmt: skip
+_WEIGHTS_HINT = (
+    "its weights are NaN or infinite (a training run that diverged saves them) or the env's "
+    "observations are: evaluate an earlier checkpoint, or check the env"
+)
 
 
 def require_finite(values: Any, what: str) -> None:
@@ -72,8 +74,11 @@ def require_finite(values: Any, what: str) -> None:
     bad = _bad_rows(values)
     if bad:
         more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
-        raise RolloutError(f"the policy's {what} are not finite (NaN or infinity) for env {bad[0]}{more}: "
-                           "no action taken from them means anything", hint=_WEIGHTS_HINT)  # fmt: skip
+        raise RolloutError(
+            f"the policy's {what} are not finite (NaN or infinity) for env {bad[0]}{more}: "
+            "no action taken from them means anything",
+            hint=_WEIGHTS_HINT,
+        )
 
 
 def _bad_rows(values: Any) -> list[int]:
@@ -89,8 +94,11 @@ def _bad_rows(values: Any) -> list[int]:
 def nonfinite_actions(step: int) -> RolloutError:
     """The tensor path's :func:`require_finite`: the actions are checked on the device and read every few
     steps, so the error says by which step."""
-    return RolloutError(f"the policy's actions are not finite (NaN or infinity) by step {step}: no action "
-                        "taken from them means anything", hint=_WEIGHTS_HINT)  # fmt: skip
+    return RolloutError(
+        f"the policy's actions are not finite (NaN or infinity) by step {step}: no action "
+        "taken from them means anything",
+        hint=_WEIGHTS_HINT,
+    )
 
 
 def check_returns(episodes: list) -> None:
@@ -98,9 +106,11 @@ def check_returns(episodes: list) -> None:
     bad = [e for e in episodes if not math.isfinite(e.return_)]
     if bad:
         first = bad[0]
-        raise RolloutError(f"{len(bad)} of {len(episodes)} episodes returned a non-finite total (env "
-                           f"{first.env_index}: {first.return_}): the env's rewards are not finite",
-                           hint="a mean of NaN or infinity is no score; check the env's reward")  # fmt: skip
+        raise RolloutError(
+            f"{len(bad)} of {len(episodes)} episodes returned a non-finite total (env "
+            f"{first.env_index}: {first.return_}): the env's rewards are not finite",
+            hint="a mean of NaN or infinity is no score; check the env's reward",
+        )
 
 
 class _Stuck(BaseException):
@@ -156,19 +166,25 @@ class Deadline:
             self._restore = None
         if kind is _Stuck:
             budget = f"--max-seconds {self.max_seconds:g}"
-            raise RolloutError(f"a step did not return within the {budget} budget (the env's step or the "
-                               "policy's forward pass hangs)", hint="find where it waits (py-spy dump --pid PID "
-                               "shows the stack), or raise --max-seconds") from None  # fmt: skip
+            raise RolloutError(
+                f"a step did not return within the {budget} budget (the env's step or the "
+                "policy's forward pass hangs)",
+                hint="find where it waits (py-spy dump --pid PID shows the stack), or raise --max-seconds",
+            ) from None
 
     def error(self, finished: int, episodes: int, steps: int) -> RolloutError:
         """The one line for a budget that ran out with ``finished`` of ``episodes`` done after ``steps`` steps."""
         budget = f"--max-seconds {self.max_seconds:g}"
         if finished == 0:
-            return RolloutError(f"no episode finished within the {budget} budget ({steps} steps per env)",
-                                hint="raise --max-seconds, or bound each episode with --max-steps")  # fmt: skip
-        return RolloutError(f"the {budget} budget ran out with {finished} of {episodes} episodes finished",
-                            hint="raise --max-seconds, or ask for fewer --episodes (a partial evaluation is not "
-                            "recorded: it would favour short episodes)")  # fmt: skip
+            return RolloutError(
+                f"no episode finished within the {budget} budget ({steps} steps per env)",
+                hint="raise --max-seconds, or bound each episode with --max-steps",
+            )
+        return RolloutError(
+            f"the {budget} budget ran out with {finished} of {episodes} episodes finished",
+            hint="raise --max-seconds, or ask for fewer --episodes (a partial evaluation is not "
+            "recorded: it would favour short episodes)",
+        )
 
 
 def _raise_stuck(_signum, _frame) -> None:

@@ -171,10 +171,25 @@ _PYTHON = "tag:yaml.org,2002:python/"
 #: ``yaml.dump`` of a training config writes for tuples (Isaac Lab, mjlab), ``OrderedDict`` (rl_zoo3) and
 #: ``slice(None)`` (Isaac Lab's ``SceneEntityCfg``).
 _INERT_PYTHON = frozenset(
-    {f"{_PYTHON}{name}" for name in ("none", "bool", "str", "unicode", "bytes", "int", "long", "float", "complex",
-                                     "list", "tuple", "dict")}
+    {
+        f"{_PYTHON}{name}"
+        for name in (
+            "none",
+            "bool",
+            "str",
+            "unicode",
+            "bytes",
+            "int",
+            "long",
+            "float",
+            "complex",
+            "list",
+            "tuple",
+            "dict",
+        )
+    }
     | {_ORDERED_DICT, f"{_PYTHON}object/apply:builtins.slice"}
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -263,8 +278,14 @@ def python_tags(text: str) -> list[PythonTag]:
         seen.add(id(node))
         effect = _effect(node.tag)
         if effect:
-            found.append(PythonTag(path or "(the document)", "!!" + node.tag[len("tag:yaml.org,2002:") :],
-                                   node.start_mark.line + 1, effect))  # fmt: skip
+            found.append(
+                PythonTag(
+                    path or "(the document)",
+                    "!!" + node.tag[len("tag:yaml.org,2002:") :],
+                    node.start_mark.line + 1,
+                    effect,
+                )
+            )
             continue
         stack.extend(reversed(_children(node, path)))
     return found

@@ -25,8 +25,10 @@ def dumps(data: Any, *, what: str, **kwargs: Any) -> str:
         where = nonfinite_at(data)
         if where is None:
             raise
-        raise ZooError(f"cannot write {what}: {where} is not a finite number, and JSON has no NaN or infinity",
-                       hint="please report it: zoo should have refused that value before writing") from None  # fmt: skip
+        raise ZooError(
+            f"cannot write {what}: {where} is not a finite number, and JSON has no NaN or infinity",
+            hint="please report it: zoo should have refused that value before writing",
+        ) from None
 
 
 def jsonable(data: Any) -> Any:

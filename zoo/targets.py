@@ -42,8 +42,14 @@ class Target:
         return str(self.model_file) if self.model_file is not None else str(self.run.run_name)
 
 
-def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = None, env_id: str | None = None,
-                   run_seed: int | None = None) -> Target:  # fmt: skip
+def resolve_target(
+    path: Path,
+    registry: Registry,
+    *,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    run_seed: int | None = None,
+) -> Target:
     """One run from ``path``; ``exp_name``/``env_id``/``run_seed`` narrow a folder of runs and override
     what names say."""
     from zoo.exporter.runtime import is_exported
@@ -60,18 +66,28 @@ def resolve_target(path: Path, registry: Registry, *, exp_name: str | None = Non
         runs = [r for r in runs if RunFilter(exp_name, env_id, run_seed).matches(r)]
         if len(runs) != 1:
             found = "no run matches" if not runs else f"{len(runs)} runs match"
-            raise ZooError(f"{found} under {path}", hint="give one run dir or model file, or narrow with "
-                           "--exp-name/--env-id/--run-seed (zoo check lists them)")  # fmt: skip
+            raise ZooError(
+                f"{found} under {path}",
+                hint="give one run dir or model file, or narrow with "
+                "--exp-name/--env-id/--run-seed (zoo check lists them)",
+            )
     if not runs and path.is_file() and exp_name:
         runs = [lone_file_run(path, registry, exp_name)]
     if not runs:
-        raise ZooError(f"no run or model file found at {path}",
-                       hint="give a run dir, or a model file with --exp-name")  # fmt: skip
+        raise ZooError(
+            f"no run or model file found at {path}", hint="give a run dir, or a model file with --exp-name"
+        )
     return target_of_run(runs[0], registry, exp_name=exp_name, env_id=env_id, path=path)
 
 
-def target_of_run(run: Run, registry: Registry, *, exp_name: str | None = None, env_id: str | None = None,
-                  path: Path | None = None) -> Target:  # fmt: skip
+def target_of_run(
+    run: Run,
+    registry: Registry,
+    *,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    path: Path | None = None,
+) -> Target:
     """The target of one discovered run: its experiment (``exp_name`` overrides the name's), env id and model
     file. ``path`` is what the user named, for the messages (default: the run's folder)."""
     path = run.path if path is None else path
@@ -84,8 +100,11 @@ def target_of_run(run: Run, registry: Registry, *, exp_name: str | None = None, 
     if env is None:
         problem = get_adapter(run.framework).env_id_problem(run)
         if problem:
-            raise ZooError(f"{path}: {problem}", hint="pass --env-id (a gymnasium id or one of zoo's tasks), or "
-                           "--env-id NAME --env-factory module:function for your own env")  # fmt: skip
+            raise ZooError(
+                f"{path}: {problem}",
+                hint="pass --env-id (a gymnasium id or one of zoo's tasks), or "
+                "--env-id NAME --env-factory module:function for your own env",
+            )
         raise ZooError(f"{path}: cannot tell the env id{why}", hint="pass --env-id (for example CartPole-v1)")
     model = named_model_file(run, entry, env) if exp_name is not None else run.model_file
     if model is None:
@@ -97,24 +116,30 @@ def target_of_run(run: Run, registry: Registry, *, exp_name: str | None = None, 
     return Target(dataclasses.replace(run, model_file=model, seed=adapter.run_seed(run)), entry, env, model)
 
 
-def class_target(registry: Registry, policy_class: str, *, exp_name: str | None = None,
-                 env_id: str | None = None) -> Target:  # fmt: skip
+def class_target(
+    registry: Registry, policy_class: str, *, exp_name: str | None = None, env_id: str | None = None
+) -> Target:
     """A target with nothing on disk: the user's policy class (``--policy-class``) acting in ``env_id``.
 
     Its experiment is ``exp_name``, else the registry's one entry whose framework takes a policy class
     (:attr:`Adapter.takes_policy_class`); its run is the current folder, where eval.json and videos go."""
     if env_id is None:
-        raise UsageError(f"--policy-class {policy_class}: no env for it to act in",
-                         hint="pass --env-id (for example --env-id Pendulum-v1)")  # fmt: skip
+        raise UsageError(
+            f"--policy-class {policy_class}: no env for it to act in",
+            hint="pass --env-id (for example --env-id Pendulum-v1)",
+        )
     if exp_name is None:
         names = [e.name for e in registry.entries.values() if get_adapter(e.framework).takes_policy_class]
         if len(names) != 1:
-            raise UsageError(f"--policy-class: {len(names)} registry entries take a policy class",
-                             hint=f"pass --exp-name ({', '.join(sorted(names)) or 'add one to the registry'})")  # fmt: skip
+            raise UsageError(
+                f"--policy-class: {len(names)} registry entries take a policy class",
+                hint=f"pass --exp-name ({', '.join(sorted(names)) or 'add one to the registry'})",
+            )
         exp_name = names[0]
     entry = registry.get(exp_name)
-    run = Run(framework=entry.framework, path=Path("."), run_name=policy_class, exp_name=entry.name,
-              env_id=env_id)  # fmt: skip
+    run = Run(
+        framework=entry.framework, path=Path("."), run_name=policy_class, exp_name=entry.name, env_id=env_id
+    )
     return Target(run, entry, env_id, None)
 
 
@@ -130,8 +155,11 @@ def release_target(config: Path, registry: Registry, env_id: str | None) -> Targ
 def _native_beside(folder: Path, registry: Registry, release: Target) -> Target | None:
     """The release's native model file (what its framework saved), for what the framework-free form cannot do."""
     try:
-        runs = [r for r in discover_runs([folder], registry, RunFilter())
-                if r.model_file is not None and r.framework == release.entry.framework]  # fmt: skip
+        runs = [
+            r
+            for r in discover_runs([folder], registry, RunFilter())
+            if r.model_file is not None and r.framework == release.entry.framework
+        ]
         if len(runs) != 1:
             return None
         return target_of_run(runs[0], registry, exp_name=release.entry.name, env_id=release.env_id)
@@ -148,8 +176,10 @@ def _exported_target(path: Path, registry: Registry, env_id: str | None, meta: d
     name = meta.get("exp_name")
     entry = registry.find(name) if name else None
     if entry is None:
-        raise ZooError(f"{path}: exported from experiment {name!r}, which the registry does not know",
-                       hint="pass the --registry the model was exported with")  # fmt: skip
+        raise ZooError(
+            f"{path}: exported from experiment {name!r}, which the registry does not know",
+            hint="pass the --registry the model was exported with",
+        )
     run = Run(framework=entry.framework, path=path, model_file=path, exp_name=name)
     return Target(run, entry, env_id or meta["task"], path, exported=meta)
 
@@ -181,8 +211,12 @@ class EvalPlan:
     def settings(self) -> dict:
         """The stochastic mode's parameters (epsilon / exploration noise), the user's code (env factory, policy
         class) and the bounds the user set (``max_steps``, ``max_seconds``), recorded in eval.json."""
-        named = {"env_factory": self.options.env_factory, "policy_class": self.options.policy_class,
-                 "max_steps": self.max_steps, "max_seconds": self.max_seconds}  # fmt: skip
+        named = {
+            "env_factory": self.options.env_factory,
+            "policy_class": self.options.policy_class,
+            "max_steps": self.max_steps,
+            "max_seconds": self.max_seconds,
+        }
         settings = {key: value for key, value in named.items() if value is not None}
         if self.options.engine != "torch":
             settings["engine"] = self.options.engine
@@ -202,13 +236,27 @@ class EvalPlan:
 DEFAULT_OUT = Path("<run dir>/eval.json")
 
 
-def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8, seed: int = 0,
-              deterministic: bool | None = None, device: str = "auto", out: Path | None = DEFAULT_OUT,
-              capture_video: bool = False, trust_pickle: bool = False, model_config: Path | None = None,
-              source: dict | None = None, video_dir: Path | None = None,
-              trusted_wrappers: frozenset[str] = frozenset(), env_factory: str | None = None,
-              policy_class: str | None = None, engine: str = "torch", max_steps: int | None = None,
-              max_seconds: float | None = None) -> EvalPlan:  # fmt: skip
+def plan_eval(
+    target: Target,
+    *,
+    episodes: int | None = None,
+    num_envs: int = 8,
+    seed: int = 0,
+    deterministic: bool | None = None,
+    device: str = "auto",
+    out: Path | None = DEFAULT_OUT,
+    capture_video: bool = False,
+    trust_pickle: bool = False,
+    model_config: Path | None = None,
+    source: dict | None = None,
+    video_dir: Path | None = None,
+    trusted_wrappers: frozenset[str] = frozenset(),
+    env_factory: str | None = None,
+    policy_class: str | None = None,
+    engine: str = "torch",
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+) -> EvalPlan:
     """Fill what the caller leaves open from the registry entry; outputs default to the run's folders
     (``video_dir`` overrides where ``capture_video`` records, else the adapter's layout decides)."""
     from zoo.artifacts.digest import sha256_file
@@ -219,8 +267,9 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
 
     check_bounds(max_steps, max_seconds)
     if is_release(target):
-        target, deterministic, mode_source = release_or_native(target, deterministic,
-                                                              engine != "torch" or device.startswith("cuda"))  # fmt: skip
+        target, deterministic, mode_source = release_or_native(
+            target, deterministic, engine != "torch" or device.startswith("cuda")
+        )
     else:
         mode_source = "flag"
     entry, run = target.entry, target.run
@@ -228,9 +277,11 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
         deterministic, mode_source = target.adapter.eval_mode(entry, target.env_id)
     if target.exported is not None:
         if deterministic is False and is_release(target):
-            raise UsageError(f"{entry.name} is evaluated sampling ({mode_source}), but the release's framework-free "
-                             "form acts deterministically and no native model file lies beside it",
-                             hint="pass --deterministic, or get the release's native model file too")  # fmt: skip
+            raise UsageError(
+                f"{entry.name} is evaluated sampling ({mode_source}), but the release's framework-free "
+                "form acts deterministically and no native model file lies beside it",
+                hint="pass --deterministic, or get the release's native model file too",
+            )
         if deterministic is False:
             raise UsageError("an exported policy only acts deterministically", hint="drop --stochastic")
         if policy_class is not None:
@@ -238,8 +289,10 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
         if engine != "torch":
             raise UsageError("--engine: an exported file runs in its own runtime", hint="drop --engine")
         if device.startswith("cuda"):
-            raise UnsupportedError("zoo evaluates exported files on the CPU (onnxruntime's and TorchScript's CPU "
-                             "runtimes)", hint="drop --device cuda, or evaluate the checkpoint on the GPU")  # fmt: skip
+            raise UnsupportedError(
+                "zoo evaluates exported files on the CPU (onnxruntime's and TorchScript's CPU runtimes)",
+                hint="drop --device cuda, or evaluate the checkpoint on the GPU",
+            )
         deterministic, device = True, "cpu"
         mode_source = mode_source if is_release(target) else "exported file"
         default_out = target.model_file.with_name(target.model_file.name + ".eval.json")
@@ -248,15 +301,23 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
     out_path = default_out if out == DEFAULT_OUT else out
     if out_path is not None:
         check_writable(out_path, "--out")  # before the rollout, not after minutes of it
-    options = LoadOptions(device=resolve_device(device), seed=seed, trust_pickle=trust_pickle,
-                          model_config=model_config, trusted_wrappers=trusted_wrappers,
-                          env_factory=parse_factory(env_factory) if env_factory else None,
-                          policy_class=policy_class, engine=engine)  # fmt: skip
+    options = LoadOptions(
+        device=resolve_device(device),
+        seed=seed,
+        trust_pickle=trust_pickle,
+        model_config=model_config,
+        trusted_wrappers=trusted_wrappers,
+        env_factory=parse_factory(env_factory) if env_factory else None,
+        policy_class=policy_class,
+        engine=engine,
+    )
     if engine not in ("torch", "onnxruntime"):
         raise UsageError(f"unknown engine {engine!r}", hint="use torch (exact) or onnxruntime")
     if engine != "torch" and not deterministic:
-        raise UsageError("--engine onnxruntime acts deterministically (the exported graph has no sampling)",
-                         hint="add --deterministic, or drop --engine")  # fmt: skip
+        raise UsageError(
+            "--engine onnxruntime acts deterministically (the exported graph has no sampling)",
+            hint="add --deterministic, or drop --engine",
+        )
     if target.exported is None:
         target.adapter.check_options(options)
     episodes = episodes or entry.eval["episodes"]
@@ -265,13 +326,23 @@ def plan_eval(target: Target, *, episodes: int | None = None, num_envs: int = 8,
     else:
         video_dir = None
     return EvalPlan(
-        target=target, episodes=episodes, num_envs=min(num_envs, episodes), seed=seed,
+        target=target,
+        episodes=episodes,
+        num_envs=min(num_envs, episodes),
+        seed=seed,
         deterministic=deterministic,
-        mode_source=mode_source, device=options.device, out_path=out_path, video_dir=video_dir,
-        options=options, source=source or _export_source(target.exported),
-        model_sha256=sha256_file(target.model_file) if target.model_file and target.model_file.is_file() else None,
-        max_steps=max_steps, max_seconds=None if max_seconds is None else float(max_seconds),
-    )  # fmt: skip
+        mode_source=mode_source,
+        device=options.device,
+        out_path=out_path,
+        video_dir=video_dir,
+        options=options,
+        source=source or _export_source(target.exported),
+        model_sha256=sha256_file(target.model_file)
+        if target.model_file and target.model_file.is_file()
+        else None,
+        max_steps=max_steps,
+        max_seconds=None if max_seconds is None else float(max_seconds),
+    )
 
 
 def is_release(target: Target) -> bool:
@@ -302,8 +373,14 @@ def _export_source(meta: dict | None) -> dict | None:
     """eval.json's record of which checkpoint an evaluated export came from."""
     if meta is None:
         return None
-    return {"exported": {"format": meta["format"], "checkpoint": meta.get("checkpoint"),
-                         "exporter": meta.get("exporter", {}).get("name"), "file_sha256": meta["file_sha256"]}}  # fmt: skip
+    return {
+        "exported": {
+            "format": meta["format"],
+            "checkpoint": meta.get("checkpoint"),
+            "exporter": meta.get("exporter", {}).get("name"),
+            "file_sha256": meta["file_sha256"],
+        }
+    }
 
 
 def load_target_policy(target: Target, options: LoadOptions):

@@ -125,8 +125,12 @@ class TensorEnvSpec:
     @classmethod
     def from_json(cls, data: dict, factory: str | None = None, video_dir: str | None = None) -> TensorEnvSpec:
         """The env a sidecar records (``factory``: the user's, which replaces the recorded one)."""
-        return cls(data["id"], factory=factory or data.get("factory"), video_dir=video_dir,
-                   cfgs_json=cfgs_json(data.get("cfgs")))  # fmt: skip
+        return cls(
+            data["id"],
+            factory=factory or data.get("factory"),
+            video_dir=video_dir,
+            cfgs_json=cfgs_json(data.get("cfgs")),
+        )
 
     def deployment_notes(self) -> list[str]:
         """What a deployment must compute around the policy: the task's own words, or the user's env's."""
@@ -182,16 +186,22 @@ def _load_factory(ref: str):
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageError(f"--env-factory {ref}: cannot import {module_name!r} ({exc})",
-                         hint="name an importable module:function (the module on sys.path / PYTHONPATH)") from None  # fmt: skip
+        raise UsageError(
+            f"--env-factory {ref}: cannot import {module_name!r} ({exc})",
+            hint="name an importable module:function (the module on sys.path / PYTHONPATH)",
+        ) from None
     try:
         factory = getattr(module, attr)
     except AttributeError:
-        raise UsageError(f"--env-factory {ref}: module {module_name!r} has no {attr!r}",
-                         hint="name an importable module:function") from None  # fmt: skip
+        raise UsageError(
+            f"--env-factory {ref}: module {module_name!r} has no {attr!r}",
+            hint="name an importable module:function",
+        ) from None
     if not callable(factory):
-        raise UsageError(f"--env-factory {ref}: {type(factory).__name__} is not callable",
-                         hint="name a function that returns the env")  # fmt: skip
+        raise UsageError(
+            f"--env-factory {ref}: {type(factory).__name__} is not callable",
+            hint="name a function that returns the env",
+        )
     return factory
 
 
@@ -199,8 +209,10 @@ def parse_factory(ref: str) -> str:
     """``module:function`` checked for shape (nothing imported): the one form ``--env-factory`` takes."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr.isidentifier():
-        raise UsageError(f"--env-factory {ref!r}: expected module:function",
-                         hint="for example --env-factory my_tasks.isaac:make_env")  # fmt: skip
+        raise UsageError(
+            f"--env-factory {ref!r}: expected module:function",
+            hint="for example --env-factory my_tasks.isaac:make_env",
+        )
     return ref
 
 
@@ -218,11 +230,15 @@ def build(spec: TensorEnvSpec, num_envs: int, device: str, seed: int):
             env = factory(**kwargs)
         else:
             cls = spec.task_class()
-            env = cls(num_envs=num_envs, device=device, seed=seed, cfgs=spec.config(),
-                      video_dir=spec.video_dir)  # fmt: skip
+            env = cls(
+                num_envs=num_envs, device=device, seed=seed, cfgs=spec.config(), video_dir=spec.video_dir
+            )
     except Exception as exc:  # noqa: BLE001 - the user's factory (or the simulator) failed: its error, not zoo's
-        raise env_error(exc, f"the env ({spec.where})", f"{spec.factory or spec.env_id}(num_envs={num_envs}, "
-                        f"device={device!r}, seed={seed})") from None  # fmt: skip
+        raise env_error(
+            exc,
+            f"the env ({spec.where})",
+            f"{spec.factory or spec.env_id}(num_envs={num_envs}, device={device!r}, seed={seed})",
+        ) from None
     check_env(env, num_envs, device, spec.where)
     return env
 
@@ -234,17 +250,26 @@ def reseeds(env: Any) -> bool:
 
 def check_env(env: Any, num_envs: int, device: str, where: str) -> None:
     """Refuse an env that misses the contract's attributes or methods, in one line naming what."""
-    missing = [name for name in ("num_envs", "num_actions", "device", "get_observations", "step")
-               if not hasattr(env, name)]  # fmt: skip
+    missing = [
+        name
+        for name in ("num_envs", "num_actions", "device", "get_observations", "step")
+        if not hasattr(env, name)
+    ]
     if missing:
-        raise ZooError(f"{where} returned a {type(env).__name__} without {', '.join(missing)}",
-                       hint="return a batched tensor env (rsl_rl VecEnv shape: docs/tensor-envs.md)")  # fmt: skip
+        raise ZooError(
+            f"{where} returned a {type(env).__name__} without {', '.join(missing)}",
+            hint="return a batched tensor env (rsl_rl VecEnv shape: docs/tensor-envs.md)",
+        )
     if int(env.num_envs) != num_envs:
-        raise ZooError(f"{where} built {env.num_envs} envs, {num_envs} were asked for",
-                       hint="build num_envs envs, as the factory is called with")  # fmt: skip
+        raise ZooError(
+            f"{where} built {env.num_envs} envs, {num_envs} were asked for",
+            hint="build num_envs envs, as the factory is called with",
+        )
     if not same_device(env.device, device):
-        raise ZooError(f"{where} runs on {env.device}, the evaluation on {device}",
-                       hint=f"build the env on the device passed to the factory, or pass --device {env.device}")  # fmt: skip
+        raise ZooError(
+            f"{where} runs on {env.device}, the evaluation on {device}",
+            hint=f"build the env on the device passed to the factory, or pass --device {env.device}",
+        )
 
 
 def same_device(a: Any, b: Any) -> bool:
@@ -277,12 +302,16 @@ def observation_groups(obs: Any, device: str, where: str) -> dict[str, Any]:
     groups = as_groups(obs)
     for name, value in groups.items():
         if not isinstance(value, torch.Tensor):
-            raise ZooError(f"{where}: observation {name!r} is a {type(value).__module__}.{type(value).__name__}, "
-                           "not a torch tensor",
-                           hint="a tensor env returns torch tensors on its device (torch.as_tensor(x, device=...))")  # fmt: skip
+            raise ZooError(
+                f"{where}: observation {name!r} is a {type(value).__module__}.{type(value).__name__}, "
+                "not a torch tensor",
+                hint="a tensor env returns torch tensors on its device (torch.as_tensor(x, device=...))",
+            )
         if not same_device(value.device, device):
-            raise ZooError(f"{where}: observation {name!r} is on {value.device}, the env on {device}",
-                           hint="return every tensor on the env's device")  # fmt: skip
+            raise ZooError(
+                f"{where}: observation {name!r} is on {value.device}, the env on {device}",
+                hint="return every tensor on the env's device",
+            )
     return groups
 
 
@@ -295,13 +324,17 @@ def check_fit(groups: dict[str, Any], observation_space: Any, where: str) -> Non
         wanted = {box_group(groups): observation_space}
     for name, space in wanted.items():
         if name not in groups:
-            raise ZooError(f"{where}: the policy reads the observation group {name!r}, the env gives {sorted(groups)}",
-                           hint="check the env (or --env-factory) against the run's obs_groups")  # fmt: skip
+            raise ZooError(
+                f"{where}: the policy reads the observation group {name!r}, the env gives {sorted(groups)}",
+                hint="check the env (or --env-factory) against the run's obs_groups",
+            )
         got = groups[name]
         size = int(got[0].numel()) if got.ndim > 1 else 1
         if size != flatdim(space):
-            raise ZooError(f"{where}: observation {name!r} has {size} values per env, the policy reads {flatdim(space)}",
-                           hint="check that the env is the one the policy was trained on")  # fmt: skip
+            raise ZooError(
+                f"{where}: observation {name!r} has {size} values per env, the policy reads {flatdim(space)}",
+                hint="check that the env is the one the policy was trained on",
+            )
 
 
 def check_step(result: Any, num_envs: int, device: str, where: str) -> None:
@@ -310,19 +343,30 @@ def check_step(result: Any, num_envs: int, device: str, where: str) -> None:
 
     if not isinstance(result, tuple | list) or len(result) != 4:
         size = len(result) if isinstance(result, tuple | list) else type(result).__name__
-        raise ZooError(f"{where}: step() returned {size} values, expected (obs, rewards, dones, extras)",
-                       hint="follow rsl_rl's VecEnv.step (docs/tensor-envs.md)")  # fmt: skip
+        raise ZooError(
+            f"{where}: step() returned {size} values, expected (obs, rewards, dones, extras)",
+            hint="follow rsl_rl's VecEnv.step (docs/tensor-envs.md)",
+        )
     _obs, rewards, dones, extras = result
     for name, value in (("rewards", rewards), ("dones", dones)):
         if not isinstance(value, torch.Tensor):
-            raise ZooError(f"{where}: step() {name} is a {type(value).__module__}.{type(value).__name__}, "
-                           "not a torch tensor", hint="return torch tensors on the env's device")  # fmt: skip
+            raise ZooError(
+                f"{where}: step() {name} is a {type(value).__module__}.{type(value).__name__}, "
+                "not a torch tensor",
+                hint="return torch tensors on the env's device",
+            )
         if not same_device(value.device, device):
-            raise ZooError(f"{where}: step() {name} is on {value.device}, the env on {device}",
-                           hint="return every tensor on the env's device")  # fmt: skip
+            raise ZooError(
+                f"{where}: step() {name} is on {value.device}, the env on {device}",
+                hint="return every tensor on the env's device",
+            )
         if value.reshape(-1).shape[0] != num_envs:
-            raise ZooError(f"{where}: step() {name} has shape {tuple(value.shape)}, expected ({num_envs},)",
-                           hint="one value per env")  # fmt: skip
+            raise ZooError(
+                f"{where}: step() {name} has shape {tuple(value.shape)}, expected ({num_envs},)",
+                hint="one value per env",
+            )
     if not isinstance(extras, Mapping):
-        raise ZooError(f"{where}: step() extras is a {type(extras).__name__}, expected a dict",
-                       hint="return a dict (with 'time_outs')")  # fmt: skip
+        raise ZooError(
+            f"{where}: step() extras is a {type(extras).__name__}, expected a dict",
+            hint="return a dict (with 'time_outs')",
+        )

@@ -44,9 +44,17 @@ def _time_limit(env) -> int | None:
     return None if limit is None else int(torch.as_tensor(limit).max())
 
 
-def tensor_rollout(policy, env, episodes: int, deterministic: bool, where: str,
-                   on_episode: Callable[[int], None] | None = None, *, max_steps: int | None = None,
-                   max_seconds: float | None = None) -> list[Episode]:  # fmt: skip
+def tensor_rollout(
+    policy,
+    env,
+    episodes: int,
+    deterministic: bool,
+    where: str,
+    on_episode: Callable[[int], None] | None = None,
+    *,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+) -> list[Episode]:
     """Step ``env`` with ``policy.act_tensor`` until every env has filled its quota; the episodes in env order.
 
     Each episode runs at most ``max_steps`` steps (None: the env's ``max_episode_length``, else the default cap)
@@ -131,8 +139,9 @@ def tensor_rollout(policy, env, episodes: int, deterministic: bool, where: str,
                 policy.reset_tensor(done)
             step += 1
             if step % SYNC_EVERY == 0:
-                finished = _read(torch.minimum(counts, quotas).sum(), action_sum if check_actions else None,
-                                 step)  # fmt: skip
+                finished = _read(
+                    torch.minimum(counts, quotas).sum(), action_sum if check_actions else None, step
+                )
                 if on_episode is not None and finished > reported:
                     on_episode(finished)
                     reported = finished
@@ -163,13 +172,17 @@ def _read(finished, action_sum, step: int) -> int:
 def _stalled(where: str, running: int, step: int, limit: int | None, cut_at: int | None) -> ZooError:
     """The error for episodes that outlast every bound: the env does not end them (reset and report them)."""
     if cut_at is None:
-        return ZooError(f"{where}: {running} episodes still running after {step} steps, "
-                        f"beyond the env's max_episode_length ({limit})",
-                        hint="the env must reset done envs itself and report them in dones")  # fmt: skip
-    return ZooError(f"{where}: {running} episodes still running after {step} steps: the env did not end the "
-                    f"episodes --max-steps {cut_at} cut, and a tensor env resets its envs itself",
-                    hint="give the env a max_episode_length and report its time-outs in dones, or ask for at most "
-                    "one episode per env (--episodes no more than --num-envs)")  # fmt: skip
+        return ZooError(
+            f"{where}: {running} episodes still running after {step} steps, "
+            f"beyond the env's max_episode_length ({limit})",
+            hint="the env must reset done envs itself and report them in dones",
+        )
+    return ZooError(
+        f"{where}: {running} episodes still running after {step} steps: the env did not end the "
+        f"episodes --max-steps {cut_at} cut, and a tensor env resets its envs itself",
+        hint="give the env a max_episode_length and report its time-outs in dones, or ask for at most "
+        "one episode per env (--episodes no more than --num-envs)",
+    )
 
 
 class HostBridge:
@@ -208,6 +221,13 @@ def _episodes(quotas, returns, lengths, successes, truncs) -> list[Episode]:
     for i, quota in enumerate(quotas.tolist()):
         for k in range(quota):
             flag = int(successes[i, k])
-            out.append(Episode(i, float(returns[i, k]), int(lengths[i, k]), None if flag < 0 else bool(flag),
-                               truncated=bool(truncs[i, k])))  # fmt: skip
+            out.append(
+                Episode(
+                    i,
+                    float(returns[i, k]),
+                    int(lengths[i, k]),
+                    None if flag < 0 else bool(flag),
+                    truncated=bool(truncs[i, k]),
+                )
+            )
     return out

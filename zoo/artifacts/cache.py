@@ -24,8 +24,19 @@ from zoo.artifacts.forking import fork_is_safe
 
 _SCHEMA = 3
 #: Distributions whose version (or absence) changes what ``zoo check`` says about a run.
-CONTEXT_PACKAGES = ("torch", "numpy", "gymnasium", "stable-baselines3", "skrl", "rsl-rl-lib", "tensordict",
-                    "ale-py", "mujoco", "tensorboard", "google-crc32c")  # fmt: skip
+CONTEXT_PACKAGES = (
+    "torch",
+    "numpy",
+    "gymnasium",
+    "stable-baselines3",
+    "skrl",
+    "rsl-rl-lib",
+    "tensordict",
+    "ale-py",
+    "mujoco",
+    "tensorboard",
+    "google-crc32c",
+)
 
 
 def cache_dir() -> Path:
@@ -96,8 +107,9 @@ class CheckMemo:
                 contextlib.suppress(sqlite3.Error, OSError),
                 contextlib.closing(self._connect(create=False)) as db,
             ):
-                rows = db.execute("SELECT key, stamp, status, report FROM verdicts WHERE context = ?",
-                                  (self.context,))  # fmt: skip
+                rows = db.execute(
+                    "SELECT key, stamp, status, report FROM verdicts WHERE context = ?", (self.context,)
+                )
                 self._verdicts = {key: (st, status, report) for key, st, status, report in rows}
 
     def _connect(self, create: bool) -> sqlite3.Connection:
@@ -136,8 +148,9 @@ class CheckMemo:
             contextlib.suppress(sqlite3.Error, OSError, ValueError),
             contextlib.closing(self._connect(create=False)) as db,
         ):
-            row = db.execute("SELECT stamp, runs FROM discoveries WHERE context = ? AND roots = ?",
-                             (self.context, roots)).fetchone()  # fmt: skip
+            row = db.execute(
+                "SELECT stamp, runs FROM discoveries WHERE context = ? AND roots = ?", (self.context, roots)
+            ).fetchone()
             if row is None:
                 return None
             inputs, file_stamp = json.loads(row[0])

@@ -57,9 +57,17 @@ def yaml_findings(path: Path, shown: str | None = None) -> list[Finding]:
         tags = safeyaml.python_tags(safeyaml.read_text(path))
     except (ZooError, safeyaml.YamlProblem):
         return []
-    return [Finding(ERROR, f"{shown}: {tag.key}", f"is tagged {tag.tag} (line {tag.line}): a YAML loader that builds "
-                    f"Python tags, such as rl_zoo3's yaml.UnsafeLoader, {tag.effect}", STRIP_HINT, strippable=True)
-            for tag in tags]  # fmt: skip
+    return [
+        Finding(
+            ERROR,
+            f"{shown}: {tag.key}",
+            f"is tagged {tag.tag} (line {tag.line}): a YAML loader that builds "
+            f"Python tags, such as rl_zoo3's yaml.UnsafeLoader, {tag.effect}",
+            STRIP_HINT,
+            strippable=True,
+        )
+        for tag in tags
+    ]
 
 
 def strip_yaml(path: Path) -> bytes:

@@ -66,18 +66,38 @@ NUMPY_DTYPES = frozenset(
 )
 #: ... and jax's narrow floats and ints, which are ml_dtypes types (flax reads bfloat16 as jax's own).
 ML_DTYPES = frozenset(
-    {"bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
-     "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-     "float8_e8m0fnu", "int2", "int4", "uint2", "uint4"}
-)  # fmt: skip
+    {
+        "bfloat16",
+        "float4_e2m1fn",
+        "float6_e2m3fn",
+        "float6_e3m2fn",
+        "float8_e3m4",
+        "float8_e4m3",
+        "float8_e4m3b11fnuz",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "int2",
+        "int4",
+        "uint2",
+        "uint4",
+    }
+)
 #: Map keys msgpack can give back (flax writes only strings).
 _KEYS = (str, int, float, bytes, type(None))
 #: Leaves of a state dict: plain msgpack values, and what flax's extension types decode to.
 _LEAVES = (str, int, float, bytes, type(None), complex, np.ndarray, np.generic)
 _ZIP, _PICKLE_PROTOCOLS = b"PK\x03\x04", range(2, 6)
 _OVER = re.compile(r"(\d+) exceeds max_(str|bin|array|map|ext)_len\((\d+)\)")
-_WHAT = {"str": ("string", "bytes"), "bin": ("byte string", "bytes"), "array": ("array", "items"),
-         "map": ("map", "entries"), "ext": ("extension", "bytes")}  # fmt: skip
+_WHAT = {
+    "str": ("string", "bytes"),
+    "bin": ("byte string", "bytes"),
+    "array": ("array", "items"),
+    "map": ("map", "entries"),
+    "ext": ("extension", "bytes"),
+}
 
 
 def _first_bytes() -> frozenset[int]:
@@ -143,8 +163,15 @@ def _payload(data: bytes, max_array_len: int, raw: bool) -> Any:
     """An extension's inner msgpack (flax packs arrays and complex numbers as nested msgpack), bounded
     by the payload itself: no maps, no extensions, no string longer than a dtype name."""
     try:
-        return msgpack.unpackb(data, raw=raw, max_array_len=max_array_len, max_map_len=0, max_ext_len=0,
-                               max_str_len=64, max_bin_len=len(data))  # fmt: skip
+        return msgpack.unpackb(
+            data,
+            raw=raw,
+            max_array_len=max_array_len,
+            max_map_len=0,
+            max_ext_len=0,
+            max_str_len=64,
+            max_bin_len=len(data),
+        )
     except (ValueError, TypeError) as exc:
         raise _Refused(f"an extension's payload is not flax's ({_short(exc)})") from None
 
@@ -153,8 +180,12 @@ def _ndarray(data: bytes) -> np.ndarray:
     """flax's ``_ndarray_from_bytes``: ``(shape, dtype name, C-order bytes)``, the bytes checked against
     the shape and dtype before numpy sees them."""
     triple = _payload(data, max(MAX_NDIM, 3), raw=True)
-    if not (isinstance(triple, list) and len(triple) == 3 and isinstance(triple[1], bytes)
-            and isinstance(triple[2], bytes)):  # fmt: skip
+    if not (
+        isinstance(triple, list)
+        and len(triple) == 3
+        and isinstance(triple[1], bytes)
+        and isinstance(triple[2], bytes)
+    ):
         raise _Refused("an array extension is not flax's (shape, dtype, bytes) triple")
     shape_value, name, buffer = triple
     dtype = _dtype(name)
@@ -199,8 +230,9 @@ class _Decoder:
             return array[()]
         if code == EXT_COMPLEX:
             return _complex(data)
-        raise _Refused(f"msgpack extension type {code}, which flax does not write "
-                       "(1 array, 2 complex, 3 numpy scalar)")  # fmt: skip
+        raise _Refused(
+            f"msgpack extension type {code}, which flax does not write (1 array, 2 complex, 3 numpy scalar)"
+        )
 
     def container(self, value: dict | list) -> dict | list:
         self._count(len(value))
@@ -304,10 +336,18 @@ def _decode(info: FlaxFileInfo, data: bytes | memoryview) -> None:
     hooks = _Decoder()
     try:
         top = msgpack.unpackb(
-            data, ext_hook=hooks.ext, object_hook=hooks.container, list_hook=hooks.container, raw=False,
-            strict_map_key=False, max_str_len=MAX_STR_BYTES, max_bin_len=MAX_FLAX_BYTES,
-            max_array_len=MAX_CONTAINER_LEN, max_map_len=MAX_CONTAINER_LEN, max_ext_len=MAX_FLAX_BYTES,
-        )  # fmt: skip
+            data,
+            ext_hook=hooks.ext,
+            object_hook=hooks.container,
+            list_hook=hooks.container,
+            raw=False,
+            strict_map_key=False,
+            max_str_len=MAX_STR_BYTES,
+            max_bin_len=MAX_FLAX_BYTES,
+            max_array_len=MAX_CONTAINER_LEN,
+            max_map_len=MAX_CONTAINER_LEN,
+            max_ext_len=MAX_FLAX_BYTES,
+        )
         info.content = _settle(top, 0)
     except _Refused as exc:
         info.problem = str(exc)

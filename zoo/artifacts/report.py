@@ -33,14 +33,24 @@ class RunReport:
 
     def to_json(self) -> dict:
         return {
-            "status": self.status, "reason": self.reason, "hint": self.hint,
-            "run": self.run.to_json(), "details": self.details, "notes": self.notes,
-        }  # fmt: skip
+            "status": self.status,
+            "reason": self.reason,
+            "hint": self.hint,
+            "run": self.run.to_json(),
+            "details": self.details,
+            "notes": self.notes,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> RunReport:
-        return cls(Run.from_json(data["run"]), data["status"], data["reason"], data["hint"], data["details"],
-                   data["notes"])  # fmt: skip
+        return cls(
+            Run.from_json(data["run"]),
+            data["status"],
+            data["reason"],
+            data["hint"],
+            data["details"],
+            data["notes"],
+        )
 
     def json_text(self) -> str:
         from zoo.strict_json import dumps
@@ -72,8 +82,12 @@ class RememberedReport:
 _BROKEN = ("empty", "not-torch", "truncated", "missing", "unreadable")
 
 
-def flag_torch_file(report: RunReport, info, label: str | None = None,
-                    not_torch_hint: str = "is this a model file of this framework?") -> bool:  # fmt: skip
+def flag_torch_file(
+    report: RunReport,
+    info,
+    label: str | None = None,
+    not_torch_hint: str = "is this a model file of this framework?",
+) -> bool:
     """Flag what the verification of a torch file found; True when zoo's loader will take the file.
 
     One verdict for every adapter, never a warning about a global: one that runs code is an unsafe
@@ -90,13 +104,17 @@ def flag_torch_file(report: RunReport, info, label: str | None = None,
         report.flag(WARNING, f"{prefix}{note}", "re-save the file with torch.save's defaults")
     if info.dangerous:
         report.details["dangerous_globals"] = info.dangerous
-        report.flag(ERROR, f"unsafe pickle{where}: loading would call {', '.join(info.dangerous)}",
-                    UNSAFE_HINT)  # fmt: skip
+        report.flag(
+            ERROR, f"unsafe pickle{where}: loading would call {', '.join(info.dangerous)}", UNSAFE_HINT
+        )
         return False
     if info.unknown:
         report.details["unknown_globals"] = info.unknown
-        report.flag(ERROR, f"{prefix}holds {', '.join(info.unknown)}, which zoo cannot check without running it",
-                    UNKNOWN_HINT)  # fmt: skip
+        report.flag(
+            ERROR,
+            f"{prefix}holds {', '.join(info.unknown)}, which zoo cannot check without running it",
+            UNKNOWN_HINT,
+        )
         return False
     if info.kind == "unreadable":
         report.flag(ERROR, f"{prefix}cannot read {info.path.name}: {info.problem}", UNREADABLE_HINT)

@@ -25,11 +25,34 @@ from zoo.errors import BrokenFile, RefusedError
 
 #: Plain values every allowlist may rebuild: containers and numbers, nothing callable with effects.
 SAFE_BUILTINS: frozenset[tuple[str, str]] = frozenset(
-    {("builtins", n) for n in ("dict", "list", "tuple", "set", "frozenset", "int", "float", "complex", "bool",
-                               "str", "bytes", "bytearray", "slice", "range", "object")}
-    | {("collections", "OrderedDict"), ("collections", "defaultdict"), ("collections", "deque"),
-       ("_codecs", "encode"), ("copyreg", "_reconstructor")}
-)  # fmt: skip
+    {
+        ("builtins", n)
+        for n in (
+            "dict",
+            "list",
+            "tuple",
+            "set",
+            "frozenset",
+            "int",
+            "float",
+            "complex",
+            "bool",
+            "str",
+            "bytes",
+            "bytearray",
+            "slice",
+            "range",
+            "object",
+        )
+    }
+    | {
+        ("collections", "OrderedDict"),
+        ("collections", "defaultdict"),
+        ("collections", "deque"),
+        ("_codecs", "encode"),
+        ("copyreg", "_reconstructor"),
+    }
+)
 #: Builtins that allocate what their argument says: only data already in the pickle may fill them.
 _SIZED = {"bytes", "bytearray", "list", "tuple", "set", "frozenset", "str", "dict"}
 _MATERIAL = (list, tuple, set, frozenset, dict, str, bytes, bytearray)
@@ -69,8 +92,11 @@ def _reconstruct_empty(subtype: Any, shape: Any, dtype: Any) -> Any:
 
 _GUARDED: dict[tuple[str, str], Callable[..., Any]] = {
     **{("builtins", n): _bounded(getattr(builtins, n)) for n in _SIZED},
-    **{(core, "_reconstruct"): _reconstruct_empty for core in ("numpy._core.multiarray", "numpy.core.multiarray")},
-}  # fmt: skip
+    **{
+        (core, "_reconstruct"): _reconstruct_empty
+        for core in ("numpy._core.multiarray", "numpy.core.multiarray")
+    },
+}
 
 
 def _check_dtype_state(dtype: Any, state: Any) -> None:
@@ -84,8 +110,12 @@ def _check_dtype_state(dtype: Any, state: Any) -> None:
         isinstance(state, tuple)
         and len(state) == len(expected)
         and state[1] in ("<", ">", "|", "=")
-        and all(type(a) is type(b) and a == b for i, (a, b) in enumerate(zip(state, expected, strict=True)) if i != 1)
-    )  # fmt: skip
+        and all(
+            type(a) is type(b) and a == b
+            for i, (a, b) in enumerate(zip(state, expected, strict=True))
+            if i != 1
+        )
+    )
     if not same:
         raise pickle.UnpicklingError(
             f"numpy dtype state {state!r:.80} is not the one numpy writes for {dtype}"
@@ -132,8 +162,14 @@ class UnknownGlobal(RefusedError):
         self.module = module
 
 
-def checked_loads(data: bytes, allowed: Iterable[tuple[str, str]], path: object, *, unknown_hint: str,
-                  part: str | None = None) -> Any:  # fmt: skip
+def checked_loads(
+    data: bytes,
+    allowed: Iterable[tuple[str, str]],
+    path: object,
+    *,
+    unknown_hint: str,
+    part: str | None = None,
+) -> Any:
     """``data`` read the one way zoo reads a pickle it must decode: the recording scan first (a global
     that runs code is an unsafe pickle, whatever the allowlist), then :func:`restricted_loads`. Every
     failure is one error naming ``path`` (and ``part`` of it, such as ``data['policy_kwargs']``)."""
@@ -147,8 +183,12 @@ def checked_loads(data: bytes, allowed: Iterable[tuple[str, str]], path: object,
     try:
         return restricted_loads(data, allowed)
     except RefusedGlobal as exc:
-        raise UnknownGlobal(f"{path}: {f'{part} ' if part else ''}holds {exc.qualname}, which zoo cannot check "
-                            "without running it", unknown_hint, exc.module) from None  # fmt: skip
+        raise UnknownGlobal(
+            f"{path}: {f'{part} ' if part else ''}holds {exc.qualname}, which zoo cannot check "
+            "without running it",
+            unknown_hint,
+            exc.module,
+        ) from None
     except RecursionError:
         raise BrokenFile(f"{path}: {what} is nested too deeply") from None
     except Exception as exc:  # noqa: BLE001 - a broken pickle is a finding, not a crash

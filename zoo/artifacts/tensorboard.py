@@ -71,8 +71,9 @@ def _payloads(
         return
 
 
-def _framed(data: bytes, crc: Callable[[bytes], int], needle: bytes,
-            say: Callable[[str], None] = lambda _why: None) -> Iterator[bytes]:  # fmt: skip
+def _framed(
+    data: bytes, crc: Callable[[bytes], int], needle: bytes, say: Callable[[str], None] = lambda _why: None
+) -> Iterator[bytes]:
     """:func:`_payloads` over a file's bytes; the CRC masking is inlined (this loop runs per record)."""
     at, end, delta = 0, len(data), _MASK_DELTA
     unpack_header, unpack_footer = _HEADER.unpack_from, _FOOTER.unpack_from

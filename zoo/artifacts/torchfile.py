@@ -40,18 +40,49 @@ _VERSION = re.compile(rb"\s*\+?(\d+)")
 #: numpy values torch.save writes (arrays, scalars, dtypes; numpy 2 and numpy 1 spellings): zoo's loader
 #: allowlists them for torch's weights-only unpickler, whose defaults refuse them.
 NUMPY_GLOBALS = frozenset(
-    {f"{core}.{name}" for core in ("numpy._core.multiarray", "numpy.core.multiarray") for name in ("scalar", "_reconstruct")}
+    {
+        f"{core}.{name}"
+        for core in ("numpy._core.multiarray", "numpy.core.multiarray")
+        for name in ("scalar", "_reconstruct")
+    }
     | {"numpy.dtype", "numpy.ndarray"}
-)  # fmt: skip
+)
 #: Further globals on torch's default weights-only allowlist that the static twin does not model.
 TORCH_UNMODELLED = frozenset(
-    {f"torch._utils._rebuild_{k}" for k in ("sparse_tensor", "qtensor", "nested_tensor", "meta_tensor_no_storage",
-                                           "wrapper_subclass", "device_tensor_from_numpy", "device_tensor_from_cpu_tensor")}
+    {
+        f"torch._utils._rebuild_{k}"
+        for k in (
+            "sparse_tensor",
+            "qtensor",
+            "nested_tensor",
+            "meta_tensor_no_storage",
+            "wrapper_subclass",
+            "device_tensor_from_numpy",
+            "device_tensor_from_cpu_tensor",
+        )
+    }
     | {"torch.serialization._get_layout", "collections.Counter"}
-    | {f"torch.{q}" for q in ("per_tensor_affine", "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
-                              "per_channel_affine_float_qparams", "QInt8Storage", "QUInt8Storage", "QInt32Storage",
-                              "QUInt4x2Storage", "QUInt2x4Storage", "qint8", "quint8", "qint32", "quint4x2", "quint2x4")}
-)  # fmt: skip
+    | {
+        f"torch.{q}"
+        for q in (
+            "per_tensor_affine",
+            "per_channel_affine",
+            "per_tensor_symmetric",
+            "per_channel_symmetric",
+            "per_channel_affine_float_qparams",
+            "QInt8Storage",
+            "QUInt8Storage",
+            "QInt32Storage",
+            "QUInt4x2Storage",
+            "QUInt2x4Storage",
+            "qint8",
+            "quint8",
+            "qint32",
+            "quint4x2",
+            "quint2x4",
+        )
+    }
+)
 #: What zoo says about a model file it cannot open (permissions, a symlink that loops or points nowhere).
 UNREADABLE_HINT = "check the file's permissions, or where its symlink points"
 #: What zoo says about a file naming a global outside :data:`ALLOWED` (never "pass --trust-pickle").
@@ -83,8 +114,11 @@ class TorchFileInfo:
     @property
     def decoded(self) -> bool:
         """``content`` holds the file's structure (a pickled None is None: this says whether it was read)."""
-        return self.is_safe and not self.problem and self.kind not in ("empty", "not-torch", "truncated", "missing",
-                                                                       "unreadable")  # fmt: skip
+        return (
+            self.is_safe
+            and not self.problem
+            and self.kind not in ("empty", "not-torch", "truncated", "missing", "unreadable")
+        )
 
     @property
     def verified(self) -> bool:
@@ -221,8 +255,10 @@ def _inspect_zip(info: TorchFileInfo, source: IO[bytes], raw: memoryview | None 
 def _verify_zip(info: TorchFileInfo, zf: zipfile.ZipFile, raw: memoryview | None) -> None:
     _prefix, records = _records(zf)
     if all(i.CRC == 0 for i in records.values() if i.file_size):
-        info.notes.append("the archive records no CRC-32 checksums (saved with set_crc32_options(False)): "
-                          "corruption cannot be detected")  # fmt: skip
+        info.notes.append(
+            "the archive records no CRC-32 checksums (saved with set_crc32_options(False)): "
+            "corruption cannot be detected"
+        )
         for record in records.values():
             record.CRC = None  # zipfile then skips the check
     problem = _metadata_problem(zf, records, raw)
@@ -308,8 +344,9 @@ def _nonfinite(
     found = []
     for name, tensor in tensors:
         whole = values(tensor.dtype)
-        view = np.lib.stride_tricks.as_strided(whole[tensor.offset :], tensor.shape,
-                                               tuple(s * whole.itemsize for s in tensor.stride))  # fmt: skip
+        view = np.lib.stride_tricks.as_strided(
+            whole[tensor.offset :], tensor.shape, tuple(s * whole.itemsize for s in tensor.stride)
+        )
         count = bad(tensor.dtype, view)
         if count:
             found.append(finite.NonFinite(name, count, tensor.numel))
@@ -430,11 +467,14 @@ def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
     if trust_pickle:
         return
     if info.dangerous:
-        raise RefusedError(f"{info.path}: unsafe pickle, loading it would call {', '.join(info.dangerous)}",
-                           hint=UNSAFE_HINT)  # fmt: skip
+        raise RefusedError(
+            f"{info.path}: unsafe pickle, loading it would call {', '.join(info.dangerous)}", hint=UNSAFE_HINT
+        )
     if info.unknown:
-        raise RefusedError(f"{info.path}: holds {', '.join(info.unknown)}, which zoo cannot check without running it",
-                           hint=UNKNOWN_HINT)  # fmt: skip
+        raise RefusedError(
+            f"{info.path}: holds {', '.join(info.unknown)}, which zoo cannot check without running it",
+            hint=UNKNOWN_HINT,
+        )
 
 
 def _numpy_safe_globals() -> list:
@@ -443,9 +483,15 @@ def _numpy_safe_globals() -> list:
     from numpy._core import multiarray
 
     dtypes = [getattr(np.dtypes, n) for n in dir(np.dtypes) if n.endswith("DType")]
-    return [multiarray.scalar, multiarray._reconstruct, np.dtype, np.ndarray, *dtypes,
-            (multiarray.scalar, "numpy.core.multiarray.scalar"),
-            (multiarray._reconstruct, "numpy.core.multiarray._reconstruct")]  # fmt: skip
+    return [
+        multiarray.scalar,
+        multiarray._reconstruct,
+        np.dtype,
+        np.ndarray,
+        *dtypes,
+        (multiarray.scalar, "numpy.core.multiarray.scalar"),
+        (multiarray._reconstruct, "numpy.core.multiarray._reconstruct"),
+    ]
 
 
 def torch_load(source: str | Path | IO[bytes], *, weights_only: bool = True) -> Any:
@@ -457,8 +503,20 @@ def torch_load(source: str | Path | IO[bytes], *, weights_only: bool = True) -> 
     try:
         with torch.serialization.safe_globals(_numpy_safe_globals()):
             return torch.load(source, map_location="cpu", weights_only=weights_only)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, TypeError, KeyError,
-            IndexError, AttributeError, AssertionError, UnicodeDecodeError, MemoryError) as exc:  # fmt: skip
+    except (
+        pickle.UnpicklingError,
+        RuntimeError,
+        EOFError,
+        ValueError,
+        OSError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        AssertionError,
+        UnicodeDecodeError,
+        MemoryError,
+    ) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ZooError(f"torch.load failed: {first[:300]}", hint="re-save or re-download the file") from None
 

@@ -24,17 +24,41 @@ from dataclasses import dataclass
 
 #: Element sizes of the dtypes a storage class or ``torch.<dtype>`` names.
 ITEMSIZE = {
-    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "complex128": 16, "complex64": 8, "int64": 8,
-    "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "uint16": 2, "uint32": 4, "uint64": 8,
-    "float8_e5m2": 1, "float8_e4m3fn": 1, "float8_e5m2fnuz": 1, "float8_e4m3fnuz": 1,
-}  # fmt: skip
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "complex128": 16,
+    "complex64": 8,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "float8_e5m2": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2fnuz": 1,
+    "float8_e4m3fnuz": 1,
+}
 #: ``torch.<Name>Storage`` (and ``torch.cuda.<Name>Storage``: the location is ignored on load) -> dtype.
 STORAGE_DTYPES = {
-    "DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16",
-    "BFloat16Storage": "bfloat16", "ComplexDoubleStorage": "complex128", "ComplexFloatStorage": "complex64",
-    "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
-    "ByteStorage": "uint8", "BoolStorage": "bool",
-}  # fmt: skip
+    "DoubleStorage": "float64",
+    "FloatStorage": "float32",
+    "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16",
+    "ComplexDoubleStorage": "complex128",
+    "ComplexFloatStorage": "complex64",
+    "LongStorage": "int64",
+    "IntStorage": "int32",
+    "ShortStorage": "int16",
+    "CharStorage": "int8",
+    "ByteStorage": "uint8",
+    "BoolStorage": "bool",
+}
 _FLOATING = {"float64", "float32", "float16", "bfloat16", "complex128", "complex64"} | {
     d for d in ITEMSIZE if d.startswith("float8")
 }
@@ -92,11 +116,26 @@ MODELLED: frozenset[str] = frozenset(
     {f"torch.{name}" for name in STORAGE_DTYPES}
     | {f"torch.cuda.{name}" for name in STORAGE_DTYPES}
     | {f"torch.{name}" for name in ITEMSIZE}
-    | {"torch.storage.UntypedStorage", "torch.Size", "torch.device", "torch.Tensor", "torch.nn.parameter.Parameter"}
-    | {f"torch._utils._rebuild_{v}" for v in ("tensor", "tensor_v2", "tensor_v3", "parameter", "parameter_with_state")}
-    | {"torch._tensor._rebuild_from_type_v2", "collections.OrderedDict", "builtins.set", "builtins.complex",
-       "builtins.bytearray", "_codecs.encode"}
-)  # fmt: skip
+    | {
+        "torch.storage.UntypedStorage",
+        "torch.Size",
+        "torch.device",
+        "torch.Tensor",
+        "torch.nn.parameter.Parameter",
+    }
+    | {
+        f"torch._utils._rebuild_{v}"
+        for v in ("tensor", "tensor_v2", "tensor_v3", "parameter", "parameter_with_state")
+    }
+    | {
+        "torch._tensor._rebuild_from_type_v2",
+        "collections.OrderedDict",
+        "builtins.set",
+        "builtins.complex",
+        "builtins.bytearray",
+        "_codecs.encode",
+    }
+)
 #: Modules torch blocks outright, whatever its allowlist says.
 _BLOCKED = {"sys", "os", "posix", "nt"}
 _DEVICE_TYPES = {"cpu", "cuda", "mps", "meta", "xpu", "xla", "hip", "hpu", "mtia", "ipu", "privateuseone"}
@@ -117,8 +156,14 @@ def _ints(value: object, what: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _rebuild(storage: object, offset: object, size: object, stride: object, requires_grad: object = False,
-             dtype: str | None = None) -> TensorInfo:  # fmt: skip
+def _rebuild(
+    storage: object,
+    offset: object,
+    size: object,
+    stride: object,
+    requires_grad: object = False,
+    dtype: str | None = None,
+) -> TensorInfo:
     """``Tensor.set_(storage, offset, size, stride)``: the view must lie inside the storage."""
     if not isinstance(storage, _Storage):
         raise NotLoadable(f"a tensor rebuilt from a {type(storage).__name__}, not a storage")
@@ -145,8 +190,15 @@ def _rebuild(storage: object, offset: object, size: object, stride: object, requ
         raise NotLoadable(f"requires_grad {requires_grad!r} is not a bool")
     if requires_grad and dtype not in _FLOATING:
         raise NotLoadable("only tensors of floating point and complex dtype can require gradients")
-    return TensorInfo(shape, dtype, storage.key, storage.nbytes // ITEMSIZE[storage.dtype], bool(requires_grad),
-                      offset, tuple(strides))  # fmt: skip
+    return TensorInfo(
+        shape,
+        dtype,
+        storage.key,
+        storage.nbytes // ITEMSIZE[storage.dtype],
+        bool(requires_grad),
+        offset,
+        tuple(strides),
+    )
 
 
 def _hooks(value: object) -> None:
@@ -182,8 +234,11 @@ def _call(func: _Global, args: tuple) -> object:
             return args[0]
         if path == "torch._tensor._rebuild_from_type_v2":
             func_, new_type, inner, _state = args
-            if not (isinstance(func_, _Global) and new_type in (_Global("torch.Tensor"), _Global("torch.nn.parameter.Parameter"))
-                    and isinstance(inner, tuple)):  # fmt: skip
+            if not (
+                isinstance(func_, _Global)
+                and new_type in (_Global("torch.Tensor"), _Global("torch.nn.parameter.Parameter"))
+                and isinstance(inner, tuple)
+            ):
                 raise NotModelled("_rebuild_from_type_v2 of a tensor subclass")
             return _call(func_, inner)
         if path == "collections.OrderedDict":
@@ -412,14 +467,21 @@ class _Twin:
             elif code == 0x2E:  # STOP
                 return stack.pop()
             else:
-                raise NotLoadable(f"pickle opcode {bytes([code])!r} (protocol {_protocol_of(code)}) is not one "
-                                  "torch's weights-only loader supports")  # fmt: skip
+                raise NotLoadable(
+                    f"pickle opcode {bytes([code])!r} (protocol {_protocol_of(code)}) is not one "
+                    "torch's weights-only loader supports"
+                )
 
 
 _CONSTANTS: dict[int, Callable[[], object]] = {
-    0x4E: lambda: None, 0x89: lambda: False, 0x88: lambda: True, 0x29: tuple, 0x5D: list, 0x7D: dict,
+    0x4E: lambda: None,
+    0x89: lambda: False,
+    0x88: lambda: True,
+    0x29: tuple,
+    0x5D: list,
+    0x7D: dict,
     0x8F: set,
-}  # fmt: skip
+}
 
 
 def _protocol_of(code: int) -> str:

@@ -22,8 +22,12 @@ from zoo.errors import ZooError
 OK, FAIL, OVER, SKIPPED = "ok", "fail", "over", "not checked"
 
 #: What each launcher needs on this machine: a distribution, or a program on PATH.
-LAUNCHER_NEEDS = {"local": (), "hydra-local": ("dist:hydra-core",), "submitit": ("dist:submitit",),
-                  "slurm": ("program:sbatch",)}  # fmt: skip
+LAUNCHER_NEEDS = {
+    "local": (),
+    "hydra-local": ("dist:hydra-core",),
+    "submitit": ("dist:submitit",),
+    "slurm": ("program:sbatch",),
+}
 
 
 @dataclass
@@ -77,13 +81,24 @@ def framework_packages(adapter, *, loading: bool, training: bool, script: str | 
         from zoo.envs import EXTRA_MODULES
 
         for module in EXTRA_MODULES.get(adapter.extra, ()):
-            checks.append(module_check(module, f"zoo loads {adapter.name} models with it",
-                                       f"pip install 'rl-zoo-hub[{adapter.extra}]'"))  # fmt: skip
+            checks.append(
+                module_check(
+                    module,
+                    f"zoo loads {adapter.name} models with it",
+                    f"pip install 'rl-zoo-hub[{adapter.extra}]'",
+                )
+            )
     if training:
         if script is not None:
             found = Path(script).is_file()
-            checks.append(Check("training script", OK if found else FAIL, f"{script} {'found' if found else 'not found'}",
-                                None if found else "set script: to the training script's path"))  # fmt: skip
+            checks.append(
+                Check(
+                    "training script",
+                    OK if found else FAIL,
+                    f"{script} {'found' if found else 'not found'}",
+                    None if found else "set script: to the training script's path",
+                )
+            )
         for module, requirement in adapter.training_modules.items():
             checks.append(
                 module_check(module, f"{adapter.name} training imports it", f"pip install {requirement}")
@@ -96,10 +111,17 @@ def env_packages(env_id: str, env_module: str | None) -> list[Check]:
     from zoo.envs import env_module_of, extras_for_env, missing_modules_for_extras
 
     missing = set(missing_modules_for_extras(extras_for_env(env_id)))
-    checks = [Check(f"extra {extra}", FAIL, f"{env_id} needs the {extra} extra (not installed)",
-                    f"pip install 'rl-zoo-hub[{extra}]'") if extra in missing
-              else Check(f"extra {extra}", OK, f"{env_id} needs the {extra} extra")
-              for extra in extras_for_env(env_id)]  # fmt: skip
+    checks = [
+        Check(
+            f"extra {extra}",
+            FAIL,
+            f"{env_id} needs the {extra} extra (not installed)",
+            f"pip install 'rl-zoo-hub[{extra}]'",
+        )
+        if extra in missing
+        else Check(f"extra {extra}", OK, f"{env_id} needs the {extra} extra")
+        for extra in extras_for_env(env_id)
+    ]
     module = env_module or env_module_of(env_id)
     if module:
         checks.append(
@@ -116,9 +138,14 @@ def launcher_checks(launcher: str) -> list[Check]:
             checks.append(distribution_check(name, f"the {launcher} launcher", f"pip install {name}"))
         else:
             found = shutil.which(name)
-            checks.append(Check(f"program {name}", OK if found else FAIL,
-                                f"{name} at {found}" if found else f"{name} is not on PATH (the {launcher} launcher)",
-                                None if found else "run doctor on a cluster login node"))  # fmt: skip
+            checks.append(
+                Check(
+                    f"program {name}",
+                    OK if found else FAIL,
+                    f"{name} at {found}" if found else f"{name} is not on PATH (the {launcher} launcher)",
+                    None if found else "run doctor on a cluster login node",
+                )
+            )
     return checks
 
 
@@ -136,8 +163,13 @@ class EnvProbe:
             try:
                 self.seen[spec] = _create_and_reset(spec)
             except PresetMismatch as exc:  # made, but not what the preset wraps: the fit check says why
-                self.seen[spec] = {"observation_space": exc.spaces[0], "action_space": exc.spaces[1],
-                                   "max_episode_steps": None, "created": True, "refused": exc}  # fmt: skip
+                self.seen[spec] = {
+                    "observation_space": exc.spaces[0],
+                    "action_space": exc.spaces[1],
+                    "max_episode_steps": None,
+                    "created": True,
+                    "refused": exc,
+                }
             except ZooError as exc:
                 self.failure = exc
                 raise
@@ -163,8 +195,12 @@ def _create_and_reset(spec) -> dict:
     try:
         env.reset(seed=0)
         limit = env.spec.max_episode_steps if env.spec is not None else None
-        return {"observation_space": env.observation_space, "action_space": env.action_space,
-                "max_episode_steps": limit, "created": True}  # fmt: skip
+        return {
+            "observation_space": env.observation_space,
+            "action_space": env.action_space,
+            "max_episode_steps": limit,
+            "created": True,
+        }
     finally:
         env.close()
 
@@ -179,10 +215,17 @@ def spaces_check(probe: EnvProbe, env_id: str) -> Check:
         return skipped("spaces", "no env was created")
     found = next(iter(probe.seen.values()))
     obs, act = summary(found["observation_space"]), summary(found["action_space"])
-    return Check("spaces", OK, f"{env_id}: observation {obs}, action {act}",
-                 details={"env_id": env_id, "observation_space": str(found["observation_space"]),
-                          "action_space": str(found["action_space"]),
-                          "max_episode_steps": found["max_episode_steps"]})  # fmt: skip
+    return Check(
+        "spaces",
+        OK,
+        f"{env_id}: observation {obs}, action {act}",
+        details={
+            "env_id": env_id,
+            "observation_space": str(found["observation_space"]),
+            "action_space": str(found["action_space"]),
+            "max_episode_steps": found["max_episode_steps"],
+        },
+    )
 
 
 def summary(space) -> str:

@@ -41,13 +41,29 @@ class Guardrail:
 
 #: The fields a config must give, with their types; ``(int, float)`` accepts either.
 REQUIRED: dict[str, type | tuple[type, ...]] = {
-    "framework": str, "algorithm": str, "env_id": str, "seed": int, "total_timesteps": int, "num_envs": int,
-    "wall_time_minutes": (int, float), "output_dir": str,
-}  # fmt: skip
+    "framework": str,
+    "algorithm": str,
+    "env_id": str,
+    "seed": int,
+    "total_timesteps": int,
+    "num_envs": int,
+    "wall_time_minutes": (int, float),
+    "output_dir": str,
+}
 OPTIONAL: dict[str, type | tuple[type, ...]] = {
-    "device": str, "gpus": int, "launcher": str, "checkpoint_every": int, "eval": dict, "sweep": dict,
-    "hyperparams": dict, "script": str, "capture_video": bool, "push_to_hub": bool, "hydra": dict, "defaults": list,
-}  # fmt: skip
+    "device": str,
+    "gpus": int,
+    "launcher": str,
+    "checkpoint_every": int,
+    "eval": dict,
+    "sweep": dict,
+    "hyperparams": dict,
+    "script": str,
+    "capture_video": bool,
+    "push_to_hub": bool,
+    "hydra": dict,
+    "defaults": list,
+}
 EVAL_FIELDS: dict[str, type | tuple[type, ...]] = {
     "every": int,
     "episodes": int,
@@ -75,8 +91,17 @@ class ConfigReport:
 
 def _type_name(expected: type | tuple[type, ...]) -> str:
     names = [t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,))]
-    return " or ".join({"str": "a string", "int": "an integer", "float": "a number", "dict": "a mapping",
-                        "list": "a list", "bool": "true/false"}[n] for n in names)  # fmt: skip
+    return " or ".join(
+        {
+            "str": "a string",
+            "int": "an integer",
+            "float": "a number",
+            "dict": "a mapping",
+            "list": "a list",
+            "bool": "true/false",
+        }[n]
+        for n in names
+    )
 
 
 def _typed(value: Any, expected: type | tuple[type, ...]) -> bool:
@@ -180,6 +205,8 @@ def apply_guardrail(report: ConfigReport, guardrail: Guardrail) -> None:
             report.over.append(f"{name}: {value:g} exceeds the guardrail's {cap:g} (raise it with {flag})")
     launcher = v.get("launcher", "local")
     if launcher not in guardrail.allowed_launchers:
-        report.over.append(f"launcher: {launcher} runs jobs on a cluster, outside the guardrail "
-                           f"(allow it with --allow-launcher {launcher})")  # fmt: skip
+        report.over.append(
+            f"launcher: {launcher} runs jobs on a cluster, outside the guardrail "
+            f"(allow it with --allow-launcher {launcher})"
+        )
     report.over += _hidden_sweep(v)

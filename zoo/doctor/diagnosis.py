@@ -33,28 +33,56 @@ class Diagnosis:
 
     @property
     def verdict(self) -> str:
-        return {EXIT_OK: "ok: every requested check passed", EXIT_PROBLEM: "a requirement is missing or invalid",
-                EXIT_REFUSED: "the config exceeds or evades the guardrail"}[self.exit_code]  # fmt: skip
+        return {
+            EXIT_OK: "ok: every requested check passed",
+            EXIT_PROBLEM: "a requirement is missing or invalid",
+            EXIT_REFUSED: "the config exceeds or evades the guardrail",
+        }[self.exit_code]
 
     def to_json(self) -> dict:
         """The diagnosis as strict JSON values: a config's own NaN or infinity is echoed as a string."""
         from zoo.strict_json import jsonable
 
-        return jsonable({
-            "exit_code": self.exit_code, "verdict": self.verdict, "authorizes_training": False,
-            "framework": self.framework, "checks": [c.to_json() for c in self.checks],
-            "guardrail": self.guardrail.to_json(),
-            "config": None if self.config is None else {"path": str(self.config.path), "values": self.config.values,
-                                                        "runs": self.config.runs if not self.config.problems else None},
-            "policy": self.policy, "env": self.env, "eval_budget": self.eval_budget, "handoff": self.handoff,
-            "environment": self.environment,
-        })  # fmt: skip
+        return jsonable(
+            {
+                "exit_code": self.exit_code,
+                "verdict": self.verdict,
+                "authorizes_training": False,
+                "framework": self.framework,
+                "checks": [c.to_json() for c in self.checks],
+                "guardrail": self.guardrail.to_json(),
+                "config": None
+                if self.config is None
+                else {
+                    "path": str(self.config.path),
+                    "values": self.config.values,
+                    "runs": self.config.runs if not self.config.problems else None,
+                },
+                "policy": self.policy,
+                "env": self.env,
+                "eval_budget": self.eval_budget,
+                "handoff": self.handoff,
+                "environment": self.environment,
+            }
+        )
 
 
-def diagnose(*, framework: str | None = None, policy: Path | None = None, config: Path | None = None,
-             launcher: str | None = None, probe_env: bool = False, env_id: str | None = None,
-             env_module: str | None = None, exp_name: str | None = None, seed: int = 0, episodes: int | None = None,
-             policy_class: str | None = None, guardrail: Guardrail | None = None, registry=None) -> Diagnosis:  # fmt: skip
+def diagnose(
+    *,
+    framework: str | None = None,
+    policy: Path | None = None,
+    config: Path | None = None,
+    launcher: str | None = None,
+    probe_env: bool = False,
+    env_id: str | None = None,
+    env_module: str | None = None,
+    exp_name: str | None = None,
+    seed: int = 0,
+    episodes: int | None = None,
+    policy_class: str | None = None,
+    guardrail: Guardrail | None = None,
+    registry=None,
+) -> Diagnosis:
     """Run the checks the arguments ask for, in order; raise :class:`UsageError` for contradictory ones.
     ``policy_class`` (``module:Class``, the custom framework) is checked for shape and its module found,
     never imported: doctor runs no user code."""
@@ -77,13 +105,28 @@ def diagnose(*, framework: str | None = None, policy: Path | None = None, config
     if policy_class is not None:
         from zoo.doctor.checks import module_check
 
-        diagnosis.checks.append(module_check(policy_class.split(":")[0], "it defines your policy class; doctor "
-                                             "does not import it", "make it importable (PYTHONPATH)"))  # fmt: skip
+        diagnosis.checks.append(
+            module_check(
+                policy_class.split(":")[0],
+                "it defines your policy class; doctor does not import it",
+                "make it importable (PYTHONPATH)",
+            )
+        )
     if policy is not None:
         from zoo.doctor.policy import check_policy
 
-        check_policy(diagnosis, adapter, policy, env_id=env_id, env_module=env_module, exp_name=exp_name,
-                     probe_env=probe_env, seed=seed, episodes=episodes, registry=registry)  # fmt: skip
+        check_policy(
+            diagnosis,
+            adapter,
+            policy,
+            env_id=env_id,
+            env_module=env_module,
+            exp_name=exp_name,
+            probe_env=probe_env,
+            seed=seed,
+            episodes=episodes,
+            registry=registry,
+        )
     elif probe_env:
         _probe_env(diagnosis, env_id, env_module)
     if config_report is not None:
@@ -93,11 +136,15 @@ def diagnose(*, framework: str | None = None, policy: Path | None = None, config
 
 def _usage(framework, policy, config, launcher, probe_env, env_id) -> None:
     if framework is None and (policy or config or launcher or probe_env):
-        raise UsageError("--policy, --config, --launcher and --probe-env check a framework's setup",
-                         hint="add --framework sb3|cleanrl|skrl|rsl_rl|custom")  # fmt: skip
+        raise UsageError(
+            "--policy, --config, --launcher and --probe-env check a framework's setup",
+            hint="add --framework sb3|cleanrl|skrl|rsl_rl|custom",
+        )
     if probe_env and env_id is None and policy is None and config is None:
-        raise UsageError("--probe-env needs the env to create", hint="add --env-id ID (or a --policy or --config "
-                         "that names one)")  # fmt: skip
+        raise UsageError(
+            "--probe-env needs the env to create",
+            hint="add --env-id ID (or a --policy or --config that names one)",
+        )
     if launcher is not None and launcher not in LAUNCHERS:
         raise UsageError(f"--launcher {launcher}: not one of {', '.join(LAUNCHERS)}")
 
@@ -170,7 +217,13 @@ def _guardrail(diagnosis: Diagnosis, report: ConfigReport) -> None:
         diagnosis.checks.append(Check("guardrail", OVER, line))
     if not report.over:
         runs = report.runs
-        diagnosis.checks.append(Check("guardrail", OK, f"bounded: {report.values['total_timesteps']:,} steps, "
-                                      f"{report.values['num_envs']} envs, {report.values['wall_time_minutes']:g} min, "
-                                      f"{runs} run{'s' if runs != 1 else ''}, launcher "
-                                      f"{report.values.get('launcher', 'local')}"))  # fmt: skip
+        diagnosis.checks.append(
+            Check(
+                "guardrail",
+                OK,
+                f"bounded: {report.values['total_timesteps']:,} steps, "
+                f"{report.values['num_envs']} envs, {report.values['wall_time_minutes']:g} min, "
+                f"{runs} run{'s' if runs != 1 else ''}, launcher "
+                f"{report.values.get('launcher', 'local')}",
+            )
+        )

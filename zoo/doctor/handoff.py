@@ -19,18 +19,22 @@ from zoo.doctor.diagnosis import Diagnosis
 #: from the config; a config's ``script`` replaces the script.
 TRAIN_COMMANDS = {
     "sb3": "python -m rl_zoo3.train --algo {algorithm} --env {env_id} -n {total_timesteps} --seed {seed} "
-           "-f {output_dir} --save-freq {checkpoint_every} --eval-freq {eval_every} --eval-episodes {eval_episodes} "
-           "--vec-env dummy --hyperparams n_envs:{num_envs}{hyperparams}",
+    "-f {output_dir} --save-freq {checkpoint_every} --eval-freq {eval_every} --eval-episodes {eval_episodes} "
+    "--vec-env dummy --hyperparams n_envs:{num_envs}{hyperparams}",
     "cleanrl": "python {script} --env-id {env_id} --total-timesteps {total_timesteps} --seed {seed} "
-               "--num-envs {num_envs} --save-model",
+    "--num-envs {num_envs} --save-model",
     "skrl": "python {script} --task {env_id} --num_envs {num_envs} --seed {seed} --max_iterations {iterations} "
-            "--headless",
+    "--headless",
     "rsl_rl": "python {script} --task {env_id} --num_envs {num_envs} --seed {seed} --max_iterations {iterations} "
-              "--headless",
+    "--headless",
     "custom": "python {script} --config {config}",
-}  # fmt: skip
-DEFAULT_SCRIPTS = {"cleanrl": "cleanrl/{algorithm}.py", "skrl": "scripts/reinforcement_learning/skrl/train.py",
-                   "rsl_rl": "scripts/reinforcement_learning/rsl_rl/train.py", "custom": "train.py"}  # fmt: skip
+}
+DEFAULT_SCRIPTS = {
+    "cleanrl": "cleanrl/{algorithm}.py",
+    "skrl": "scripts/reinforcement_learning/skrl/train.py",
+    "rsl_rl": "scripts/reinforcement_learning/rsl_rl/train.py",
+    "custom": "train.py",
+}
 
 
 def _training(diagnosis: Diagnosis) -> dict | None:
@@ -42,37 +46,59 @@ def _training(diagnosis: Diagnosis) -> dict | None:
     evaluation = {"every": v["total_timesteps"] // 10, "episodes": 10, "seed": 0, **(v.get("eval") or {})}
     checkpoint_every = v.get("checkpoint_every") or evaluation["every"]
     steps_per_env = (v.get("hyperparams") or {}).get("num_steps_per_env", 24)  # rsl_rl / Isaac Lab's default
-    fields = {**v, "script": v.get("script") or DEFAULT_SCRIPTS.get(v["framework"], "train.py").format(**v),
-              "checkpoint_every": checkpoint_every, "eval_every": evaluation["every"],
-              "eval_episodes": evaluation["episodes"], "config": str(report.path),
-              "iterations": math.ceil(v["total_timesteps"] / (v["num_envs"] * steps_per_env)),
-              "hyperparams": "".join(f" {k}:{val!r}" for k, val in (v.get("hyperparams") or {}).items())}  # fmt: skip
+    fields = {
+        **v,
+        "script": v.get("script") or DEFAULT_SCRIPTS.get(v["framework"], "train.py").format(**v),
+        "checkpoint_every": checkpoint_every,
+        "eval_every": evaluation["every"],
+        "eval_episodes": evaluation["episodes"],
+        "config": str(report.path),
+        "iterations": math.ceil(v["total_timesteps"] / (v["num_envs"] * steps_per_env)),
+        "hyperparams": "".join(f" {k}:{val!r}" for k, val in (v.get("hyperparams") or {}).items()),
+    }
     command = TRAIN_COMMANDS[v["framework"]].format(**fields)
     wall = v["wall_time_minutes"]
     launcher = v.get("launcher", "local")
     if launcher == "slurm":
-        command = (f"sbatch --time={math.ceil(wall)} --gpus={v.get('gpus', 0)} --cpus-per-task={v['num_envs']} "
-                   f"--wrap {shlex.quote(command)}")  # fmt: skip
+        command = (
+            f"sbatch --time={math.ceil(wall)} --gpus={v.get('gpus', 0)} --cpus-per-task={v['num_envs']} "
+            f"--wrap {shlex.quote(command)}"
+        )
     else:
         command = f"timeout {math.ceil(wall)}m nice -n 10 {command}"
     return {
-        "config": v, "config_file": str(report.path), "launcher": launcher, "runs": report.runs,
+        "config": v,
+        "config_file": str(report.path),
+        "launcher": launcher,
+        "runs": report.runs,
         "checkpoint_every": checkpoint_every,
-        "eval_protocol": {**evaluation, "deterministic": True, "how": "zoo watch: every checkpoint, "
-                          "seeded per-env quotas, best model kept with its normalizer"},
+        "eval_protocol": {
+            **evaluation,
+            "deterministic": True,
+            "how": "zoo watch: every checkpoint, seeded per-env quotas, best model kept with its normalizer",
+        },
         "stop_conditions": {"total_timesteps": v["total_timesteps"], "wall_time_minutes": wall},
         "command": command,
         # RUN_DIR: the run folder the trainer makes under output_dir (its name holds a time stamp or counter)
         "watch_command": f"zoo watch RUN_DIR --every 1 --episodes {evaluation['episodes']} "
-                         f"--seed {evaluation['seed']} --idle 600",
-    }  # fmt: skip
+        f"--seed {evaluation['seed']} --idle 600",
+    }
 
 
 def _side_effects(diagnosis: Diagnosis, training: dict | None) -> dict:
     """What running the plan would touch, said before anyone runs it."""
     budget = diagnosis.eval_budget
-    effects = {"files": [], "videos": False, "checkpoints": 0, "network": "none", "credentials": "none",
-               "workers": "this process", "ram": "not estimated", "gpus": 0, "wall_time_minutes": None}  # fmt: skip
+    effects = {
+        "files": [],
+        "videos": False,
+        "checkpoints": 0,
+        "network": "none",
+        "credentials": "none",
+        "workers": "this process",
+        "ram": "not estimated",
+        "gpus": 0,
+        "wall_time_minutes": None,
+    }
     if budget:
         effects["files"].append(budget["out"])
         effects["videos"] = budget["render_mode"] is not None
@@ -101,20 +127,46 @@ def manifest(diagnosis: Diagnosis, argv: list[str]) -> dict:
     if diagnosis.policy:
         p, budget = diagnosis.policy, diagnosis.eval_budget
         mode = "--deterministic" if budget["deterministic"] else "--stochastic"
-        commands.append(shlex.join(["zoo", "eval", p["file"], "--exp-name", p["exp_name"], "--env-id",
-                                    diagnosis.env["env_id"], "--episodes", str(budget["episodes"]), "--seed",
-                                    str(budget["seed"]), mode, "--out", budget["out"]]))  # fmt: skip
+        commands.append(
+            shlex.join(
+                [
+                    "zoo",
+                    "eval",
+                    p["file"],
+                    "--exp-name",
+                    p["exp_name"],
+                    "--env-id",
+                    diagnosis.env["env_id"],
+                    "--episodes",
+                    str(budget["episodes"]),
+                    "--seed",
+                    str(budget["seed"]),
+                    mode,
+                    "--out",
+                    budget["out"],
+                ]
+            )
+        )
     if training:
         commands += [training["command"], training["watch_command"]]
     return {
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "authorizes_training": False,
-        "doctor": {"command": shlex.join(["zoo", "doctor", *argv]), "exit_code": diagnosis.exit_code,
-                   "verdict": diagnosis.verdict, "checks": [c.to_json() for c in diagnosis.checks]},
+        "doctor": {
+            "command": shlex.join(["zoo", "doctor", *argv]),
+            "exit_code": diagnosis.exit_code,
+            "verdict": diagnosis.verdict,
+            "checks": [c.to_json() for c in diagnosis.checks],
+        },
         "framework": diagnosis.framework,
-        "algorithm": (diagnosis.policy or {}).get("algorithm") or (training or {}).get("config", {}).get("algorithm"),
+        "algorithm": (diagnosis.policy or {}).get("algorithm")
+        or (training or {}).get("config", {}).get("algorithm"),
         "env": diagnosis.env or ({"env_id": training["config"]["env_id"]} if training else None),
-        "versions": {"zoo": env["zoo"], **env["packages"], **{k: v for fw in env["frameworks"].values() for k, v in fw.items()}},
+        "versions": {
+            "zoo": env["zoo"],
+            **env["packages"],
+            **{k: v for fw in env["frameworks"].values() for k, v in fw.items()},
+        },
         "artifact": diagnosis.policy,
         "eval_budget": diagnosis.eval_budget,
         "training": training,
@@ -123,39 +175,73 @@ def manifest(diagnosis: Diagnosis, argv: list[str]) -> dict:
         "side_effects": _side_effects(diagnosis, training),
         "commands": commands,
         "dependency_lock": freeze(),
-    }  # fmt: skip
+    }
 
 
 def markdown(data: dict) -> str:
     """The handoff as a short page: verdict, what would run, what it would touch, the commands."""
-    lines = ["# Handoff", "", f"Made by `{data['doctor']['command']}` at {data['created_at']}.",
-             f"Verdict: **{data['doctor']['verdict']}** (exit {data['doctor']['exit_code']}). "
-             "This plan authorizes nothing: a person runs the commands below.", "", "## Checks", ""]  # fmt: skip
+    lines = [
+        "# Handoff",
+        "",
+        f"Made by `{data['doctor']['command']}` at {data['created_at']}.",
+        f"Verdict: **{data['doctor']['verdict']}** (exit {data['doctor']['exit_code']}). "
+        "This plan authorizes nothing: a person runs the commands below.",
+        "",
+        "## Checks",
+        "",
+    ]
     lines += [f"- {c['name']}: {c['status']}: {c['message']}" for c in data["doctor"]["checks"]]
     if data["artifact"]:
         a = data["artifact"]
-        lines += ["", "## Artifact", "", f"- `{a['file']}` ({a['size']} bytes), sha256 `{a['sha256']}`",
-                  f"- origin: {a['origin']}", *[f"- companion `{c['file']}`, sha256 `{c['sha256']}`" for c in a["companions"]]]  # fmt: skip
+        lines += [
+            "",
+            "## Artifact",
+            "",
+            f"- `{a['file']}` ({a['size']} bytes), sha256 `{a['sha256']}`",
+            f"- origin: {a['origin']}",
+            *[f"- companion `{c['file']}`, sha256 `{c['sha256']}`" for c in a["companions"]],
+        ]
     if data["eval_budget"]:
         b = data["eval_budget"]
-        lines += ["", "## Evaluation", "", f"- {b['episodes']} episodes, seed {b['seed']}, "
-                  f"{'deterministic' if b['deterministic'] else 'stochastic'}, max steps {b['max_steps'] or 'the env limit'}, "
-                  f"render {b['render_mode'] or 'off'}, output {b['out']}"]  # fmt: skip
+        lines += [
+            "",
+            "## Evaluation",
+            "",
+            f"- {b['episodes']} episodes, seed {b['seed']}, "
+            f"{'deterministic' if b['deterministic'] else 'stochastic'}, max steps {b['max_steps'] or 'the env limit'}, "
+            f"render {b['render_mode'] or 'off'}, output {b['out']}",
+        ]
     if data["training"]:
         t = data["training"]
-        lines += ["", "## Training", "", f"- {t['runs']} run(s) via {t['launcher']}; checkpoint every "
-                  f"{t['checkpoint_every']} steps; stop at {t['stop_conditions']['total_timesteps']} steps or "
-                  f"{t['stop_conditions']['wall_time_minutes']} minutes",
-                  f"- eval: every {t['eval_protocol']['every']} steps, {t['eval_protocol']['episodes']} episodes, "
-                  f"seed {t['eval_protocol']['seed']}, deterministic"]  # fmt: skip
+        lines += [
+            "",
+            "## Training",
+            "",
+            f"- {t['runs']} run(s) via {t['launcher']}; checkpoint every "
+            f"{t['checkpoint_every']} steps; stop at {t['stop_conditions']['total_timesteps']} steps or "
+            f"{t['stop_conditions']['wall_time_minutes']} minutes",
+            f"- eval: every {t['eval_protocol']['every']} steps, {t['eval_protocol']['episodes']} episodes, "
+            f"seed {t['eval_protocol']['seed']}, deterministic",
+        ]
     s = data["side_effects"]
     wall = f"{s['wall_time_minutes']} minutes" if s["wall_time_minutes"] is not None else "one evaluation"
-    lines += ["", "## Side effects", "", f"- files: {', '.join(s['files']) or 'none'}; checkpoints: {s['checkpoints']}; "
-              f"videos: {'yes' if s['videos'] else 'no'}",
-              f"- network: {s['network']}; credentials: {s['credentials']}",
-              f"- workers: {s['workers']}; GPUs: {s['gpus']}; RAM: {s['ram']}; wall time: {wall}",
-              "", "## Commands", "", "```sh", *data["commands"], "```", "",
-              f"Versions and the full dependency lock ({len(data['dependency_lock'])} packages) are in handoff.json."]  # fmt: skip
+    lines += [
+        "",
+        "## Side effects",
+        "",
+        f"- files: {', '.join(s['files']) or 'none'}; checkpoints: {s['checkpoints']}; "
+        f"videos: {'yes' if s['videos'] else 'no'}",
+        f"- network: {s['network']}; credentials: {s['credentials']}",
+        f"- workers: {s['workers']}; GPUs: {s['gpus']}; RAM: {s['ram']}; wall time: {wall}",
+        "",
+        "## Commands",
+        "",
+        "```sh",
+        *data["commands"],
+        "```",
+        "",
+        f"Versions and the full dependency lock ({len(data['dependency_lock'])} packages) are in handoff.json.",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -101,10 +101,13 @@ def torch_backend() -> dict:
         return {"installed": False, "cuda_available": False}
     cuda = torch.cuda.is_available()
     return {
-        "installed": True, "version": torch.__version__, "cuda_build": torch.version.cuda,
-        "cuda_available": cuda, "devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        if cuda else [], "cpu_threads": torch.get_num_threads(),
-    }  # fmt: skip
+        "installed": True,
+        "version": torch.__version__,
+        "cuda_build": torch.version.cuda,
+        "cuda_available": cuda,
+        "devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
+        "cpu_threads": torch.get_num_threads(),
+    }
 
 
 def hub_settings() -> dict:
@@ -112,12 +115,16 @@ def hub_settings() -> dict:
     from huggingface_hub import constants  # computes paths from the environment; creates nothing
 
     token_var = next((name for name in TOKEN_VARIABLES if os.environ.get(name)), None)
-    return {"endpoint": os.environ.get("HF_ENDPOINT") or constants.ENDPOINT, "endpoint_set": "HF_ENDPOINT" in os.environ,
-            "cache": constants.HF_HUB_CACHE, "home": constants.HF_HOME,
-            "token": f"set in {token_var} (value not shown)" if token_var else "no token variable set",
-            "offline": os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0", "false", "False"),
-            "xet_disabled": os.environ.get("HF_HUB_DISABLE_XET", "") not in ("", "0"),
-            "zoo_allow_network": os.environ.get("ZOO_ALLOW_NETWORK", "") == "1"}  # fmt: skip
+    return {
+        "endpoint": os.environ.get("HF_ENDPOINT") or constants.ENDPOINT,
+        "endpoint_set": "HF_ENDPOINT" in os.environ,
+        "cache": constants.HF_HUB_CACHE,
+        "home": constants.HF_HOME,
+        "token": f"set in {token_var} (value not shown)" if token_var else "no token variable set",
+        "offline": os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0", "false", "False"),
+        "xet_disabled": os.environ.get("HF_HUB_DISABLE_XET", "") not in ("", "0"),
+        "zoo_allow_network": os.environ.get("ZOO_ALLOW_NETWORK", "") == "1",
+    }
 
 
 def hardware() -> dict:
@@ -125,8 +132,13 @@ def hardware() -> dict:
     memory = None
     if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names:
         memory = round(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30, 1)
-    return {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "memory_gib": memory, "python": sys.version.split()[0]}  # fmt: skip
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "memory_gib": memory,
+        "python": sys.version.split()[0],
+    }
 
 
 def frameworks() -> dict[str, dict]:

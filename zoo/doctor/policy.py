@@ -46,8 +46,9 @@ def _run(adapter, path: Path, exp_name: str | None):
     if len(runs) == 1:
         return runs[0]
     if len(runs) > 1:
-        return Check("content", FAIL, f"{len(runs)} {adapter.name} runs under {path}",
-                     "give one run dir or model file")  # fmt: skip
+        return Check(
+            "content", FAIL, f"{len(runs)} {adapter.name} runs under {path}", "give one run dir or model file"
+        )
     named = next(iter(adapter.discover(path)), None) if path.exists() else None
     problem = (
         named.name_problem
@@ -57,8 +58,19 @@ def _run(adapter, path: Path, exp_name: str | None):
     return Check("content", FAIL, problem, adapter.layout_hint)
 
 
-def check_policy(diagnosis: Diagnosis, adapter, path: Path, *, env_id: str | None, env_module: str | None,
-                 exp_name: str | None, probe_env: bool, seed: int, episodes: int | None, registry) -> None:  # fmt: skip
+def check_policy(
+    diagnosis: Diagnosis,
+    adapter,
+    path: Path,
+    *,
+    env_id: str | None,
+    env_module: str | None,
+    exp_name: str | None,
+    probe_env: bool,
+    seed: int,
+    episodes: int | None,
+    registry,
+) -> None:
     """Append the file, content and spaces checks for ``path`` to ``diagnosis``, each after the last passed."""
     from zoo.envs import qualify_env_id
 
@@ -78,8 +90,14 @@ def check_policy(diagnosis: Diagnosis, adapter, path: Path, *, env_id: str | Non
         return
     entry = registry.find(exp_name or run.exp_name or "")
     if entry is None:
-        diagnosis.checks.append(Check("content", FAIL, f"{path}: cannot tell the experiment "
-                                      f"({run.name_problem or run.exp_name or 'no name'})", "pass --exp-name"))  # fmt: skip
+        diagnosis.checks.append(
+            Check(
+                "content",
+                FAIL,
+                f"{path}: cannot tell the experiment ({run.name_problem or run.exp_name or 'no name'})",
+                "pass --exp-name",
+            )
+        )
         return
     env = env_id or adapter.env_id(run)
     try:
@@ -106,16 +124,26 @@ def check_policy(diagnosis: Diagnosis, adapter, path: Path, *, env_id: str | Non
     said = (
         report.reason if report.status == WARNING else "loads safely"
     )  # a warning: e.g. needs --trust-pickle
-    diagnosis.checks.append(Check("content", OK, f"{run.model_file.name}: {entry.name} ({entry.framework}), {said}",
-                                  report.hint if report.status == WARNING else None, details=report.details))  # fmt: skip
+    diagnosis.checks.append(
+        Check(
+            "content",
+            OK,
+            f"{run.model_file.name}: {entry.name} ({entry.framework}), {said}",
+            report.hint if report.status == WARNING else None,
+            details=report.details,
+        )
+    )
     diagnosis.policy = _artifact(adapter, run, entry)
     probed = _probe(diagnosis, adapter, run, entry, env, registry, report.status) if probe_env else None
     deterministic, _why = adapter.eval_mode(entry, env) if env else (entry.eval["deterministic"], "registry")
     diagnosis.eval_budget = {
-        "seed": seed, "episodes": episodes or entry.eval["episodes"], "deterministic": deterministic,
-        "max_steps": probed.get("max_episode_steps") if probed else None, "render_mode": None,
+        "seed": seed,
+        "episodes": episodes or entry.eval["episodes"],
+        "deterministic": deterministic,
+        "max_steps": probed.get("max_episode_steps") if probed else None,
+        "render_mode": None,
         "out": str((run.path if run.path.is_dir() else run.path.parent) / "eval.json"),
-    }  # fmt: skip
+    }
     diagnosis.env = {"env_id": env, **(probed or {})}
 
 
@@ -123,9 +151,17 @@ def _artifact(adapter, run, entry) -> dict:
     """The model file and the companion state evaluation reads with it, each with its sha256."""
     model = run.model_file
     companions = adapter.companion_files(run)
-    return {"file": str(model), "sha256": sha256_file(model), "size": model.stat().st_size, "origin": _origin(model),
-            "run": str(run.path), "exp_name": entry.name, "framework": entry.framework, "algorithm": entry.algorithm,
-            "companions": [{"file": str(p), "sha256": sha256_file(p)} for p in companions]}  # fmt: skip
+    return {
+        "file": str(model),
+        "sha256": sha256_file(model),
+        "size": model.stat().st_size,
+        "origin": _origin(model),
+        "run": str(run.path),
+        "exp_name": entry.name,
+        "framework": entry.framework,
+        "algorithm": entry.algorithm,
+        "companions": [{"file": str(p), "sha256": sha256_file(p)} for p in companions],
+    }
 
 
 def _probe(

@@ -89,8 +89,10 @@ def _stamp(path: Path, fmt: str, meta: dict) -> None:
 def _parity_failure(parity: Parity) -> str:
     if parity.tolerance == 0.0:
         return f"{parity.mismatches} of {parity.samples} discrete actions differ (exact match required)"
-    return (f"max |diff| {parity.max_abs_diff:.3g} > tolerance {parity.tolerance:g} "
-            f"({parity.mismatches} values over, {parity.samples} observations)")  # fmt: skip
+    return (
+        f"max |diff| {parity.max_abs_diff:.3g} > tolerance {parity.tolerance:g} "
+        f"({parity.mismatches} values over, {parity.samples} observations)"
+    )
 
 
 def _span(opsets: range) -> str:
@@ -109,19 +111,35 @@ def onnx_exporters(exporter: str, opset: int) -> tuple[list[str], dict[str, str]
         raise UsageError(f"unknown ONNX exporter {exporter!r}", hint="use auto, dynamo or legacy")
     ranges = ", ".join(f"{name} {_span(opsets)}" for name, opsets in EXPORTER_OPSETS.items())
     if opset not in ONNX_OPSETS:
-        raise UsageError(f"--opset {opset}: zoo writes ONNX opsets {_span(ONNX_OPSETS)}",
-                         hint=f"by exporter: {ranges}; see docs/export.md")  # fmt: skip
+        raise UsageError(
+            f"--opset {opset}: zoo writes ONNX opsets {_span(ONNX_OPSETS)}",
+            hint=f"by exporter: {ranges}; see docs/export.md",
+        )
     if exporter != "auto" and opset not in EXPORTER_OPSETS[exporter]:
-        raise UsageError(f"--exporter {exporter} writes ONNX opsets {_span(EXPORTER_OPSETS[exporter])}, not {opset}",
-                         hint=f"by exporter: {ranges}; --exporter auto picks one that can")  # fmt: skip
+        raise UsageError(
+            f"--exporter {exporter} writes ONNX opsets {_span(EXPORTER_OPSETS[exporter])}, not {opset}",
+            hint=f"by exporter: {ranges}; --exporter auto picks one that can",
+        )
     names = list(EXPORTER_OPSETS) if exporter == "auto" else [exporter]
-    skipped = {name: f"writes opsets {_span(EXPORTER_OPSETS[name])}, not {opset}"
-               for name in names if opset not in EXPORTER_OPSETS[name]}  # fmt: skip
+    skipped = {
+        name: f"writes opsets {_span(EXPORTER_OPSETS[name])}, not {opset}"
+        for name in names
+        if opset not in EXPORTER_OPSETS[name]
+    }
     return names, skipped
 
 
-def _first_passing(policy, spec, fmt: str, candidates: list[str], tmp: Path, opset: int, tol: float,
-                   recurrent: dict | None, skipped: dict[str, str]) -> tuple[str, Parity, dict[str, str]]:  # fmt: skip
+def _first_passing(
+    policy,
+    spec,
+    fmt: str,
+    candidates: list[str],
+    tmp: Path,
+    opset: int,
+    tol: float,
+    recurrent: dict | None,
+    skipped: dict[str, str],
+) -> tuple[str, Parity, dict[str, str]]:
     """Write ``tmp`` with each candidate exporter in turn until one passes the parity check.
 
     ``skipped``: candidates not to try, and why. ``passed_over`` names those tried or skipped before the
@@ -189,10 +207,20 @@ def _record_terms(obs_groups: dict[str, dict], obs_terms: dict) -> None:
             group["terms"] = [t.to_json() for t in terms]
 
 
-def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, out: Path, opset: int = DEFAULT_OPSET,
-                  exporter: str = "auto", tolerance: float | None = None,
-                  obs_terms: dict | None = None, exported_at: str | None = None,
-                  spec=None) -> ExportResult:  # fmt: skip
+def export_policy(
+    policy,
+    *,
+    target: dict,
+    preset_notes: list[str],
+    fmt: str,
+    out: Path,
+    opset: int = DEFAULT_OPSET,
+    exporter: str = "auto",
+    tolerance: float | None = None,
+    obs_terms: dict | None = None,
+    exported_at: str | None = None,
+    spec=None,
+) -> ExportResult:
     """Write ``policy`` to ``out`` (+ sidecar) in ``fmt``, or raise ZooError leaving nothing behind.
 
     ``target`` holds the facts about the source (task, env, exp_name, framework, checkpoint) that the
@@ -226,11 +254,23 @@ def export_policy(policy, *, target: dict, preset_notes: list[str], fmt: str, ou
             )
             used = name if fmt == "onnx" else "torch.jit.trace"
             meta = build_sidecar(
-                spec, target=target, fmt=fmt, opset=onnx_opset(tmp) if fmt == "onnx" else None,
-                exporter={"name": used, "requested": exporter if fmt == "onnx" else None, "passed_over": passed_over},
-                recurrent=recurrent, inputs=inputs, outputs=outputs, action_space=policy.action_space, parity=parity.to_json(),
-                left_to_caller=[*preset_notes, *spec.left_to_caller], exported_at=exported_at,
-            )  # fmt: skip
+                spec,
+                target=target,
+                fmt=fmt,
+                opset=onnx_opset(tmp) if fmt == "onnx" else None,
+                exporter={
+                    "name": used,
+                    "requested": exporter if fmt == "onnx" else None,
+                    "passed_over": passed_over,
+                },
+                recurrent=recurrent,
+                inputs=inputs,
+                outputs=outputs,
+                action_space=policy.action_space,
+                parity=parity.to_json(),
+                left_to_caller=[*preset_notes, *spec.left_to_caller],
+                exported_at=exported_at,
+            )
             _stamp(tmp, fmt, meta)
             again = check_parity(policy, open_runner(tmp, fmt, recurrent), spec.obs_groups, tolerance=tol)
             if not all(np.array_equal(a, b) for a, b in zip(again.outputs, parity.outputs, strict=True)):
@@ -267,8 +307,10 @@ def export_paths(model_file: Path, fmt: str | None, out: Path | None) -> tuple[s
     """
     named = SUFFIX_FORMAT.get(out.suffix.lower()) if out is not None else None
     if fmt is not None and named is not None and named != fmt:
-        raise UsageError(f"--out {out.name}: {out.suffix} is the suffix of {named} files, but --format is {fmt}",
-                         hint=f"name it {out.stem}{DEFAULT_SUFFIX[fmt]}, or drop --format")  # fmt: skip
+        raise UsageError(
+            f"--out {out.name}: {out.suffix} is the suffix of {named} files, but --format is {fmt}",
+            hint=f"name it {out.stem}{DEFAULT_SUFFIX[fmt]}, or drop --format",
+        )
     fmt = fmt or named or "onnx"
     if out is None:
         out = model_file.with_name(model_file.stem + DEFAULT_SUFFIX[fmt])

@@ -32,21 +32,38 @@ def onnxruntime_policy(policy, target, spec, seed: int):
     from zoo.exporter.runtime import load_exported
 
     if not isinstance(spec, EnvSpec):
-        raise UnsupportedError("--engine onnxruntime: zoo checks the engine on a gymnasium env; tensor envs run "
-                               "the torch policy on their device", hint="drop --engine")  # fmt: skip
+        raise UnsupportedError(
+            "--engine onnxruntime: zoo checks the engine on a gymnasium env; tensor envs run "
+            "the torch policy on their device",
+            hint="drop --engine",
+        )
     if policy.is_recurrent:
-        raise UnsupportedError("--engine onnxruntime: recurrent policies are evaluated with torch",
-                               hint="drop --engine")  # fmt: skip
-    facts = {"task": target.env_id, "env": spec.to_json(), "exp_name": target.entry.name,
-             "framework": target.entry.framework, "checkpoint": str(target.model_file)}  # fmt: skip
+        raise UnsupportedError(
+            "--engine onnxruntime: recurrent policies are evaluated with torch", hint="drop --engine"
+        )
+    facts = {
+        "task": target.env_id,
+        "env": spec.to_json(),
+        "exp_name": target.entry.name,
+        "framework": target.entry.framework,
+        "checkpoint": str(target.model_file),
+    }
     with tempfile.TemporaryDirectory(prefix="zoo-engine-") as tmp:
         # the legacy exporter writes these small graphs in a fraction of dynamo's time; parity decides either way
-        exported = export_policy(policy, target=facts, preset_notes=[], fmt="onnx", out=Path(tmp) / "policy.onnx",
-                                 exporter="legacy")  # fmt: skip
+        exported = export_policy(
+            policy,
+            target=facts,
+            preset_notes=[],
+            fmt="onnx",
+            out=Path(tmp) / "policy.onnx",
+            exporter="legacy",
+        )
         engine = load_exported(exported.path, exported.meta, target.entry, target.env_id, spec)
     tolerance = exported.meta["parity"]["tolerance"]
-    engine.engine_record = {"engine": "onnxruntime",
-                            "engine_parity": prove_parity(policy, engine, spec, seed, tolerance)}  # fmt: skip
+    engine.engine_record = {
+        "engine": "onnxruntime",
+        "engine_parity": prove_parity(policy, engine, spec, seed, tolerance),
+    }
     return engine
 
 
@@ -64,13 +81,17 @@ def prove_parity(policy, engine, spec, seed: int, tolerance: float) -> dict:
             got, _ = engine.act(obs, None, True)
             expected, got = np.asarray(expected), np.asarray(got)
             if expected.shape != got.shape:
-                raise ZooError(f"--engine onnxruntime: actions of shape {got.shape}, the torch policy's {expected.shape}",
-                               hint="drop --engine (and report it)")  # fmt: skip
+                raise ZooError(
+                    f"--engine onnxruntime: actions of shape {got.shape}, the torch policy's {expected.shape}",
+                    hint="drop --engine (and report it)",
+                )
             diff = float(np.max(np.abs(expected.astype(np.float64) - got.astype(np.float64)), initial=0.0))
             if diff > tolerance:
-                raise ZooError(f"--engine onnxruntime does not act like the torch policy: max |diff| {diff:.3g} > "
-                               f"{tolerance:g} at step {step} of the parity rollout",
-                               hint="drop --engine: the torch engine is exact")  # fmt: skip
+                raise ZooError(
+                    f"--engine onnxruntime does not act like the torch policy: max |diff| {diff:.3g} > "
+                    f"{tolerance:g} at step {step} of the parity rollout",
+                    hint="drop --engine: the torch engine is exact",
+                )
             worst, count = max(worst, diff), count + len(obs)
             obs, *_ = envs.step(expected)
     finally:

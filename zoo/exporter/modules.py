@@ -26,8 +26,13 @@ class ArgmaxActions(nn.Module):
 class ClampedActions(nn.Module):
     """``clamp(net(x.flatten(1)), low, high)`` reshaped to the action shape; no clamp when bounds are None."""
 
-    def __init__(self, net: nn.Module, low: torch.Tensor | None, high: torch.Tensor | None,
-                 action_shape: tuple[int, ...]):  # fmt: skip
+    def __init__(
+        self,
+        net: nn.Module,
+        low: torch.Tensor | None,
+        high: torch.Tensor | None,
+        action_shape: tuple[int, ...],
+    ):
         super().__init__()
         self.net = net
         self.clamp = low is not None

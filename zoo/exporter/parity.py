@@ -41,9 +41,16 @@ class Parity:
         return self.mismatches == 0
 
     def to_json(self) -> dict:
-        return {"max_abs_diff": self.max_abs_diff, "samples": self.samples, "tolerance": self.tolerance,
-                "exact": self.tolerance == 0.0, "batch_sizes": self.batch_sizes, "steps": self.steps,
-                "seed": self.seed, "compared_with": "the source policy's deterministic act()"}  # fmt: skip
+        return {
+            "max_abs_diff": self.max_abs_diff,
+            "samples": self.samples,
+            "tolerance": self.tolerance,
+            "exact": self.tolerance == 0.0,
+            "batch_sizes": self.batch_sizes,
+            "steps": self.steps,
+            "seed": self.seed,
+            "compared_with": "the source policy's deterministic act()",
+        }
 
 
 def sample_batch(space, batch: int, rng: np.random.Generator) -> Any:

@@ -37,8 +37,10 @@ def read_sidecar(path: Path) -> dict:
     """The sidecar of ``path``, checked to describe this very file."""
     side = sidecar_path(path)
     if not side.is_file():
-        raise ZooError(f"{path}: no sidecar {side.name} next to it",
-                       hint="zoo evaluates exported files with the sidecar zoo export wrote; keep them together")  # fmt: skip
+        raise ZooError(
+            f"{path}: no sidecar {side.name} next to it",
+            hint="zoo evaluates exported files with the sidecar zoo export wrote; keep them together",
+        )
     try:
         meta = json.loads(side.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -51,8 +53,10 @@ def read_sidecar(path: Path) -> dict:
             f"{side}: missing {', '.join(missing)}", hint="export the policy again with zoo export"
         )
     if sha256_file(path) != meta["file_sha256"]:
-        raise ZooError(f"{path} does not match its sidecar (sha256 differs)",
-                       hint="the file was changed or replaced after export; export it again")  # fmt: skip
+        raise ZooError(
+            f"{path} does not match its sidecar (sha256 differs)",
+            hint="the file was changed or replaced after export; export it again",
+        )
     return meta
 
 
@@ -184,8 +188,12 @@ def exported_kinds(meta: dict) -> SpaceKinds:
     """The actions an exported file gives, as its sidecar states them (:func:`zoo.exporter.sidecar.action_facts`)."""
     from zoo.frameworks import SpaceKinds
 
-    kinds = {"continuous": "Box", "discrete": "Discrete", "multi_discrete": "MultiDiscrete",
-             "multi_binary": "MultiBinary"}  # fmt: skip
+    kinds = {
+        "continuous": "Box",
+        "discrete": "Discrete",
+        "multi_discrete": "MultiDiscrete",
+        "multi_binary": "MultiBinary",
+    }
     return SpaceKinds(kinds.get(meta.get("action_type")))
 
 
@@ -195,11 +203,15 @@ def load_exported(path: Path, meta: dict, entry, env_id: str, spec) -> ExportedP
     if spaces is None:
         from zoo.errors import UsageError
 
-        raise UsageError("--env-factory: zoo checks an exported file against its env's spaces, which a user's "
-                         "tensor env states only once built", hint="evaluate the checkpoint it was exported from "
-                         "with --env-factory")  # fmt: skip
+        raise UsageError(
+            "--env-factory: zoo checks an exported file against its env's spaces, which a user's "
+            "tensor env states only once built",
+            hint="evaluate the checkpoint it was exported from with --env-factory",
+        )
     problem = fit_problem(meta, *spaces)
     if problem:
-        raise ZooError(f"{path} does not fit {env_id}: {problem}",
-                       hint=f"it was exported for {meta['task']}; check --env-id")  # fmt: skip
+        raise ZooError(
+            f"{path} does not fit {env_id}: {problem}",
+            hint=f"it was exported for {meta['task']}; check --env-id",
+        )
     return ExportedPolicy(path, meta, *spaces)

@@ -34,20 +34,39 @@ def action_facts(space) -> dict[str, Any]:
     from gymnasium import spaces
 
     if isinstance(space, spaces.Box):
-        return {"action_type": "continuous", "action_dim": int(np.prod(space.shape)), "action_shape": list(space.shape),
-                "action_dtype": "float32",
-                "action_range": finite_bounds({"low": space.low.tolist(), "high": space.high.tolist()})}  # fmt: skip
+        return {
+            "action_type": "continuous",
+            "action_dim": int(np.prod(space.shape)),
+            "action_shape": list(space.shape),
+            "action_dtype": "float32",
+            "action_range": finite_bounds({"low": space.low.tolist(), "high": space.high.tolist()}),
+        }
     if isinstance(space, spaces.Discrete):
-        return {"action_type": "discrete", "action_dim": 1, "action_shape": [], "action_dtype": "int64",
-                "num_actions": int(space.n), "action_range": {"low": int(space.start),
-                                                               "high": int(space.start + space.n - 1)}}  # fmt: skip
+        return {
+            "action_type": "discrete",
+            "action_dim": 1,
+            "action_shape": [],
+            "action_dtype": "int64",
+            "num_actions": int(space.n),
+            "action_range": {"low": int(space.start), "high": int(space.start + space.n - 1)},
+        }
     if isinstance(space, spaces.MultiDiscrete):
-        return {"action_type": "multi_discrete", "action_dim": int(np.prod(space.shape)),
-                "action_shape": list(space.shape), "action_dtype": "int64", "nvec": space.nvec.tolist(),
-                "action_range": {"low": space.start.tolist(), "high": (space.start + space.nvec - 1).tolist()}}  # fmt: skip
+        return {
+            "action_type": "multi_discrete",
+            "action_dim": int(np.prod(space.shape)),
+            "action_shape": list(space.shape),
+            "action_dtype": "int64",
+            "nvec": space.nvec.tolist(),
+            "action_range": {"low": space.start.tolist(), "high": (space.start + space.nvec - 1).tolist()},
+        }
     if isinstance(space, spaces.MultiBinary):
-        return {"action_type": "multi_binary", "action_dim": int(np.prod(space.shape)),
-                "action_shape": list(space.shape), "action_dtype": "int64", "action_range": {"low": 0, "high": 1}}  # fmt: skip
+        return {
+            "action_type": "multi_binary",
+            "action_dim": int(np.prod(space.shape)),
+            "action_shape": list(space.shape),
+            "action_dtype": "int64",
+            "action_range": {"low": 0, "high": 1},
+        }
     return {
         "action_type": type(space).__name__,
         "action_dim": None,
@@ -60,15 +79,33 @@ def recurrent_facts(spec: ExportSpec, inputs: list[str], outputs: list[str]) -> 
     if spec.recurrent is None:
         return None
     r = spec.recurrent
-    return {"rnn_type": r.rnn_type, "num_layers": r.num_layers, "hidden_dim": r.hidden_dim,
-            "state_shape": [r.num_layers, "batch", r.hidden_dim], "inputs": inputs, "outputs": outputs,
-            "torchscript": "state kept inside; reset() zeroes every env, reset_envs(done_mask) the done ones",
-            "reset": "zero an env's state when its episode starts"}  # fmt: skip
+    return {
+        "rnn_type": r.rnn_type,
+        "num_layers": r.num_layers,
+        "hidden_dim": r.hidden_dim,
+        "state_shape": [r.num_layers, "batch", r.hidden_dim],
+        "inputs": inputs,
+        "outputs": outputs,
+        "torchscript": "state kept inside; reset() zeroes every env, reset_envs(done_mask) the done ones",
+        "reset": "zero an env's state when its episode starts",
+    }
 
 
-def build_sidecar(spec: ExportSpec, *, target: dict, fmt: str, exporter: dict, opset: int | None,
-                  recurrent: dict | None, inputs: list[str], outputs: list[str], action_space, parity: dict,
-                  left_to_caller: list[str], exported_at: str | None = None) -> dict:  # fmt: skip
+def build_sidecar(
+    spec: ExportSpec,
+    *,
+    target: dict,
+    fmt: str,
+    exporter: dict,
+    opset: int | None,
+    recurrent: dict | None,
+    inputs: list[str],
+    outputs: list[str],
+    action_space,
+    parity: dict,
+    left_to_caller: list[str],
+    exported_at: str | None = None,
+) -> dict:
     """Every sidecar field but ``file_sha256``; ``exported_at`` defaults to now."""
     import torch
 

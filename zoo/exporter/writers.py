@@ -115,12 +115,28 @@ def write_onnx(spec: ExportSpec, obs: torch.Tensor, path: Path, *, opset: int, e
     module = _onnx_module(spec)
     with quiet(), torch.no_grad():
         if exporter == "dynamo":
-            program = torch.onnx.export(module, args, None, dynamo=True, input_names=inputs, output_names=outputs,
-                                        opset_version=opset, dynamic_axes=_dynamic_axes(spec))  # fmt: skip
+            program = torch.onnx.export(
+                module,
+                args,
+                None,
+                dynamo=True,
+                input_names=inputs,
+                output_names=outputs,
+                opset_version=opset,
+                dynamic_axes=_dynamic_axes(spec),
+            )
             program.save(str(path), external_data=False)
         else:
-            torch.onnx.export(module, args, str(path), dynamo=False, input_names=inputs, output_names=outputs,
-                              opset_version=opset, dynamic_axes=_dynamic_axes(spec))  # fmt: skip
+            torch.onnx.export(
+                module,
+                args,
+                str(path),
+                dynamo=False,
+                input_names=inputs,
+                output_names=outputs,
+                opset_version=opset,
+                dynamic_axes=_dynamic_axes(spec),
+            )
     import onnx
 
     if exporter == "dynamo" and onnx_opset(path) != opset:
@@ -145,8 +161,9 @@ def _convert_opset(path: Path, opset: int) -> None:
             model = version_converter.convert_version(onnx.load(str(path)), opset)
     except Exception as exc:  # noqa: BLE001 - onnx raises RuntimeError or ValueError, with C++ file names
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split(" failed: ")[-1]
-        raise OpsetError(f"onnx's converter cannot take the graph from opset {onnx_opset(path)} to {opset}: "
-                           f"{reason}") from None  # fmt: skip
+        raise OpsetError(
+            f"onnx's converter cannot take the graph from opset {onnx_opset(path)} to {opset}: {reason}"
+        ) from None
     onnx.save(model, str(path))
 
 

@@ -18,8 +18,18 @@ from zoo.errors import ZooError
 from zoo.frameworks.base import BEST_MODEL, Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint
 from zoo.frameworks.kinds import SpaceKinds, SpaceMismatch
 
-__all__ = ["BEST_MODEL", "Adapter", "Checkpoint", "HubNaming", "LoadOptions", "SavedCheckpoint", "SpaceKinds",
-           "SpaceMismatch", "framework_names", "get_adapter"]  # fmt: skip
+__all__ = [
+    "BEST_MODEL",
+    "Adapter",
+    "Checkpoint",
+    "HubNaming",
+    "LoadOptions",
+    "SavedCheckpoint",
+    "SpaceKinds",
+    "SpaceMismatch",
+    "framework_names",
+    "get_adapter",
+]
 
 
 def framework_names() -> list[str]:
@@ -32,8 +42,10 @@ def framework_names() -> list[str]:
 def get_adapter(framework: str) -> Adapter:
     """The adapter of a framework named in the registry; a clear error for a name with no package."""
     if framework not in framework_names():
-        raise ZooError(f"framework {framework!r} has no adapter in zoo/frameworks/",
-                       hint=f"known: {', '.join(framework_names())}")  # fmt: skip
+        raise ZooError(
+            f"framework {framework!r} has no adapter in zoo/frameworks/",
+            hint=f"known: {', '.join(framework_names())}",
+        )
     adapter = importlib.import_module(f"zoo.frameworks.{framework}").ADAPTER
     if not isinstance(adapter, Adapter) or adapter.name != framework:
         raise TypeError(f"zoo.frameworks.{framework}.ADAPTER must be an Adapter named {framework!r}")

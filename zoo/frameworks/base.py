@@ -251,20 +251,36 @@ class Adapter(ABC):
     def check_options(self, options: LoadOptions) -> None:
         """Refuse options this framework has no use for, before anything is read."""
         if options.model_config is not None and not self.takes_model_config:
-            raise UsageError(f"--model-config is not used by {self.name} models (their checkpoint states the "
-                             "architecture)", hint="drop --model-config")  # fmt: skip
+            raise UsageError(
+                f"--model-config is not used by {self.name} models (their checkpoint states the "
+                "architecture)",
+                hint="drop --model-config",
+            )
         if options.env_factory is not None and not self.takes_env_factory:
-            raise UsageError(f"--env-factory: {self.name} policies take their spaces from a gymnasium env, and zoo "
-                             "does not build a user's env before the rollout", hint="evaluate rsl_rl or skrl "
-                             "checkpoints on your own tensor env, or register it with gymnasium and pass --env-id")  # fmt: skip
+            raise UsageError(
+                f"--env-factory: {self.name} policies take their spaces from a gymnasium env, and zoo "
+                "does not build a user's env before the rollout",
+                hint="evaluate rsl_rl or skrl "
+                "checkpoints on your own tensor env, or register it with gymnasium and pass --env-id",
+            )
         if options.policy_class is not None and not self.takes_policy_class:
-            raise UsageError(f"--policy-class is not used by {self.name} models (zoo builds their policy from the "
-                             "checkpoint)", hint="drop --policy-class, or evaluate your class alone: zoo eval "
-                             "--policy-class module:Class --env-id ENV")  # fmt: skip
+            raise UsageError(
+                f"--policy-class is not used by {self.name} models (zoo builds their policy from the "
+                "checkpoint)",
+                hint="drop --policy-class, or evaluate your class alone: zoo eval "
+                "--policy-class module:Class --env-id ENV",
+            )
 
     # ------------------------------------------------------------------ evaluation
-    def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None, *, model_file: Path | None = None,
-                 trusted_wrappers: frozenset[str] = frozenset()) -> EnvSpec:  # fmt: skip
+    def env_spec(
+        self,
+        entry: Entry,
+        env_id: str,
+        video_dir: str | None = None,
+        *,
+        model_file: Path | None = None,
+        trusted_wrappers: frozenset[str] = frozenset(),
+    ) -> EnvSpec:
         """The eval env: the entry's wrapper preset on ``env_id``.
 
         An adapter whose runs carry their own env config (rl_zoo3's ``config.yml``) reads it beside
@@ -273,16 +289,23 @@ class Adapter(ABC):
 
         return env_spec_for(entry, env_id, video_dir)
 
-    def eval_env(self, entry: Entry, env_id: str, options: LoadOptions, model_file: Path | None = None,
-                 video_dir: str | None = None):  # fmt: skip
+    def eval_env(
+        self,
+        entry: Entry,
+        env_id: str,
+        options: LoadOptions,
+        model_file: Path | None = None,
+        video_dir: str | None = None,
+    ):
         """The env an evaluation steps: the user's tensor env when ``options.env_factory`` names one
         (it replaces the eval env; its code runs only when the rollout builds it), else :meth:`env_spec`."""
         if options.env_factory:
             from zoo.tensor_env import TensorEnvSpec
 
             return TensorEnvSpec(env_id, factory=options.env_factory, video_dir=video_dir)
-        return self.env_spec(entry, env_id, video_dir, model_file=model_file,
-                             trusted_wrappers=options.trusted_wrappers)  # fmt: skip
+        return self.env_spec(
+            entry, env_id, video_dir, model_file=model_file, trusted_wrappers=options.trusted_wrappers
+        )
 
     def eval_mode(self, entry: Entry, env_id: str) -> tuple[bool, str]:
         """``(deterministic, why)``: the eval mode when the caller sets none. The registry's, unless the
@@ -370,15 +393,19 @@ class Adapter(ABC):
         and reads (:meth:`SpaceKinds.fitting <zoo.frameworks.kinds.SpaceKinds.fitting>`; None: no env here)."""
         return kinds.fitting(spec if spec is not None else self.env_spec(entry, env_id), entry.name, env_id)
 
-    def env_spaces_or_warn(self, report: RunReport, entry: Entry, env_id: str, kinds: SpaceKinds,
-                           spec: EnvSpec | None = None) -> tuple | None:  # fmt: skip
+    def env_spaces_or_warn(
+        self, report: RunReport, entry: Entry, env_id: str, kinds: SpaceKinds, spec: EnvSpec | None = None
+    ) -> tuple | None:
         """:meth:`fitting_spaces` for ``zoo check``: None after a warning saying why there are none (a missing
         extra, an env that cannot be built here), or when the inspection scope creates no env (``zoo doctor``
         without ``--probe-env``). Spaces of another kind than ``kinds`` raise: the run's error."""
         missing = self.missing_extra(entry, env_id)
         if missing:
-            report.flag(WARNING, f"missing optional extra {missing!r} to evaluate it",
-                        f"pip install 'rl-zoo-hub[{missing}]'")  # fmt: skip
+            report.flag(
+                WARNING,
+                f"missing optional extra {missing!r} to evaluate it",
+                f"pip install 'rl-zoo-hub[{missing}]'",
+            )
             return None
         try:
             return self.fitting_spaces(entry, env_id, kinds, spec)

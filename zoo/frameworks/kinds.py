@@ -16,8 +16,12 @@ from typing import Any
 from zoo.errors import LayoutMismatch
 
 #: An action space kind (gymnasium's class name) in the words of an error's hint.
-ACTION_WORDS = {"Discrete": "discrete", "Box": "continuous", "MultiDiscrete": "multi-discrete",
-                "MultiBinary": "binary"}  # fmt: skip
+ACTION_WORDS = {
+    "Discrete": "discrete",
+    "Box": "continuous",
+    "MultiDiscrete": "multi-discrete",
+    "MultiBinary": "binary",
+}
 
 
 class SpaceMismatch(LayoutMismatch):
@@ -90,11 +94,15 @@ class SpaceKinds:
         name = f"{name} ({self.said_by})" if self.said_by else name
         if self.action is not None and action_kind(action_space) != self.action:
             words = ACTION_WORDS.get(self.action, self.action)
-            return SpaceMismatch(f"{name} acts on a {self.action} action space; {env_id}'s is {space_text(action_space)}",
-                                 hint=f"evaluate it on an env with {words} actions")  # fmt: skip
+            return SpaceMismatch(
+                f"{name} acts on a {self.action} action space; {env_id}'s is {space_text(action_space)}",
+                hint=f"evaluate it on an env with {words} actions",
+            )
         found = observation_kind(observation_space)
         if self.observation is not None and found != self.observation:
-            return SpaceMismatch(f"{name} reads {self.observation} observations; {env_id}'s are {found} "
-                                 f"observations, {space_text(observation_space)}",
-                                 hint=f"evaluate it on an env with {self.observation} observations")  # fmt: skip
+            return SpaceMismatch(
+                f"{name} reads {self.observation} observations; {env_id}'s are {found} "
+                f"observations, {space_text(observation_space)}",
+                hint=f"evaluate it on an env with {self.observation} observations",
+            )
         return None

@@ -86,8 +86,9 @@ if TYPE_CHECKING:
 
 UPLOAD_URL_TTL = 3600
 #: Namespaces no repo may take: the API's own path prefixes and the web pages' (zoo.hub.web).
-RESERVED_NAMESPACES = frozenset({"api", "datasets", "spaces", "kernels", "buckets", "models", "leaderboard",
-                                 "login", "logout", "static"})  # fmt: skip
+RESERVED_NAMESPACES = frozenset(
+    {"api", "datasets", "spaces", "kernels", "buckets", "models", "leaderboard", "login", "logout", "static"}
+)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _COMMIT_PREFIX = re.compile(r"[0-9a-fA-F]{5,40}")
 _HOST = re.compile(r"[A-Za-z0-9.:\[\]-]+")
@@ -152,13 +153,16 @@ async def _on_starlette_error(request: Request, exc: Exception) -> Response:
             HttpError(501, f"{request.method} {path} is not a call zoo hub serve implements")
         )
     messages = {404: f"no route {path}", 405: f"{request.method} is not allowed on {path}"}
-    return error_response(HttpError(exc.status_code, messages.get(exc.status_code, exc.detail),
-                                    headers=dict(exc.headers or {})))  # fmt: skip
+    return error_response(
+        HttpError(exc.status_code, messages.get(exc.status_code, exc.detail), headers=dict(exc.headers or {}))
+    )
 
 
 EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Any]] = {
-    HttpError: _on_http_error, StorageError: _on_storage_error, HTTPException: _on_starlette_error,
-}  # fmt: skip
+    HttpError: _on_http_error,
+    StorageError: _on_storage_error,
+    HTTPException: _on_starlette_error,
+}
 
 
 # ---------------------------------------------------------------------------------------------- routes
@@ -194,9 +198,15 @@ class AccessLog:
             if not logged:
                 logged = True
                 failed = not status or (status >= 500 and status != 501)  # 501: a call left out, by design
-                ACCESS.log(logging.ERROR if failed else logging.INFO, "%s %s %s %.1f ms user=%s",
-                           scope["method"], printable(_raw_path(scope)), status or "-",
-                           1000 * (time.perf_counter() - started), printable(scope.get(USER_KEY) or "-"))  # fmt: skip
+                ACCESS.log(
+                    logging.ERROR if failed else logging.INFO,
+                    "%s %s %s %.1f ms user=%s",
+                    scope["method"],
+                    printable(_raw_path(scope)),
+                    status or "-",
+                    1000 * (time.perf_counter() - started),
+                    printable(scope.get(USER_KEY) or "-"),
+                )
 
         async def send_logged(message: Message) -> None:
             nonlocal status
@@ -222,8 +232,10 @@ class SafeHeaders:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def send_safe(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [(name, _CONTROL_BYTES.sub(b" ", value).strip(b" \t"))
-                                      for name, value in message.get("headers", ())]  # fmt: skip
+                message["headers"] = [
+                    (name, _CONTROL_BYTES.sub(b" ", value).strip(b" \t"))
+                    for name, value in message.get("headers", ())
+                ]
             await send(message)
 
         await self.app(scope, receive, send_safe)
@@ -337,8 +349,12 @@ def report_bug(request: Request) -> None:
     """Log the exception being handled, a server bug, with its traceback on ``zoo.hub.error``; its lines
     are indented and escaped, so that none of it reads as a record of its own."""
     lines = traceback.format_exc().rstrip().splitlines()
-    ERRORS.error("%s %s\n  %s", request.method, printable(_raw_path(request.scope)),
-                 "\n  ".join(printable(line) for line in lines))  # fmt: skip
+    ERRORS.error(
+        "%s %s\n  %s",
+        request.method,
+        printable(_raw_path(request.scope)),
+        "\n  ".join(printable(line) for line in lines),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- api
@@ -354,10 +370,16 @@ class HubApi:
             ("/api/whoami-v2", ["GET"], self.whoami),
             ("/api/repos/create", ["POST"], self.create_repo),
             ("/api/validate-yaml", ["POST"], self.validate_yaml),
-            *[(f"{prefix}/{kind}/{{rest:path}}", _ANY, self.unsupported_type)
-              for prefix in ("/api", "") for kind in ("datasets", "spaces", "kernels", "buckets")],
-            *[(f"{api}/xet-{mode}-token{tail}", _ANY, self.no_xet)
-              for mode in ("read", "write") for tail in ("", "/{rest:path}")],
+            *[
+                (f"{prefix}/{kind}/{{rest:path}}", _ANY, self.unsupported_type)
+                for prefix in ("/api", "")
+                for kind in ("datasets", "spaces", "kernels", "buckets")
+            ],
+            *[
+                (f"{api}/xet-{mode}-token{tail}", _ANY, self.no_xet)
+                for mode in ("read", "write")
+                for tail in ("", "/{rest:path}")
+            ],
             (api, ["GET"], self.model_info),
             (f"{api}/revision/{{rev}}", ["GET"], self.model_info),
             (f"{api}/tree/{{rev}}", ["GET"], self.tree),
@@ -371,7 +393,7 @@ class HubApi:
             (f"/{repo}.git/info/lfs/objects/{{oid}}", ["PUT"], self.lfs_upload),
             (f"/{repo}/resolve/{{rev}}/{{path:path}}", ["GET", "HEAD"], self.resolve),
             (f"/{repo}/raw/{{rev}}/{{path:path}}", ["GET", "HEAD"], self.raw),
-        ]  # fmt: skip
+        ]
         return [hub_route(self.hub, path, methods, handler) for path, methods, handler in table]
 
     # ------------------------------------------------------------------------------------------ api
@@ -379,11 +401,17 @@ class HubApi:
         if call.caller is None:
             raise HttpError(401, INVALID_CREDENTIALS)
         user, orgs = call.caller.user, call.caller.orgs
-        return HubJson({
-            "type": "user", "id": user, "name": user, "fullname": user, "isPro": False,
-            "orgs": [{"type": "org", "name": org, "fullname": org} for org in orgs],
-            "auth": {"type": "access_token", "accessToken": {"displayName": "zoo-hub", "role": "write"}},
-        })  # fmt: skip
+        return HubJson(
+            {
+                "type": "user",
+                "id": user,
+                "name": user,
+                "fullname": user,
+                "isPro": False,
+                "orgs": [{"type": "org", "name": org, "fullname": org} for org in orgs],
+                "auth": {"type": "access_token", "accessToken": {"displayName": "zoo-hub", "role": "write"}},
+            }
+        )
 
     async def create_repo(self, call: Call) -> Response:
         return await run_in_threadpool(self._create_repo, call, await call.json())
@@ -434,13 +462,23 @@ class HubApi:
         card = self.hub.index.card(commit.files.get("README.md"))
         blobs = call.flag("blobs")
         info = {
-            "_id": repo_id, "id": repo_id, "modelId": repo_id, "author": ns,
-            "sha": commit.id, "lastModified": commit.date, "createdAt": meta.created_at,
-            "private": meta.private, "gated": False, "disabled": False, "downloads": 0, "likes": 0,
-            "library_name": card.get("library_name"), "pipeline_tag": card.get("pipeline_tag"),
+            "_id": repo_id,
+            "id": repo_id,
+            "modelId": repo_id,
+            "author": ns,
+            "sha": commit.id,
+            "lastModified": commit.date,
+            "createdAt": meta.created_at,
+            "private": meta.private,
+            "gated": False,
+            "disabled": False,
+            "downloads": 0,
+            "likes": 0,
+            "library_name": card.get("library_name"),
+            "pipeline_tag": card.get("pipeline_tag"),
             "tags": card_tags(card),
             "siblings": [_sibling(path, entry, blobs) for path, entry in sorted(commit.files.items())],
-        }  # fmt: skip
+        }
         if card:
             info["cardData"] = card
         return HubJson(info)
@@ -499,10 +537,14 @@ class HubApi:
             except (KeyError, TypeError, ValueError, AttributeError):
                 raise HttpError(400, "each file needs a path, a size and a base64 sample") from None
             existing = commit.files.get(path)
-            answer.append({
-                "path": path, "uploadMode": upload_mode(path, size, sample), "shouldIgnore": False,
-                "oid": existing.etag if existing else None,
-            })  # fmt: skip
+            answer.append(
+                {
+                    "path": path,
+                    "uploadMode": upload_mode(path, size, sample),
+                    "shouldIgnore": False,
+                    "oid": existing.etag if existing else None,
+                }
+            )
         return HubJson({"files": answer, "commitOid": commit.id})
 
     async def lfs_batch(self, call: Call, ns: str, name: str) -> Response:
@@ -521,8 +563,10 @@ class HubApi:
             raise HttpError(413, f"over {most} objects in one LFS batch request; send them in several")
         answer = await run_in_threadpool(self._lfs_answer, call, repo_id, objects)
         parts = any("header" in obj.get("actions", {}).get("upload", {}) for obj in answer)
-        return HubJson({"transfer": "multipart" if parts else "basic", "objects": answer, "hash_algo": "sha256"},
-                       media_type=_LFS_JSON)  # fmt: skip
+        return HubJson(
+            {"transfer": "multipart" if parts else "basic", "objects": answer, "hash_algo": "sha256"},
+            media_type=_LFS_JSON,
+        )
 
     def _lfs_answer(self, call: Call, repo_id: str, objects: list[Any]) -> list[dict[str, Any]]:
         """One answer per object, each checked before any URL is made: a malformed object, one over
@@ -535,14 +579,26 @@ class HubApi:
                     _lfs_error(oid, size, "oid must be a lowercase sha256 and size a non-negative integer")
                 )
             elif size > limits.lfs_max_size:
-                answer.append(_lfs_error(oid, size, f"LFS object of {size} bytes is over the "
-                                         f"{size_text(limits.lfs_max_size)} this server accepts per file (its "
-                                         "operator can raise it: zoo hub serve --max-lfs-size)"))  # fmt: skip
+                answer.append(
+                    _lfs_error(
+                        oid,
+                        size,
+                        f"LFS object of {size} bytes is over the "
+                        f"{size_text(limits.lfs_max_size)} this server accepts per file (its "
+                        "operator can raise it: zoo hub serve --max-lfs-size)",
+                    )
+                )
             elif self.storage.lfs_ready(repo_id, oid, size):
                 answer.append({"oid": oid, "size": size})
             elif (parts := limits.part_count(size) if size > limits.lfs_part_size else 0) > budget:
-                answer.append(_lfs_error(oid, size, f"this LFS batch needs over {limits.lfs_batch_parts} upload "
-                                         "parts in all: upload these files in several commits"))  # fmt: skip
+                answer.append(
+                    _lfs_error(
+                        oid,
+                        size,
+                        f"this LFS batch needs over {limits.lfs_batch_parts} upload "
+                        "parts in all: upload these files in several commits",
+                    )
+                )
             else:
                 budget -= parts
                 answer.append(self._upload_actions(call, repo_id, oid, size))
@@ -558,13 +614,16 @@ class HubApi:
         limits = self.hub.limits
         if size > limits.lfs_part_size:
             upload["href"] = f"{base}/complete/{oid}?{signed}"
-            upload["header"] = {"chunk_size": str(limits.part_size(size)),
-                                **{str(n): f"{base}/{oid}/part/{n}?{signed}"
-                                   for n in range(1, limits.part_count(size) + 1)}}  # fmt: skip
+            upload["header"] = {
+                "chunk_size": str(limits.part_size(size)),
+                **{str(n): f"{base}/{oid}/part/{n}?{signed}" for n in range(1, limits.part_count(size) + 1)},
+            }
         return {
-            "oid": oid, "size": size, "authenticated": True,
+            "oid": oid,
+            "size": size,
+            "authenticated": True,
             "actions": {"upload": upload, "verify": {"href": f"{base}/verify"}},
-        }  # fmt: skip
+        }
 
     async def lfs_upload(self, call: Call, ns: str, name: str, oid: str) -> Response:
         """The PUT of an LFS object, streamed to storage: the client sends no token here, the signed URL is
@@ -576,8 +635,11 @@ class HubApi:
         size = signed_size(call, repo_id, oid)
         declared = call.request.headers.get("content-length")
         if declared is not None and declared != str(size):
-            raise HttpError(400, f"Content-Length {declared} does not match the announced size {size}",
-                            headers={"Connection": "close"})  # fmt: skip
+            raise HttpError(
+                400,
+                f"Content-Length {declared} does not match the announced size {size}",
+                headers={"Connection": "close"},
+            )
         upload = await run_in_threadpool(self.storage.open_upload, oid, size)
         try:
             async for block in body_blocks(call.request, size, self.hub.limits.body_idle_timeout):
@@ -593,8 +655,12 @@ class HubApi:
         await run_in_threadpool(call.writable, repo_id)
         body = await call.json()
         oid, size = body.get("oid"), body.get("size")
-        if not (isinstance(oid, str) and _SHA256.fullmatch(oid) and type(size) is int
-                and await run_in_threadpool(self.storage.lfs_ready, repo_id, oid, size)):  # fmt: skip
+        if not (
+            isinstance(oid, str)
+            and _SHA256.fullmatch(oid)
+            and type(size) is int
+            and await run_in_threadpool(self.storage.lfs_ready, repo_id, oid, size)
+        ):
             raise HttpError(404, f"that LFS object is not stored for {repo_id}")
         return HubJson({})
 
@@ -648,8 +714,15 @@ class HubApi:
             return Delete(check_path(value["path"].rstrip("/")), folder=key == "deletedFolder")
         raise HttpError(400, f"unsupported commit operation {key!r}")
 
-    def _apply_commit(self, call: Call, repo_id: str, rev: str, author: TokenInfo, header: dict[str, Any],
-                      ops: list[Operation]) -> Response:  # fmt: skip
+    def _apply_commit(
+        self,
+        call: Call,
+        repo_id: str,
+        rev: str,
+        author: TokenInfo,
+        header: dict[str, Any],
+        ops: list[Operation],
+    ) -> Response:
         summary, description = str(header.get("summary") or "").strip(), str(header.get("description") or "")
         parent = header.get("parentCommit")
         if not summary:
@@ -657,21 +730,36 @@ class HubApi:
         if parent is not None and not (isinstance(parent, str) and _COMMIT_PREFIX.fullmatch(parent)):
             raise HttpError(400, "parentCommit must be a commit id (5 to 40 hex digits)")
         commit, pr_number = self.storage.commit(
-            repo_id, rev, ops,
+            repo_id,
+            rev,
+            ops,
             message=summary + (f"\n\n{description}" if description.strip() else ""),
-            author=author.user, parent_commit=parent, create_pr=call.flag("create_pr"),
-        )  # fmt: skip
+            author=author.user,
+            parent_commit=parent,
+            create_pr=call.flag("create_pr"),
+        )
         self.hub.index.refresh(repo_id)
         changes = [
             f"+{op.path}" if isinstance(op, Put) else f"-{op.path}{'/' if op.folder else ''}" for op in ops
         ]
-        PUSH.info("commit %s %s %s user=%s files=%d: %s", repo_id, printable(f"refs/pr/{pr_number}" if pr_number else rev),
-                  commit.id[:12], printable(author.user), len(ops), file_list(changes))  # fmt: skip
+        PUSH.info(
+            "commit %s %s %s user=%s files=%d: %s",
+            repo_id,
+            printable(f"refs/pr/{pr_number}" if pr_number else rev),
+            commit.id[:12],
+            printable(author.user),
+            len(ops),
+            file_list(changes),
+        )
         base = f"{call.base_url()}/{repo_id}"
-        return HubJson({
-            "success": True, "commitOid": commit.id, "commitUrl": f"{base}/commit/{commit.id}",
-            "pullRequestUrl": f"{base}/discussions/{pr_number}" if pr_number else None,
-        })  # fmt: skip
+        return HubJson(
+            {
+                "success": True,
+                "commitOid": commit.id,
+                "commitUrl": f"{base}/commit/{commit.id}",
+                "pullRequestUrl": f"{base}/discussions/{pr_number}" if pr_number else None,
+            }
+        )
 
     # ------------------------------------------------------------------------------------------ files
     def _entry(self, call: Call, repo_id: str, rev: str, path: str) -> tuple[Commit, FileEntry]:
@@ -711,8 +799,19 @@ _UNTRUSTED_CONTENT = {
     "X-Content-Type-Options": "nosniff",
     "Content-Security-Policy": "sandbox; default-src 'none'",
 }
-_SAFE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "video/mp4", "video/webm",
-                               "text/plain", "text/markdown", "application/json"})  # fmt: skip
+_SAFE_MEDIA_TYPES = frozenset(
+    {
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "video/mp4",
+        "video/webm",
+        "text/plain",
+        "text/markdown",
+        "application/json",
+    }
+)
 
 
 def safe_media_type(path: str) -> str:
@@ -726,8 +825,11 @@ def safe_media_type(path: str) -> str:
 
 def _lfs_error(oid: Any, size: Any, message: str) -> dict[str, Any]:
     """A batch answer's refusal of one object (422, the git-LFS code for an object it cannot take)."""
-    return {"oid": oid if isinstance(oid, str) else "", "size": size if type(size) is int else 0,
-            "error": {"code": 422, "message": message}}  # fmt: skip
+    return {
+        "oid": oid if isinstance(oid, str) else "",
+        "size": size if type(size) is int else 0,
+        "error": {"code": 422, "message": message},
+    }
 
 
 def size_text(size: int) -> str:

@@ -30,10 +30,14 @@ def card_metadata(target, eval_data: dict):
     entry, env_id, hub = target.entry, target.env_id, target.adapter.hub
     metrics = eval_data["metrics"]
     result = EvalResult(
-        task_type="reinforcement-learning", task_name="reinforcement-learning",
-        dataset_type=env_id, dataset_name=env_id, metric_type="mean_reward", metric_name="mean_reward",
+        task_type="reinforcement-learning",
+        task_name="reinforcement-learning",
+        dataset_type=env_id,
+        dataset_name=env_id,
+        metric_type="mean_reward",
+        metric_name="mean_reward",
         metric_value=f"{metrics['return_mean']:.2f} +/- {metrics['return_std']:.2f}",
-    )  # fmt: skip
+    )
     library = entry.hub.get("library_name", hub.library_name)
     tags = list(
         dict.fromkeys(
@@ -60,14 +64,20 @@ def render_card(target, context: dict[str, Any]):
 
     entry, adapter, run = target.entry, target.adapter, target.run
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates_dir()), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, autoescape=False,
-    )  # fmt: skip
+        loader=jinja2.FileSystemLoader(templates_dir()),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
     template = env.get_template(f"{adapter.hub.card_template}.md.j2")
     body = template.render(
-        algorithm=entry.algorithm, exp_name=entry.name, framework=adapter.hub.display_name,
-        zoo_version=zoo.__version__, hyperparameters=text_summary(run.events_file) if run.events_file else None,
-        **adapter.card_context(entry, run), **context,
-    )  # fmt: skip
+        algorithm=entry.algorithm,
+        exp_name=entry.name,
+        framework=adapter.hub.display_name,
+        zoo_version=zoo.__version__,
+        hyperparameters=text_summary(run.events_file) if run.events_file else None,
+        **adapter.card_context(entry, run),
+        **context,
+    )
     data = card_metadata(target, context["eval"])
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}")

@@ -30,8 +30,11 @@ def endpoint() -> str:
 def require_network(action: str, flag: str, consented: bool) -> None:
     """Raise unless the network may be used for ``action``; the message says what and how to allow it."""
     if offline():
-        raise ZooError(f"HF_HUB_OFFLINE=1 is set, so zoo will not {action}",
-                       hint="unset HF_HUB_OFFLINE to go online")  # fmt: skip
+        raise ZooError(
+            f"HF_HUB_OFFLINE=1 is set, so zoo will not {action}", hint="unset HF_HUB_OFFLINE to go online"
+        )
     if not (consented or _flag("ZOO_ALLOW_NETWORK")):
-        raise RefusedError(f"not without your consent: zoo would {action} ({endpoint()})",
-                           hint=f"pass {flag} (or set ZOO_ALLOW_NETWORK=1) to allow it")  # fmt: skip
+        raise RefusedError(
+            f"not without your consent: zoo would {action} ({endpoint()})",
+            hint=f"pass {flag} (or set ZOO_ALLOW_NETWORK=1) to allow it",
+        )

@@ -48,9 +48,18 @@ class EvaluationStore:
         """Write (or replace) one outcome, atomically."""
         with contextlib.closing(self._connect()) as conn:
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT OR REPLACE INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (outcome.repo_id, outcome.sha, outcome.status, outcome.reason, outcome.eval_json,
-                          outcome.evaluated_at, outcome.seconds))  # fmt: skip
+            conn.execute(
+                "INSERT OR REPLACE INTO evaluations VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    outcome.repo_id,
+                    outcome.sha,
+                    outcome.status,
+                    outcome.reason,
+                    outcome.eval_json,
+                    outcome.evaluated_at,
+                    outcome.seconds,
+                ),
+            )
             conn.execute("COMMIT")
 
     def get(self, repo_id: str, sha: str) -> Outcome | None:

@@ -58,12 +58,24 @@ class Source:
         return f"{what} {self.repo_id} @ {self.revision}{commit}"
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "path": str(self.path), "repo_id": self.repo_id,
-                "revision": self.revision, "commit": self.commit}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "path": str(self.path),
+            "repo_id": self.repo_id,
+            "revision": self.revision,
+            "commit": self.commit,
+        }
 
 
-def hub_file(entry: Entry, *, env_id: str, run_seed: int, hf_entity: str | None, hf_repository: str | None,
-             revision: str) -> HubFile:  # fmt: skip
+def hub_file(
+    entry: Entry,
+    *,
+    env_id: str,
+    run_seed: int,
+    hf_entity: str | None,
+    hf_repository: str | None,
+    revision: str,
+) -> HubFile:
     """The repo and file to fetch. The user or org: ``hf_entity``, else the entry's ``hub.org``, else the
     framework's usual one (CleanRL's models live under ``cleanrl``)."""
     from zoo.frameworks import get_adapter
@@ -71,12 +83,21 @@ def hub_file(entry: Entry, *, env_id: str, run_seed: int, hf_entity: str | None,
     hub = get_adapter(entry.framework).hub
     filename = entry.model_filename(env_id=env_id)
     if hf_repository:
-        return HubFile(hf_repository, filename, revision, "--hf-repository", hub.companions, entry.framework,
-                       hub.run_files)  # fmt: skip
+        return HubFile(
+            hf_repository,
+            filename,
+            revision,
+            "--hf-repository",
+            hub.companions,
+            entry.framework,
+            hub.run_files,
+        )
     hf_entity = hf_entity or entry.hub.get("org") or hub.default_org
     if not hf_entity:
-        raise UsageError(f"no hub user or org for {entry.name}: {hub.display_name} models have no usual home",
-                         hint="pass --hf-entity ORG or --hf-repository ORG/NAME")  # fmt: skip
+        raise UsageError(
+            f"no hub user or org for {entry.name}: {hub.display_name} models have no usual home",
+            hint="pass --hf-entity ORG or --hf-repository ORG/NAME",
+        )
     if "repo" not in entry.hub:
         raise UsageError(
             f"registry entry {entry.name!r} has no hub.repo pattern", hint="pass --hf-repository ORG/NAME"
@@ -123,8 +144,10 @@ def verify(path: Path, etag: str | None) -> None:
         blob = path.resolve()  # the HF cache links snapshots/<commit>/<file> to blobs/<etag>
         path.unlink(missing_ok=True)
         blob.unlink(missing_ok=True)
-        raise ZooError(f"{path.name}: {kind} {actual} does not match the hub's {etag}; the download was deleted",
-                       hint="retry the download; if it persists, the file on the hub is corrupt")  # fmt: skip
+        raise ZooError(
+            f"{path.name}: {kind} {actual} does not match the hub's {etag}; the download was deleted",
+            hint="retry the download; if it persists, the file on the hub is corrupt",
+        )
 
 
 def _hub_error(exc: Exception, target: HubFile) -> ZooError:
@@ -139,18 +162,24 @@ def _hub_error(exc: Exception, target: HubFile) -> ZooError:
 
     where = f"{target.repo_id} @ {target.revision}"
     if isinstance(exc, LocalEntryNotFoundError):  # the client could not reach the hub and had no cached copy
-        return NetworkError(f"cannot reach {endpoint()} to download {target.filename} of {where}",
-                        hint="check the network or HF_ENDPOINT")  # fmt: skip
+        return NetworkError(
+            f"cannot reach {endpoint()} to download {target.filename} of {where}",
+            hint="check the network or HF_ENDPOINT",
+        )
     if isinstance(exc, GatedRepoError):
         return NetworkError(
             f"{target.repo_id} is gated or private", hint="set HF_TOKEN to a token with access"
         )
     if isinstance(exc, RepositoryNotFoundError) and not target.derived_from:  # the user named the repo itself
-        return NetworkError(f"repo {target.repo_id} not found on {endpoint()}",
-                            hint="check the repo id (ORG/NAME), or set HF_TOKEN if it is private")  # fmt: skip
+        return NetworkError(
+            f"repo {target.repo_id} not found on {endpoint()}",
+            hint="check the repo id (ORG/NAME), or set HF_TOKEN if it is private",
+        )
     if isinstance(exc, RepositoryNotFoundError):
-        return NetworkError(f"repo {target.repo_id} not found on {endpoint()} (derived from {target.derived_from})",
-                        hint="override with --hf-repository ORG/NAME, or set HF_TOKEN if it is private")  # fmt: skip
+        return NetworkError(
+            f"repo {target.repo_id} not found on {endpoint()} (derived from {target.derived_from})",
+            hint="override with --hf-repository ORG/NAME, or set HF_TOKEN if it is private",
+        )
     if isinstance(exc, RevisionNotFoundError):
         return NetworkError(
             f"revision {target.revision!r} not found in {target.repo_id}", hint="check --revision"
@@ -161,8 +190,10 @@ def _hub_error(exc: Exception, target: HubFile) -> ZooError:
         )
     if isinstance(exc, HfHubHTTPError):
         return NetworkError(f"hub error for {where}: {str(exc).splitlines()[0]}")
-    return NetworkError(f"cannot reach {endpoint()} for {where}: {type(exc).__name__}: {exc}",
-                    hint="check the network or HF_ENDPOINT")  # fmt: skip
+    return NetworkError(
+        f"cannot reach {endpoint()} for {where}: {type(exc).__name__}: {exc}",
+        hint="check the network or HF_ENDPOINT",
+    )
 
 
 def download(target: HubFile) -> Source:
@@ -209,8 +240,11 @@ def _run_snapshot(target: HubFile, *, local_only: bool) -> Path | None:
     hf_logging.set_verbosity_error()
     patterns = list(target.run_files)
     try:
-        folder = Path(snapshot_download(target.repo_id, revision=target.revision, allow_patterns=patterns,
-                                        local_files_only=local_only))  # fmt: skip
+        folder = Path(
+            snapshot_download(
+                target.repo_id, revision=target.revision, allow_patterns=patterns, local_files_only=local_only
+            )
+        )
     except LocalEntryNotFoundError as exc:
         if local_only:
             return None
@@ -235,8 +269,11 @@ def _snapshot_source(kind: str, target: HubFile, folder: Path) -> Source:
 
     runs = [run for run in get_adapter(target.framework).discover(folder) if run.model_file]
     if not runs:
-        raise NetworkError(f"{target.repo_id} @ {target.revision} holds no {target.framework} checkpoint "
-                           f"({', '.join(target.run_files)})", hint="check --exp-name, or the repo's files")  # fmt: skip
+        raise NetworkError(
+            f"{target.repo_id} @ {target.revision} holds no {target.framework} checkpoint "
+            f"({', '.join(target.run_files)})",
+            hint="check --exp-name, or the repo's files",
+        )
     run = runs[0]
     return Source(kind, run.model_file, target.repo_id, target.revision, folder.name, run=run)
 
@@ -272,8 +309,13 @@ def _download_release(target: HubFile) -> Source | None:
         raise
 
 
-def resolve_model(target: HubFile, local: Run | None, allow_download: bool,
-                  notify: Callable[[str], None] | None = None, release: bool = False) -> Source:  # fmt: skip
+def resolve_model(
+    target: HubFile,
+    local: Run | None,
+    allow_download: bool,
+    notify: Callable[[str], None] | None = None,
+    release: bool = False,
+) -> Source:
     """Local run, then cache, then the network only with consent (HF_HUB_OFFLINE always wins). A repo that
     holds a run (the adapter's ``run_files``) is fetched and cached as one snapshot folder. ``notify`` hears,
     before the first request, which host is asked for what: an unreachable hub can take the client's
@@ -282,8 +324,9 @@ def resolve_model(target: HubFile, local: Run | None, allow_download: bool,
         return Source("local-run", local.model_file, run=local)
     cached_release = from_cache(release_file(target)) if release else None
     if cached_release is not None:
-        return _release_source(Source("cache", cached_release, target.repo_id, target.revision,
-                                      _commit_of(cached_release)))  # fmt: skip
+        return _release_source(
+            Source("cache", cached_release, target.repo_id, target.revision, _commit_of(cached_release))
+        )
     if target.run_files:
         what = f"the run ({', '.join(target.run_files)})"
         folder = _run_snapshot(target, local_only=True)
@@ -299,13 +342,22 @@ def resolve_model(target: HubFile, local: Run | None, allow_download: bool,
 
         what = f"{CONFIG_FILE} + {WEIGHTS_FILE} (or else {what})"
     if offline():
-        raise ZooError(f"offline (HF_HUB_OFFLINE=1) and {what} of {target.repo_id} @ "
-                       f"{target.revision} is not in the cache", hint="unset HF_HUB_OFFLINE and pass --allow-download")  # fmt: skip
+        raise ZooError(
+            f"offline (HF_HUB_OFFLINE=1) and {what} of {target.repo_id} @ "
+            f"{target.revision} is not in the cache",
+            hint="unset HF_HUB_OFFLINE and pass --allow-download",
+        )
     if not target.run_files and cached_absence(target) and not allow_download:
-        raise ZooError(f"{target.repo_id} @ {target.revision} has no file {target.filename} "
-                       "(remembered from an earlier download)", hint="pass --allow-download to ask the hub again")  # fmt: skip
-    require_network(f"download {what} from {target.repo_id} at revision {target.revision}",
-                    "--allow-download", allow_download)  # fmt: skip
+        raise ZooError(
+            f"{target.repo_id} @ {target.revision} has no file {target.filename} "
+            "(remembered from an earlier download)",
+            hint="pass --allow-download to ask the hub again",
+        )
+    require_network(
+        f"download {what} from {target.repo_id} at revision {target.revision}",
+        "--allow-download",
+        allow_download,
+    )
     if notify is not None:
         notify(f"downloading {what} of {target.repo_id} @ {target.revision} from {endpoint()} ...")
     fetched = _download_release(target) if release and not cached_absence(release_file(target)) else None
@@ -323,8 +375,9 @@ MAX_CARD_BYTES = 1 << 20
 CARD = "README.md"
 
 
-def fetch_card(repo_id: str, revision: str, allow_download: bool,
-               notify: Callable[[str], None] | None = None) -> Source:  # fmt: skip
+def fetch_card(
+    repo_id: str, revision: str, allow_download: bool, notify: Callable[[str], None] | None = None
+) -> Source:
     """The repo's model card (``zoo export ORG/REPO`` reads what the repo holds from it), found as
     :func:`resolve_model` finds a model: the cache, then the hub only with consent (HF_HUB_OFFLINE always wins).
     Its size is asked for first, so that a card over :data:`MAX_CARD_BYTES` is never downloaded."""
@@ -337,24 +390,35 @@ def fetch_card(repo_id: str, revision: str, allow_download: bool,
     if cached is not None:
         return Source("cache", cached, repo_id, revision, _commit_of(cached))
     if offline():
-        raise ZooError(f"offline (HF_HUB_OFFLINE=1) and {CARD} of {repo_id} @ {revision} is not in the cache",
-                       hint="unset HF_HUB_OFFLINE and pass --allow-download, or say what the repo holds with "
-                       "--exp-name and --env-id")  # fmt: skip
-    require_network(f"download {CARD} of {repo_id} at revision {revision} to learn what the repo holds, then the "
-                    "model file it names", "--allow-download", allow_download)  # fmt: skip
+        raise ZooError(
+            f"offline (HF_HUB_OFFLINE=1) and {CARD} of {repo_id} @ {revision} is not in the cache",
+            hint="unset HF_HUB_OFFLINE and pass --allow-download, or say what the repo holds with "
+            "--exp-name and --env-id",
+        )
+    require_network(
+        f"download {CARD} of {repo_id} at revision {revision} to learn what the repo holds, then the "
+        "model file it names",
+        "--allow-download",
+        allow_download,
+    )
     if notify is not None:
         notify(f"downloading {CARD} of {repo_id} @ {revision} from {endpoint()} ...")
     hf_logging.set_verbosity_error()
     try:
         size = get_hf_file_metadata(hf_hub_url(repo_id, CARD, revision=revision)).size
     except EntryNotFoundError:
-        raise ZooError(f"{repo_id} @ {revision} has no {CARD} to say what it holds",
-                       hint="say it with --exp-name and --env-id") from None  # fmt: skip
+        raise ZooError(
+            f"{repo_id} @ {revision} has no {CARD} to say what it holds",
+            hint="say it with --exp-name and --env-id",
+        ) from None
     except Exception as exc:  # noqa: BLE001 - every failure becomes one clear line
         raise _hub_error(exc, target) from None
     if size is not None and size > MAX_CARD_BYTES:
-        raise BrokenFile(f"{CARD} of {repo_id} is {size:,} bytes, over the {MAX_CARD_BYTES >> 20} MiB a model card "
-                         "may take; not downloading it", hint="say what the repo holds with --exp-name and --env-id")  # fmt: skip
+        raise BrokenFile(
+            f"{CARD} of {repo_id} is {size:,} bytes, over the {MAX_CARD_BYTES >> 20} MiB a model card "
+            "may take; not downloading it",
+            hint="say what the repo holds with --exp-name and --env-id",
+        )
     return download(target)
 
 

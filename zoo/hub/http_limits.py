@@ -121,8 +121,9 @@ async def body_blocks(request: Request, limit: int, idle_timeout: float) -> Asyn
         except StopAsyncIteration:
             break
         except TimeoutError:
-            raise HttpError(408, f"no request body data for {idle_timeout:g} s",
-                            headers={"Connection": "close"}) from None  # fmt: skip
+            raise HttpError(
+                408, f"no request body data for {idle_timeout:g} s", headers={"Connection": "close"}
+            ) from None
         total += len(chunk)
         if total > limit:
             raise _too_large(limit, "request body")

@@ -44,10 +44,16 @@ CREATE INDEX repos_by_author ON repos (author);
 #: ``list_models``' sort keys and their columns; the Hub's popularity keys (downloads, likes, trending)
 #: are all zero here, so they order by the last change, as an empty popularity would.
 SORT_COLUMNS = {
-    "lastModified": "last_modified", "last_modified": "last_modified", "createdAt": "created_at",
-    "created_at": "created_at", "id": "repo_id", "downloads": "last_modified", "likes": "last_modified",
-    "trendingScore": "last_modified", "trending_score": "last_modified",
-}  # fmt: skip
+    "lastModified": "last_modified",
+    "last_modified": "last_modified",
+    "createdAt": "created_at",
+    "created_at": "created_at",
+    "id": "repo_id",
+    "downloads": "last_modified",
+    "likes": "last_modified",
+    "trendingScore": "last_modified",
+    "trending_score": "last_modified",
+}
 
 Listener = Callable[[str, str | None], None]
 
@@ -78,8 +84,9 @@ class HubIndex:
     ``(repo_id, None)`` after it is deleted or moved away.
     """
 
-    def __init__(self, storage: HubStorage, may_read: Callable[[TokenInfo | None, str], bool],
-                 max_card_bytes: int):  # fmt: skip
+    def __init__(
+        self, storage: HubStorage, may_read: Callable[[TokenInfo | None, str], bool], max_card_bytes: int
+    ):
         self.storage, self.may_read = storage, may_read
         self.path = storage.root / "index.sqlite"
         self.max_card_bytes = max_card_bytes
@@ -144,8 +151,10 @@ class HubIndex:
     def reconcile(self) -> int:
         """Refresh every row whose ``main`` head or visibility differs from the store, drop rows of repos
         that are gone; returns how many rows changed."""
-        known = {row[0]: (row[1], bool(row[2])) for row in
-                 self._connection().execute("SELECT repo_id, sha, private FROM repos")}  # fmt: skip
+        known = {
+            row[0]: (row[1], bool(row[2]))
+            for row in self._connection().execute("SELECT repo_id, sha, private FROM repos")
+        }
         changed = 0
         for repo_id in self.storage.iter_repos():
             state = known.pop(repo_id, None)
@@ -173,9 +182,20 @@ class HubIndex:
             if row is not None:
                 db.execute(
                     "INSERT INTO repos VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (row.repo_id, row.author, row.name, int(row.private), row.created_at, row.last_modified,
-                     row.sha, json.dumps(row.card), row.library_name, row.pipeline_tag, row.size),
-                )  # fmt: skip
+                    (
+                        row.repo_id,
+                        row.author,
+                        row.name,
+                        int(row.private),
+                        row.created_at,
+                        row.last_modified,
+                        row.sha,
+                        json.dumps(row.card),
+                        row.library_name,
+                        row.pipeline_tag,
+                        row.size,
+                    ),
+                )
                 db.executemany("INSERT INTO repo_tags VALUES (?, ?)", [(repo_id, tag) for tag in row.tags])
         after = row.sha if row is not None else None
         if notify and after != before:
@@ -197,8 +217,20 @@ class HubIndex:
         author, _, name = repo_id.partition("/")
         library = card.get("library_name") if isinstance(card.get("library_name"), str) else None
         pipeline = card.get("pipeline_tag") if isinstance(card.get("pipeline_tag"), str) else None
-        return RepoRow(repo_id, author, name, meta.private, meta.created_at, head.date, head.id, card,
-                       card_tags(card), library, pipeline, sum(e.size for e in head.files.values()))  # fmt: skip
+        return RepoRow(
+            repo_id,
+            author,
+            name,
+            meta.private,
+            meta.created_at,
+            head.date,
+            head.id,
+            card,
+            card_tags(card),
+            library,
+            pipeline,
+            sum(e.size for e in head.files.values()),
+        )
 
     # ------------------------------------------------------------------------------------------ cards
     def card(self, readme: FileEntry | None) -> dict[str, Any]:
@@ -262,13 +294,30 @@ class HubIndex:
         db = self._connection()
         rows = db.execute(
             "SELECT repo_id, author, name, private, created_at, last_modified, sha, card, library_name,"
-            f" pipeline_tag, size FROM repos {clause}", args
-        ).fetchall()  # fmt: skip
+            f" pipeline_tag, size FROM repos {clause}",
+            args,
+        ).fetchall()
         tags: dict[str, list[str]] = {}
         if rows:
             marks = ",".join("?" * len(rows))
-            for repo_id, tag in db.execute(f"SELECT repo_id, tag FROM repo_tags WHERE repo_id IN ({marks})",
-                                           [r[0] for r in rows]):  # fmt: skip
+            for repo_id, tag in db.execute(
+                f"SELECT repo_id, tag FROM repo_tags WHERE repo_id IN ({marks})", [r[0] for r in rows]
+            ):
                 tags.setdefault(repo_id, []).append(tag)
-        return [RepoRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6], json.loads(r[7]),
-                        sorted(tags.get(r[0], [])), r[8], r[9], r[10]) for r in rows]  # fmt: skip
+        return [
+            RepoRow(
+                r[0],
+                r[1],
+                r[2],
+                bool(r[3]),
+                r[4],
+                r[5],
+                r[6],
+                json.loads(r[7]),
+                sorted(tags.get(r[0], [])),
+                r[8],
+                r[9],
+                r[10],
+            )
+            for r in rows
+        ]

@@ -128,8 +128,11 @@ class VerifyReport:
         return sum(p.kind == kind for p in self.problems)
 
     def to_json(self) -> dict[str, Any]:
-        return {**{k: v for k, v in asdict(self).items() if k != "problems"}, "ok": self.ok,
-                "problems": [asdict(p) for p in self.problems]}  # fmt: skip
+        return {
+            **{k: v for k, v in asdict(self).items() if k != "problems"},
+            "ok": self.ok,
+            "problems": [asdict(p) for p in self.problems],
+        }
 
 
 def open_root(root: Path) -> HubStorage:
@@ -162,8 +165,10 @@ def references(storage: HubStorage) -> References:
         if new == 0:
             found.repos = len(read)
             return found
-    raise ZooError(f"repos kept being created or moved while gc listed {storage.root / 'repos'}; nothing "
-                   "was removed", hint="run it again")  # fmt: skip
+    raise ZooError(
+        f"repos kept being created or moved while gc listed {storage.root / 'repos'}; nothing was removed",
+        hint="run it again",
+    )
 
 
 def _inode(path: Path) -> tuple[int, int] | None:
@@ -240,8 +245,10 @@ def collect_garbage(root: Path, grace_seconds: float = 3600, dry_run: bool = Fal
     storage = open_root(root)
     refs = references(storage)  # before the blobs are listed: a blob stored after this is fresh anyway
     if refs.unreadable:  # its blobs would look unreferenced
-        raise ZooError(f"{refs.unreadable[0][1]} (under {storage.root / 'repos'}); gc removed nothing",
-                       hint="run zoo hub verify, and restore that file from a backup")  # fmt: skip
+        raise ZooError(
+            f"{refs.unreadable[0][1]} (under {storage.root / 'repos'}); gc removed nothing",
+            hint="run zoo hub verify, and restore that file from a backup",
+        )
     blobs = kept_fresh = removed_bytes = 0
     removed: set[str] = set()
     for sha256, path in storage.iter_blobs():
@@ -257,8 +264,21 @@ def collect_garbage(root: Path, grace_seconds: float = 3600, dry_run: bool = Fal
     uploads = remove_dead_uploads(storage.tmp, dry_run=dry_run)
     parts = remove_stale_parts(storage.root, dry_run=dry_run)
     records = _remove_stale_records(storage, removed, dry_run)
-    return GcReport(dry_run, grace_seconds, refs.repos, refs.commits, blobs, blobs - kept_fresh - len(removed),
-                    kept_fresh, len(removed), removed_bytes, uploads.files, uploads.bytes, parts, records)  # fmt: skip
+    return GcReport(
+        dry_run,
+        grace_seconds,
+        refs.repos,
+        refs.commits,
+        blobs,
+        blobs - kept_fresh - len(removed),
+        kept_fresh,
+        len(removed),
+        removed_bytes,
+        uploads.files,
+        uploads.bytes,
+        parts,
+        records,
+    )
 
 
 def _remove_stale_records(storage: HubStorage, removed: set[str], dry_run: bool) -> int:
@@ -301,8 +321,10 @@ def verify_blobs(root: Path, workers: int | None = None) -> VerifyReport:
     stored = dict(storage.iter_blobs())
     problems: list[Problem] = []
     problems += [Problem("unreadable", what, message) for what, message in refs.unreadable]
-    problems += [Problem("missing-commit", ref, f"missing commit: {ref} names a commit file that is not there")
-                 for ref in refs.missing_commits]  # fmt: skip
+    problems += [
+        Problem("missing-commit", ref, f"missing commit: {ref} names a commit file that is not there")
+        for ref in refs.missing_commits
+    ]
     with ThreadPoolExecutor(workers or min(4, os.cpu_count() or 1)) as pool:
         checked = list(pool.map(_hash_file, stored.values()))  # hashlib releases the GIL on big chunks
     total = orphans = orphan_bytes = 0
@@ -314,11 +336,22 @@ def verify_blobs(root: Path, workers: int | None = None) -> VerifyReport:
         if ref is None:
             orphans, orphan_bytes = orphans + 1, orphan_bytes + size
         if actual != sha256:
-            problems.append(Problem("corrupt", sha256, f"corrupt blob {path}: its content's sha256 is {actual}"
-                                    + (f" ({_where(ref)})" if ref else " (no commit names it)")))  # fmt: skip
+            problems.append(
+                Problem(
+                    "corrupt",
+                    sha256,
+                    f"corrupt blob {path}: its content's sha256 is {actual}"
+                    + (f" ({_where(ref)})" if ref else " (no commit names it)"),
+                )
+            )
         elif ref is not None and size != ref.size:
-            problems.append(Problem("corrupt", sha256, f"corrupt blob {path}: {size} bytes, the commits say "
-                                    f"{ref.size} ({_where(ref)})"))  # fmt: skip
+            problems.append(
+                Problem(
+                    "corrupt",
+                    sha256,
+                    f"corrupt blob {path}: {size} bytes, the commits say {ref.size} ({_where(ref)})",
+                )
+            )
     for sha256, ref in sorted(refs.blobs.items(), key=lambda item: (item[1].repo_id, item[1].path)):
         if sha256 not in stored and not storage.blob_path(sha256).is_file():
             problems.append(Problem("missing", sha256, f"missing blob {sha256}: {_where(ref)}"))

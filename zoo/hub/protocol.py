@@ -18,9 +18,25 @@ from zoo.hub.storage import FileEntry, InvalidInput, check_name
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"  # the client's cue for "bad token"
 LFS_THRESHOLD = 10 * 1024 * 1024  # roughly huggingface.co's rule: files from 10 MiB on go through git-LFS
 LFS_PATTERNS = (
-    "*.cleanrl_model", "*.pt", "*.pth", "*.bin", "*.ckpt", "*.safetensors", "*.onnx", "*.zip", "*.tar",
-    "*.gz", "*.pkl", "*.pickle", "*.npy", "*.npz", "*.h5", "*.msgpack", "*.mp4", "*tfevents*",
-)  # fmt: skip
+    "*.cleanrl_model",
+    "*.pt",
+    "*.pth",
+    "*.bin",
+    "*.ckpt",
+    "*.safetensors",
+    "*.onnx",
+    "*.zip",
+    "*.tar",
+    "*.gz",
+    "*.pkl",
+    "*.pickle",
+    "*.npy",
+    "*.npz",
+    "*.h5",
+    "*.msgpack",
+    "*.mp4",
+    "*tfevents*",
+)
 #: A README's YAML header, in characters: cards carry a few KiB, and PyYAML parses some 200 KiB a second,
 #: so this bounds what one unauthenticated /api/validate-yaml costs to about a second of one core.
 MAX_CARD_YAML = 256 << 10

@@ -95,12 +95,16 @@ def describe(name: str, model_file: str) -> str:
 
 def _refuse_secret(path: Path, shown: str) -> None:
     if SECRET_NAME.search(path.name):
-        raise RefusedError(f"{shown} looks like a secret (by its name); refusing to push the run",
-                           hint="move it out of the run dir")  # fmt: skip
+        raise RefusedError(
+            f"{shown} looks like a secret (by its name); refusing to push the run",
+            hint="move it out of the run dir",
+        )
     if path.stat().st_size <= SCAN_BYTES:
         if SECRET_CONTENT.search(path.read_bytes()):
-            raise RefusedError(f"{shown} contains what looks like a private key or access token; refusing to push",
-                               hint="remove it from the file or the run dir")  # fmt: skip
+            raise RefusedError(
+                f"{shown} contains what looks like a private key or access token; refusing to push",
+                hint="remove it from the file or the run dir",
+            )
         token = os.environ.get("HF_TOKEN")
         if token and token.encode() in path.read_bytes():
             raise RefusedError(f"{shown} contains your HF_TOKEN; refusing to push", hint="remove it")
@@ -118,8 +122,10 @@ def collect_run_files(run_dir: Path, *, max_mb: float, allow_large: bool) -> lis
             if path.is_symlink():
                 real = path.resolve()
                 if not real.is_relative_to(root):
-                    raise RefusedError(f"{shown} is a symlink to {real}, outside the run dir; refusing to push",
-                                       hint="replace it with a copy of what it points to, or remove it")  # fmt: skip
+                    raise RefusedError(
+                        f"{shown} is a symlink to {real}, outside the run dir; refusing to push",
+                        hint="replace it with a copy of what it points to, or remove it",
+                    )
                 if not real.is_file():
                     continue
             _refuse_file(path, shown, max_mb=max_mb, allow_large=allow_large)
@@ -132,8 +138,10 @@ def _refuse_file(path: Path, shown: str, *, max_mb: float, allow_large: bool) ->
     _refuse_secret(path, shown)
     size_mb = path.stat().st_size / 1e6
     if size_mb > max_mb and not allow_large:
-        raise RefusedError(f"{shown} is {size_mb:.0f} MB, over the {max_mb:g} MB limit",
-                           hint="pass --allow-large if it belongs in the repo")  # fmt: skip
+        raise RefusedError(
+            f"{shown} is {size_mb:.0f} MB, over the {max_mb:g} MB limit",
+            hint="pass --allow-large if it belongs in the repo",
+        )
 
 
 def model_file_sources(target, *, max_mb: float, allow_large: bool) -> list[tuple[str, Path]]:
@@ -151,8 +159,10 @@ def model_file_sources(target, *, max_mb: float, allow_large: bool) -> list[tupl
         name = path.relative_to(folder).as_posix() if path.is_relative_to(folder) else path.name
         real = path.resolve()
         if path != model and path.is_symlink() and not real.is_relative_to(folder.resolve()):
-            raise RefusedError(f"{path} is a symlink to {real}, outside {folder}; refusing to push",
-                               hint="replace it with a copy of what it points to, or remove it")  # fmt: skip
+            raise RefusedError(
+                f"{path} is a symlink to {real}, outside {folder}; refusing to push",
+                hint="replace it with a copy of what it points to, or remove it",
+            )
         _refuse_file(path, str(path), max_mb=max_mb, allow_large=allow_large)
         found.append((name, real))
     evaluation = folder / "eval.json"
@@ -223,8 +233,11 @@ def strip_unsafe(target, sources: list[tuple[str, Path]], found: dict[str, list]
         strippable = [f for f in items if f.severity == ERROR and f.strippable]
         if strippable:
             path = paths[name]
-            rewritten[name] = (findings.strip_yaml(path) if findings.is_yaml(path)
-                               else target.adapter.strip_findings(path, strippable))  # fmt: skip
+            rewritten[name] = (
+                findings.strip_yaml(path)
+                if findings.is_yaml(path)
+                else target.adapter.strip_findings(path, strippable)
+            )
     return rewritten
 
 
@@ -233,8 +246,11 @@ def exported_policies(sources: list[tuple[str, Path]]) -> list[dict]:
     from zoo.exporter.runtime import EXPORT_SUFFIXES, read_sidecar
 
     names = {name for name, _ in sources}
-    return [{"file": name, **read_sidecar(path)} for name, path in sources
-            if path.suffix in EXPORT_SUFFIXES and f"{name}.metadata.json" in names]  # fmt: skip
+    return [
+        {"file": name, **read_sidecar(path)}
+        for name, path in sources
+        if path.suffix in EXPORT_SUFFIXES and f"{name}.metadata.json" in names
+    ]
 
 
 #: A file in every folder zoo push stages (never uploaded): the next push may replace such a folder, and no
@@ -246,16 +262,27 @@ def check_stage_dir(folder: Path) -> None:
     """Refuse a --stage-dir that staging would replace but that zoo did not stage: a link, a file, or a folder
     holding files without :data:`STAGED_MARK`; or one that cannot be written."""
     if folder.is_symlink():
-        raise UsageError(f"--stage-dir {folder} is a link; staging replaces the folder, not what it points to",
-                         hint="give the folder it points to, or a new folder")  # fmt: skip
+        raise UsageError(
+            f"--stage-dir {folder} is a link; staging replaces the folder, not what it points to",
+            hint="give the folder it points to, or a new folder",
+        )
     check_writable(folder, "--stage-dir", folder=True)
     if folder.is_dir() and not (folder / STAGED_MARK).is_file() and any(folder.iterdir()):
-        raise UsageError(f"--stage-dir {folder} holds files zoo push did not stage; refusing to replace them",
-                         hint="give a new or empty folder, or one an earlier zoo push staged")  # fmt: skip
+        raise UsageError(
+            f"--stage-dir {folder} holds files zoo push did not stage; refusing to replace them",
+            hint="give a new or empty folder, or one an earlier zoo push staged",
+        )
 
 
-def stage(repo_id: str, folder: Path, sources: list[tuple[str, Path]], model_file: str, card_text: str,
-          labels: dict[str, str] | None = None, rewritten: dict[str, bytes] | None = None) -> Staging:  # fmt: skip
+def stage(
+    repo_id: str,
+    folder: Path,
+    sources: list[tuple[str, Path]],
+    model_file: str,
+    card_text: str,
+    labels: dict[str, str] | None = None,
+    rewritten: dict[str, bytes] | None = None,
+) -> Staging:
     """Copy ``sources`` (``rewritten`` ones as their new content), the card and the release's
     :data:`~zoo.hub.release.MANIFEST` (every file staged, with its sha256 and size) into a fresh folder,
     then rename it over ``folder`` (an earlier staging there is moved aside first and removed after)."""
@@ -351,11 +378,15 @@ def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: 
     repo_id = staging.repo_id
     target = (revision or "main").removeprefix("refs/heads/")
     if create_pr and target != "main":  # upload_folder raises ValueError for it: PRs always target main
-        raise ZooError(f"--create-pr opens a pull request against main, so it cannot go with --revision {revision}",
-                       hint="drop --revision to open the PR, or drop --create-pr to commit to the branch")  # fmt: skip
+        raise ZooError(
+            f"--create-pr opens a pull request against main, so it cannot go with --revision {revision}",
+            hint="drop --revision to open the PR, or drop --create-pr to commit to the branch",
+        )
     if _COMMIT_ID.fullmatch(target):
-        raise ZooError(f"--revision {target} is a commit id; a push goes to a branch or an open PR (refs/pr/N)",
-                       hint="give a branch name")  # fmt: skip
+        raise ZooError(
+            f"--revision {target} is a commit id; a push goes to a branch or an open PR (refs/pr/N)",
+            hint="give a branch name",
+        )
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     api = HfApi()
@@ -368,13 +399,22 @@ def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: 
         operations = [
             CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(path)) for name, path in staged.items()
         ]
-        operations += [CommitOperationDelete(path_in_repo=c["name"]) for c in comparison["changes"]
-                       if c["change"] == "deleted"]  # fmt: skip
+        operations += [
+            CommitOperationDelete(path_in_repo=c["name"])
+            for c in comparison["changes"]
+            if c["change"] == "deleted"
+        ]
         with _watch_skipped_commit() as skipped:
             # one commit: the new files and the deletion of what the previous release had and this one has not;
             # on top of the commit compared with (else the hub refuses it: a push meanwhile would be undone)
-            info = api.create_commit(repo_id, operations, commit_message=message, parent_commit=head,
-                                     revision=None if create_pr else target, create_pr=create_pr)  # fmt: skip
+            info = api.create_commit(
+                repo_id,
+                operations,
+                commit_message=message,
+                parent_commit=head,
+                revision=None if create_pr else target,
+                create_pr=create_pr,
+            )
         landed = _branch_head(api, repo_id, target) if create_pr and not info.pr_url else None
     except ZooError:
         raise
@@ -386,8 +426,15 @@ def upload(staging: Staging, *, private: bool, revision: str | None, create_pr: 
         status = "unchanged"
     else:
         status = "committed-without-pr" if create_pr else "committed"
-    result = {"status": status, "revision": target, "branch_created": branch_created, "commit": info.oid,
-              "commit_url": info.commit_url, "pr_url": info.pr_url, "pr_revision": info.pr_revision}  # fmt: skip
+    result = {
+        "status": status,
+        "revision": target,
+        "branch_created": branch_created,
+        "commit": info.oid,
+        "commit_url": info.commit_url,
+        "pr_url": info.pr_url,
+        "pr_revision": info.pr_revision,
+    }
     result["summary"] = _summary(result, repo_id, create_pr=create_pr, landed=landed)
     return {**result, **comparison}
 
@@ -408,9 +455,14 @@ def _compare(api, staging: Staging, target: str, head: str | None) -> dict:
     kept = sorted(set(remote.files) - {c.name for c in found} - {GITATTRIBUTES})
     return {
         "changes": [{"name": c.name, "change": c.change, "size": c.size} for c in found],
-        "compared_with": {"repo_id": remote.repo_id, "revision": remote.revision, "commit": remote.commit,
-                          "previous_release": remote.previous_from, "kept": kept},
-    }  # fmt: skip
+        "compared_with": {
+            "repo_id": remote.repo_id,
+            "revision": remote.revision,
+            "commit": remote.commit,
+            "previous_release": remote.previous_from,
+            "kept": kept,
+        },
+    }
 
 
 def compare(staging: Staging, *, revision: str | None, create_pr: bool) -> dict:
@@ -466,8 +518,10 @@ def _branch_head(api, repo_id: str, target: str) -> str | None:
 
 
 def _missing_pr(repo_id: str, target: str) -> ZooError:
-    return ZooError(f"pull request {target} does not exist in {repo_id}",
-                    hint="give an open PR's refs/pr/N, or pass --create-pr to open a new one")  # fmt: skip
+    return ZooError(
+        f"pull request {target} does not exist in {repo_id}",
+        hint="give an open PR's refs/pr/N, or pass --create-pr to open a new one",
+    )
 
 
 def _revision_head(api, repo_id: str, target: str) -> tuple[str | None, bool]:
@@ -489,9 +543,11 @@ def _revision_head(api, repo_id: str, target: str) -> tuple[str | None, bool]:
         if status in (401, 403) or isinstance(exc, RepositoryNotFoundError):
             raise  # the token's problem, said by _push_error
         said = " ".join((exc.response.headers.get("X-Error-Message") or "").split())[:300] if status else ""
-        raise ZooError(f"branch '{target}' does not exist in {repo_id}, and {endpoint()} did not create it "
-                       f"({status}{': ' + said if said else ''})",
-                       hint="pass an existing branch, or create this one on the hub first") from None  # fmt: skip
+        raise ZooError(
+            f"branch '{target}' does not exist in {repo_id}, and {endpoint()} did not create it "
+            f"({status}{': ' + said if said else ''})",
+            hint="pass an existing branch, or create this one on the hub first",
+        ) from None
     return _branch_head(api, repo_id, target), True
 
 
@@ -518,36 +574,53 @@ def _push_error(
         return line.replace(token, "<HF_TOKEN>") if token else line
 
     if isinstance(exc, OfflineModeIsEnabled):
-        return NetworkError(f"HF_HUB_OFFLINE=1 is set, so zoo will not {doing}",
-                        hint="unset HF_HUB_OFFLINE to go online")  # fmt: skip
+        return NetworkError(
+            f"HF_HUB_OFFLINE=1 is set, so zoo will not {doing}", hint="unset HF_HUB_OFFLINE to go online"
+        )
     if not isinstance(exc, HfHubHTTPError):
         if isinstance(exc, OSError | TimeoutError) or type(exc).__module__.startswith(("httpx", "httpcore")):
-            return NetworkError(clean(f"cannot reach {hub} to {doing}: {type(exc).__name__}: {exc}"),
-                            hint="check the network, HF_ENDPOINT, or that the hub is running")  # fmt: skip
+            return NetworkError(
+                clean(f"cannot reach {hub} to {doing}: {type(exc).__name__}: {exc}"),
+                hint="check the network, HF_ENDPOINT, or that the hub is running",
+            )
         return NetworkError(clean(f"{doing_to} failed: {type(exc).__name__}: {str(exc).splitlines()[0]}"))
     status = exc.response.status_code if exc.response is not None else None
     said = clean(exc.response.headers.get("X-Error-Message") or exc.server_message or "") if status else ""
     if status == 401 and token is None:
-        return NetworkError(f"{hub} wants a token to {doing_to}, and none is set (401)",
-                        hint="set HF_TOKEN to a token with write access, or run `hf auth login`")  # fmt: skip
+        return NetworkError(
+            f"{hub} wants a token to {doing_to}, and none is set (401)",
+            hint="set HF_TOKEN to a token with write access, or run `hf auth login`",
+        )
     if status == 401 and (said == _INVALID_TOKEN or not isinstance(exc, RepositoryNotFoundError)):
-        return NetworkError(f"{hub} does not accept the token in HF_TOKEN (401: unknown, revoked or expired)",
-                        hint="set HF_TOKEN to a valid token of this hub, or run `hf auth login` again")  # fmt: skip
+        return NetworkError(
+            f"{hub} does not accept the token in HF_TOKEN (401: unknown, revoked or expired)",
+            hint="set HF_TOKEN to a valid token of this hub, or run `hf auth login` again",
+        )
     if status == 403 and reading:
-        return NetworkError(f"the token may not read {repo_id} on {hub} (403{': ' + said if said else ''})",
-                        hint="set HF_TOKEN to a token with access, or drop --allow-download")  # fmt: skip
+        return NetworkError(
+            f"the token may not read {repo_id} on {hub} (403{': ' + said if said else ''})",
+            hint="set HF_TOKEN to a token with access, or drop --allow-download",
+        )
     if status == 403:
-        return NetworkError(f"the token may not write to {namespace} on {hub} (403{': ' + said if said else ''})",
-                        hint=f"use a token with write access to {namespace}, or push to a namespace of yours")  # fmt: skip
+        return NetworkError(
+            f"the token may not write to {namespace} on {hub} (403{': ' + said if said else ''})",
+            hint=f"use a token with write access to {namespace}, or push to a namespace of yours",
+        )
     if isinstance(exc, RevisionNotFoundError):
-        return NetworkError(f"branch '{target}' does not exist in {repo_id} (or is not a branch)",
-                        hint="pass an existing branch, or a new name to create it from main")  # fmt: skip
+        return NetworkError(
+            f"branch '{target}' does not exist in {repo_id} (or is not a branch)",
+            hint="pass an existing branch, or a new name to create it from main",
+        )
     if isinstance(exc, RepositoryNotFoundError):
-        return NetworkError(f"repo {repo_id} not found on {hub} ({status})",
-                        hint="check --repo-id, and that HF_TOKEN may see the repo")  # fmt: skip
+        return NetworkError(
+            f"repo {repo_id} not found on {hub} ({status})",
+            hint="check --repo-id, and that HF_TOKEN may see the repo",
+        )
     if status in (409, 412):
-        return NetworkError(f"{repo_id} @ {target} changed while pushing ({status}{': ' + said if said else ''})",
-                        hint="push again")  # fmt: skip
+        return NetworkError(
+            f"{repo_id} @ {target} changed while pushing ({status}{': ' + said if said else ''})",
+            hint="push again",
+        )
     if isinstance(exc, BadRequestError):
         return NetworkError(f"the hub refused the push to {repo_id}: {said or 'bad request (400)'}")
     return NetworkError(f"{doing_to} failed: HTTP {status}{': ' + said if said else ''}")
@@ -583,8 +656,12 @@ def _hub_names(target, taken: set[str], workdir: Path) -> tuple[list[tuple[str, 
     extra.update({name: path.resolve() for name, path in files.items()})
     library, model = target.adapter.hub.display_name, target.model_file.resolve()
     staged = {name: path for name, path in extra.items() if name not in taken}
-    labels = {name: f"the model under the name {library}'s hub tools load" if path == model
-              else f"for {library}'s own hub tools" for name, path in staged.items()}  # fmt: skip
+    labels = {
+        name: f"the model under the name {library}'s hub tools load"
+        if path == model
+        else f"for {library}'s own hub tools"
+        for name, path in staged.items()
+    }
     return list(staged.items()), labels
 
 
@@ -599,16 +676,20 @@ def latest_replay(target) -> Path | None:
     return None
 
 
-def check_publishable(target, folder: Path, *, max_mb: float, allow_large: bool,
-                      strip: bool = False) -> list[tuple[str, Path]]:  # fmt: skip
+def check_publishable(
+    target, folder: Path, *, max_mb: float, allow_large: bool, strip: bool = False
+) -> list[tuple[str, Path]]:
     """What the push publishes of the target, after every refusal (secrets, links leaving the run, oversized
     files, an unwritable --stage-dir, code a library's own loader would run unless ``strip``): a run dir's
     files, or a lone model file with its companions (:func:`model_file_sources`). Called before anything
     is evaluated for the push, and again when staging."""
     run = target.run
     if target.exported is not None:
-        raise ZooError(f"{run.path} is a policy zoo export wrote; zoo push publishes the run or model file it "
-                       "was exported from", hint=f"push {target.exported.get('checkpoint') or 'the checkpoint'}")  # fmt: skip
+        raise ZooError(
+            f"{run.path} is a policy zoo export wrote; zoo push publishes the run or model file it "
+            "was exported from",
+            hint=f"push {target.exported.get('checkpoint') or 'the checkpoint'}",
+        )
     check_stage_dir(folder)
     if run.path.is_dir():
         sources = collect_run_files(run.path, max_mb=max_mb, allow_large=allow_large)
@@ -647,13 +728,26 @@ def release_context(target, forms: dict[str, Path]) -> dict:
         return {"release": False, "atari": False, "recurrent": False, "samples": False}
     config = json.loads(forms[CONFIG_FILE].read_text(encoding="utf-8"))
     deterministic, _ = target.adapter.eval_mode(target.entry, target.env_id)
-    return {"release": True, "atari": is_atari(target.env_id), "recurrent": bool(config.get("is_recurrent")),
-            "samples": not deterministic}  # fmt: skip
+    return {
+        "release": True,
+        "atari": is_atari(target.env_id),
+        "recurrent": bool(config.get("is_recurrent")),
+        "samples": not deterministic,
+    }
 
 
-def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: bool, workdir: Path,
-            made: dict[str, Path] | None = None, strip: bool = False,
-            forms: dict[str, Path] | None = None) -> Staging:  # fmt: skip
+def prepare(
+    target,
+    *,
+    repo_id: str,
+    folder: Path,
+    max_mb: float,
+    allow_large: bool,
+    workdir: Path,
+    made: dict[str, Path] | None = None,
+    strip: bool = False,
+    forms: dict[str, Path] | None = None,
+) -> Staging:
     """Stage the run dir (or a lone model file with its companions), the files ``made`` for this push (an
     eval.json, a replay the run lacks), the release's framework-free ``forms`` (over a run file of the same
     name), the model under its hub names (files the adapter makes for them go to ``workdir``), the rendered
@@ -666,8 +760,15 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
     run = target.run
     forms = forms or {}
     sources = check_publishable(target, folder, max_mb=max_mb, allow_large=allow_large, strip=strip)
-    lone = {} if run.path.is_dir() else {name: "read with the model when it is evaluated" for name, _ in sources
-                                         if name not in (target.model_file.name, "eval.json")}  # fmt: skip
+    lone = (
+        {}
+        if run.path.is_dir()
+        else {
+            name: "read with the model when it is evaluated"
+            for name, _ in sources
+            if name not in (target.model_file.name, "eval.json")
+        }
+    )
     sources = [(name, path) for name, path in sources if name not in forms] + list(forms.items())
     made = dict(made or {})
     replay = made.pop("replay.mp4", None) or latest_replay(target)
@@ -697,11 +798,16 @@ def prepare(target, *, repo_id: str, folder: Path, max_mb: float, allow_large: b
     images = [(name, path) for name, path in card_images(target, eval_data, workdir) if name not in taken]
     sources += images
     context = {
-        "env_id": target.env_id, "seed": run.seed if run.seed is not None else 0, "repo_id": repo_id,
-        "model_file": target.model_file.name, "eval": eval_data, "images": dict(images),
-        "files": card_files(sources, target.model_file.name, labels), "exports": exported_policies(sources),
+        "env_id": target.env_id,
+        "seed": run.seed if run.seed is not None else 0,
+        "repo_id": repo_id,
+        "model_file": target.model_file.name,
+        "eval": eval_data,
+        "images": dict(images),
+        "files": card_files(sources, target.model_file.name, labels),
+        "exports": exported_policies(sources),
         **release_context(target, forms),
-    }  # fmt: skip
+    }
     card = render_card(target, context)
     staging = stage(repo_id, folder, sources, target.model_file.name, str(card), labels, rewritten)
     staging.stripped = stripped

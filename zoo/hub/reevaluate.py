@@ -62,8 +62,16 @@ STOPPED = "stopped"
 class Reevaluator:
     """The bounded re-evaluation worker of one :class:`~zoo.hub.server.HubServer`; ``start``/``stop``."""
 
-    def __init__(self, hub: HubServer, *, timeout: float = DEFAULT_TIMEOUT, max_queue: int = DEFAULT_QUEUE,
-                 episodes: int | None = None, device: str = "cpu", max_bytes: int = MAX_BYTES):  # fmt: skip
+    def __init__(
+        self,
+        hub: HubServer,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_queue: int = DEFAULT_QUEUE,
+        episodes: int | None = None,
+        device: str = "cpu",
+        max_bytes: int = MAX_BYTES,
+    ):
         self.hub, self.timeout, self.max_queue = hub, float(timeout), max(1, int(max_queue))
         self.episodes, self.device, self.max_bytes = episodes, device, max_bytes
         self.store = EvaluationStore(hub.storage.root)
@@ -123,8 +131,13 @@ class Reevaluator:
                 while len(self._queue) > self.max_queue:
                     old = self._queue.popleft()
                     self.dropped += 1
-                    self._record(old, "skipped", f"not evaluated: the re-evaluation queue was full "
-                                 f"(at most {self.max_queue} waiting); push again to queue it", 0.0)  # fmt: skip
+                    self._record(
+                        old,
+                        "skipped",
+                        f"not evaluated: the re-evaluation queue was full "
+                        f"(at most {self.max_queue} waiting); push again to queue it",
+                        0.0,
+                    )
                 self._cond.notify_all()
         except Exception as exc:  # noqa: BLE001 - a listener must not fail the request that called it
             ERRORS.error(
@@ -160,8 +173,13 @@ class Reevaluator:
                     REEVALUATE.info("started %s@%s", item[0], item[1][:12])
                     self._evaluate(*item)
             except Exception as exc:  # noqa: BLE001 - a bug here must not end the worker
-                ERRORS.error("--reevaluate: %s@%s: %s: %s", item[0], item[1][:12], type(exc).__name__,
-                             printable(str(exc)))  # fmt: skip
+                ERRORS.error(
+                    "--reevaluate: %s@%s: %s: %s",
+                    item[0],
+                    item[1][:12],
+                    type(exc).__name__,
+                    printable(str(exc)),
+                )
                 with contextlib.suppress(Exception):  # the database itself may be what failed
                     self._record(item, "failed", f"internal error: {type(exc).__name__}", 0.0)
             finally:
@@ -169,12 +187,25 @@ class Reevaluator:
                     self._busy = None
                     self._cond.notify_all()
 
-    def _record(self, item: tuple[str, str], status: str, reason: str | None, seconds: float,
-                eval_json: str | None = None) -> None:  # fmt: skip
+    def _record(
+        self,
+        item: tuple[str, str],
+        status: str,
+        reason: str | None,
+        seconds: float,
+        eval_json: str | None = None,
+    ) -> None:
         when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.store.record(Outcome(item[0], item[1], status, reason, eval_json, when, round(seconds, 3)))
-        REEVALUATE.log(logging.INFO if status == "ok" else logging.WARNING, "finished %s@%s: %s in %.1f s%s",
-                       item[0], item[1][:12], status, seconds, f": {printable(reason)}" if reason else "")  # fmt: skip
+        REEVALUATE.log(
+            logging.INFO if status == "ok" else logging.WARNING,
+            "finished %s@%s: %s in %.1f s%s",
+            item[0],
+            item[1][:12],
+            status,
+            seconds,
+            f": {printable(reason)}" if reason else "",
+        )
 
     # ------------------------------------------------------------------------------------------ one commit
     def _evaluate(self, repo_id: str, sha: str) -> None:
@@ -195,8 +226,13 @@ class Reevaluator:
             return
         size = sum(entry.size for entry in commit.files.values())
         if size > self.max_bytes:
-            self._record((repo_id, sha), "failed", f"the commit holds {size >> 20} MiB, over the "
-                         f"{self.max_bytes >> 20} MiB a re-evaluation copies", time.monotonic() - started)  # fmt: skip
+            self._record(
+                (repo_id, sha),
+                "failed",
+                f"the commit holds {size >> 20} MiB, over the "
+                f"{self.max_bytes >> 20} MiB a re-evaluation copies",
+                time.monotonic() - started,
+            )
             return
         with tempfile.TemporaryDirectory(prefix="zoo-reevaluate.") as work:
             folder, out = Path(work) / "repo", Path(work) / "eval.json"
@@ -205,23 +241,42 @@ class Reevaluator:
         if status != STOPPED:  # cut short by a stop: no outcome, so the next start queues it again
             self._record((repo_id, sha), status, reason, time.monotonic() - started, text)
         else:
-            REEVALUATE.info("stopped %s@%s: the server is stopping; queued again at its next start", repo_id,
-                            sha[:12])  # fmt: skip
+            REEVALUATE.info(
+                "stopped %s@%s: the server is stopping; queued again at its next start", repo_id, sha[:12]
+            )
 
     def _run(self, args: list[str], cwd: Path, out: Path) -> tuple[str, str | None, str | None]:
         """``zoo eval`` in a subprocess: ('ok', None, eval.json text) or ('failed', reason, None)."""
         budget = min(0.8 * self.timeout, MAX_SECONDS_LIMIT)
-        cmd = [sys.executable, "-I", "-m", "zoo", "eval", *args, "--quiet", "--device", self.device,
-               "--max-seconds", f"{budget:g}"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-I",
+            "-m",
+            "zoo",
+            "eval",
+            *args,
+            "--quiet",
+            "--device",
+            self.device,
+            "--max-seconds",
+            f"{budget:g}",
+        ]
         if self.episodes is not None:  # the server's own setting wins over the repo's (click: the last one)
             cmd += ["--episodes", str(self.episodes)]
         REEVALUATE.debug("running %s", printable(" ".join(cmd)))
         with self._cond:
             if self._stopping:
                 return STOPPED, None, None
-            self._proc = subprocess.Popen(cmd, cwd=cwd, env=_child_env(), stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          start_new_session=True)  # fmt: skip
+            self._proc = subprocess.Popen(
+                cmd,
+                cwd=cwd,
+                env=_child_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
         proc = self._proc
         try:
             _, stderr = proc.communicate(timeout=self.timeout)
@@ -272,8 +327,11 @@ def evaluation_args(hub: HubServer, repo_id: str, commit: Commit) -> list[str] |
     if env_id.startswith("-") or (exp_name or "").startswith("-"):
         return f"invalid env id or experiment name: {env_id!r}, {exp_name!r}"
     args = ["--env-id", env_id, *(["--exp-name", exp_name] if exp_name else [])]
-    for key, flag, most in (("num_episodes", "--episodes", MAX_EPISODES), ("num_envs", "--num-envs", MAX_ENVS),
-                            ("seed", "--seed", 2**31 - 1)):  # fmt: skip
+    for key, flag, most in (
+        ("num_episodes", "--episodes", MAX_EPISODES),
+        ("num_envs", "--num-envs", MAX_ENVS),
+        ("seed", "--seed", 2**31 - 1),
+    ):
         value = data.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value >= (0 if key == "seed" else 1):
             args += [flag, str(min(value, most))]

@@ -127,8 +127,11 @@ def read_remote(api, repo_id: str, revision: str, commit: str | None) -> RemoteR
                 item.size, item.lfs.sha256 if item.lfs else None, item.blob_id
             )
     if len(release.files) > MAX_FILES:
-        raise RefusedError(f"{repo_id} @ {revision} holds more than {MAX_FILES:,} files; zoo push compares "
-                           "releases of fewer", hint="push to a new repo, or tidy this one first")  # fmt: skip
+        raise RefusedError(
+            f"{repo_id} @ {revision} holds more than {MAX_FILES:,} files; zoo push compares "
+            "releases of fewer",
+            hint="push to a new repo, or tidy this one first",
+        )
     for name, parse in ((MANIFEST, manifest_names), ("README.md", card_names)):
         text = _read_text(api, release, name)
         names = parse(text) if text is not None else None

@@ -65,9 +65,13 @@ class RepoApi:
         direction = _int(query.get("direction", "-1"), "direction")
         try:
             rows = self.index.search(
-                call.caller, author=query.get("author"), search=query.get("search"),
-                tags=query.getlist("filter"), sort=query.get("sort") or "lastModified", direction=direction,
-            )  # fmt: skip
+                call.caller,
+                author=query.get("author"),
+                search=query.get("search"),
+                tags=query.getlist("filter"),
+                sort=query.get("sort") or "lastModified",
+                direction=direction,
+            )
         except ValueError as exc:
             raise HttpError(400, str(exc)) from None
         full, card_data = call.flag("full"), call.flag("cardData") or call.flag("full")
@@ -75,11 +79,22 @@ class RepoApi:
 
     def _model_item(self, row: RepoRow, full: bool, card_data: bool) -> dict[str, Any]:
         item: dict[str, Any] = {
-            "_id": row.repo_id, "id": row.repo_id, "modelId": row.repo_id, "author": row.author,
-            "sha": row.sha, "lastModified": row.last_modified, "createdAt": row.created_at,
-            "private": row.private, "gated": False, "disabled": False, "downloads": 0, "likes": 0,
-            "library_name": row.library_name, "pipeline_tag": row.pipeline_tag, "tags": row.tags,
-        }  # fmt: skip
+            "_id": row.repo_id,
+            "id": row.repo_id,
+            "modelId": row.repo_id,
+            "author": row.author,
+            "sha": row.sha,
+            "lastModified": row.last_modified,
+            "createdAt": row.created_at,
+            "private": row.private,
+            "gated": False,
+            "disabled": False,
+            "downloads": 0,
+            "likes": 0,
+            "library_name": row.library_name,
+            "pipeline_tag": row.pipeline_tag,
+            "tags": row.tags,
+        }
         if full:
             try:
                 files = self.storage.load_commit(row.repo_id, row.sha).files
@@ -97,19 +112,31 @@ class RepoApi:
             raise HttpError(401, "authentication required to list your repos: set HF_TOKEN")
         rows = self.index.search(call.caller, author=namespace, sort="id", direction=1)
         total = sum(row.size for row in rows) or 1
-        return _paged(call, rows, MODELS_PAGE, lambda row: {
-            "id": row.repo_id, "type": "model", "updatedAt": row.last_modified,
-            "visibility": "private" if row.private else "public", "storage": row.size,
-            "storagePercent": 100 * row.size / total,
-        })  # fmt: skip
+        return _paged(
+            call,
+            rows,
+            MODELS_PAGE,
+            lambda row: {
+                "id": row.repo_id,
+                "type": "model",
+                "updatedAt": row.last_modified,
+                "visibility": "private" if row.private else "public",
+                "storage": row.size,
+                "storagePercent": 100 * row.size / total,
+            },
+        )
 
     def list_commits(self, call: Call, ns: str, name: str, rev: str) -> Response:
         repo_id = f"{ns}/{name}"
         call.readable(repo_id)
         head = self.storage.resolve(repo_id, rev)
         formatted = "formatted" in call.request.query_params.getlist("expand[]")
-        return _paged(call, list(self.storage.history(repo_id, head)), COMMITS_PAGE,
-                      lambda commit: _commit_item(commit, formatted))  # fmt: skip
+        return _paged(
+            call,
+            list(self.storage.history(repo_id, head)),
+            COMMITS_PAGE,
+            lambda commit: _commit_item(commit, formatted),
+        )
 
     async def paths_info(self, call: Call, ns: str, name: str, rev: str) -> Response:
         """``get_paths_info`` (also how the client finds what a copy operation copies): the given paths
@@ -142,8 +169,12 @@ class RepoApi:
     def _duplicate_lfs(self, call: Call, src: str, body: dict[str, Any]) -> Response:
         call.readable(src)
         target, files, most = body.get("target"), body.get("files"), self.hub.limits.lfs_batch_objects
-        if not (isinstance(target, dict) and isinstance(target.get("name"), str) and target["name"].count("/") == 1
-                and (target.get("type") or "model") == "model"):  # fmt: skip
+        if not (
+            isinstance(target, dict)
+            and isinstance(target.get("name"), str)
+            and target["name"].count("/") == 1
+            and (target.get("type") or "model") == "model"
+        ):
             raise HttpError(400, '\'target\' must be {"type": "model", "name": "NAMESPACE/NAME"}')
         if not isinstance(files, list) or not all(isinstance(item, dict) for item in files):
             raise HttpError(400, "'files' must be a list of {\"sha256\": ...}")
@@ -282,8 +313,13 @@ def _paged(call: Call, items: Sequence[Any], page: int, render: Any) -> Response
 def _commit_item(commit: Commit, formatted: bool) -> dict[str, Any]:
     """A ``list_repo_commits`` item: the title is the summary line, the message what follows it."""
     body = commit.message.split("\n", 1)[1].strip() if "\n" in commit.message else ""
-    item: dict[str, Any] = {"id": commit.id, "title": commit.title, "message": body,
-                            "authors": [{"user": commit.author, "avatar": None}], "date": commit.date}  # fmt: skip
+    item: dict[str, Any] = {
+        "id": commit.id,
+        "title": commit.title,
+        "message": body,
+        "authors": [{"user": commit.author, "avatar": None}],
+        "date": commit.date,
+    }
     if formatted:
         item["formatted"] = {"title": escape(commit.title), "message": escape(body)}
     return item

@@ -36,9 +36,11 @@ _ENJOY = re.compile(r"\benjoy\b")
 def repo_id_of(target: str) -> str:
     """``target`` as a hub repo id; a usage error when it is not one (the caller found no local path by that name)."""
     if not REPO_ID.fullmatch(target):
-        raise UsageError(f"{target} is neither an existing path nor a hub repo id (ORG/NAME)",
-                         hint="give a run dir or model file that exists, or a repo id such as "
-                         "cleanrl/CartPole-v1-dqn-seed1")  # fmt: skip
+        raise UsageError(
+            f"{target} is neither an existing path nor a hub repo id (ORG/NAME)",
+            hint="give a run dir or model file that exists, or a repo id such as "
+            "cleanrl/CartPole-v1-dqn-seed1",
+        )
     return target
 
 
@@ -87,8 +89,12 @@ def _entry_of(registry: Registry, library: Any, algorithm: str | None) -> str | 
 
     if not isinstance(library, str) or algorithm is None:
         return None
-    found = [e.name for e in registry.entries.values() if e.algorithm.lower() == algorithm.lower()
-             and e.hub.get("library_name", get_adapter(e.framework).hub.library_name) == library]  # fmt: skip
+    found = [
+        e.name
+        for e in registry.entries.values()
+        if e.algorithm.lower() == algorithm.lower()
+        and e.hub.get("library_name", get_adapter(e.framework).hub.library_name) == library
+    ]
     return found[0] if len(found) == 1 else None
 
 
@@ -98,13 +104,23 @@ def _card_text(source: Source) -> str:
     with source.path.open("rb") as fh:
         raw = fh.read(MAX_CARD_BYTES + 1)
     if len(raw) > MAX_CARD_BYTES:
-        raise BrokenFile(f"the model card of {source.repo_id} is over {MAX_CARD_BYTES >> 20} MiB; not reading it",
-                         hint="say what the repo holds with --exp-name and --env-id")  # fmt: skip
+        raise BrokenFile(
+            f"the model card of {source.repo_id} is over {MAX_CARD_BYTES >> 20} MiB; not reading it",
+            hint="say what the repo holds with --exp-name and --env-id",
+        )
     return raw.decode("utf-8", errors="replace")
 
 
-def resolve_repo(repo_id: str, registry: Registry, *, exp_name: str | None, env_id: str | None, revision: str,
-                 allow_download: bool, notify: Callable[[str], None] | None = None) -> tuple[Entry, str, Source]:  # fmt: skip
+def resolve_repo(
+    repo_id: str,
+    registry: Registry,
+    *,
+    exp_name: str | None,
+    env_id: str | None,
+    revision: str,
+    allow_download: bool,
+    notify: Callable[[str], None] | None = None,
+) -> tuple[Entry, str, Source]:
     """The repo's registry entry, env id and model (cache first; the hub only with ``allow_download``).
     ``exp_name``/``env_id`` say what the repo holds instead of its card; ``notify`` hears each download first."""
     from zoo.hub.fetch import fetch_card, hub_file, resolve_model
@@ -116,8 +132,10 @@ def resolve_repo(repo_id: str, registry: Registry, *, exp_name: str | None, env_
         said_exp, said_env = read_card(_card_text(card), registry)
         exp_name, env_id = exp_name or said_exp, env_id or said_env
         if exp_name is None:
-            raise ZooError(f"the model card of {repo_id} names no experiment zoo knows",
-                           hint="say it with --exp-name (zoo registry list)")  # fmt: skip
+            raise ZooError(
+                f"the model card of {repo_id} names no experiment zoo knows",
+                hint="say it with --exp-name (zoo registry list)",
+            )
         if env_id is None:
             raise ZooError(f"the model card of {repo_id} names no env id", hint="say it with --env-id")
     entry = registry.get(exp_name)

@@ -165,22 +165,42 @@ def _row(repo: _Repo, env_id: str, scores: CommitScores, outcome: Any) -> ScoreR
         notes.append(scores.problem)
     own = scores.measured
     if server is not None and own is not None and own.env_id == server.env_id and own.value != server.value:
-        notes.append(f"the repo's eval.json says {own.value:.2f} over {own.episodes} episodes; the server's "
-                     f"re-evaluation {server.value:.2f} over {server.episodes}")  # fmt: skip
+        notes.append(
+            f"the repo's eval.json says {own.value:.2f} over {own.episodes} episodes; the server's "
+            f"re-evaluation {server.value:.2f} over {server.episodes}"
+        )
     if measured is not None and measured.env_id != env_id:
         if card is not None:
             notes.append(f"the verified evaluation is on {measured.env_id}, not {env_id}")
         measured = None
     if measured is None and card is None:
         return None
-    base = dict(repo_id=repo.repo_id, metric=METRIC, rank=0, sha=repo.sha, private=repo.private,
-                card_value=card.value if card else None, card_std=card.std if card else None)  # fmt: skip
+    base = dict(
+        repo_id=repo.repo_id,
+        metric=METRIC,
+        rank=0,
+        sha=repo.sha,
+        private=repo.private,
+        card_value=card.value if card else None,
+        card_std=card.std if card else None,
+    )
     if measured is None:
         assert card is not None
         if card.value is None:
             notes.append(f"the card's {card.metric} {card.text!r} is not a number")
-        return ScoreRow(**base, value=card.value, std=card.std, verified=False, self_reported=True, episodes=None,
-                        seeds=None, ci_low=None, ci_high=None, eval_source=None, notes=tuple(notes))  # fmt: skip
+        return ScoreRow(
+            **base,
+            value=card.value,
+            std=card.std,
+            verified=False,
+            self_reported=True,
+            episodes=None,
+            seeds=None,
+            ci_low=None,
+            ci_high=None,
+            eval_source=None,
+            notes=tuple(notes),
+        )
     disagrees = card is not None and not _agrees(card.value, measured.value)
     if disagrees:
         assert card is not None
@@ -189,10 +209,21 @@ def _row(repo: _Repo, env_id: str, scores: CommitScores, outcome: Any) -> ScoreR
         )
     elif card is None:
         notes.append(f"the card has no {METRIC} for {env_id}")
-    return ScoreRow(**base, value=measured.value, std=measured.std, verified=True, self_reported=False,
-                    episodes=measured.episodes, seeds=measured.seeds, ci_low=measured.ci_low,
-                    ci_high=measured.ci_high, eval_source=measured.source, exp_name=measured.exp_name,
-                    disagrees=disagrees, notes=tuple(notes))  # fmt: skip
+    return ScoreRow(
+        **base,
+        value=measured.value,
+        std=measured.std,
+        verified=True,
+        self_reported=False,
+        episodes=measured.episodes,
+        seeds=measured.seeds,
+        ci_low=measured.ci_low,
+        ci_high=measured.ci_high,
+        eval_source=measured.source,
+        exp_name=measured.exp_name,
+        disagrees=disagrees,
+        notes=tuple(notes),
+    )
 
 
 def _agrees(card_value: float | None, measured: float) -> bool:
@@ -261,8 +292,10 @@ def card_scores(card: dict[str, Any]) -> list[CardScore]:
             for metric in metrics:
                 if isinstance(metric, dict) and METRIC in (metric.get("type"), metric.get("name")):
                     value, std = parse_score(metric.get("value"))
-                    found.setdefault(env_id.strip(), CardScore(env_id.strip(), METRIC, value, std,
-                                                               str(metric.get("value"))))  # fmt: skip
+                    found.setdefault(
+                        env_id.strip(),
+                        CardScore(env_id.strip(), METRIC, value, std, str(metric.get("value"))),
+                    )
                     break
     return list(found.values())
 
@@ -302,8 +335,10 @@ def repo_evaluation(storage: HubStorage, repo_id: str, commit: Commit) -> tuple[
         return None, "eval.json records no model_sha256: not written by zoo eval, or by one too old to say"
     model = next((p for p, e in sorted(commit.files.items()) if e.sha256 == digest and p != EVAL_FILE), None)
     if model is None:
-        return None, (f"eval.json measured a model with sha256 {digest[:12]}…, which is no file of this commit "
-                      "(the model changed since it was evaluated)")  # fmt: skip
+        return None, (
+            f"eval.json measured a model with sha256 {digest[:12]}…, which is no file of this commit "
+            "(the model changed since it was evaluated)"
+        )
     return measure(record, REPO_EVAL), None
 
 
@@ -312,9 +347,17 @@ def measure(record: SeedRecord, source: str) -> Measured:
     import numpy as np
 
     ci = stats.bootstrap_ci(record.returns)
-    return Measured(env_id=record.env_id, exp_name=record.exp_name, value=record.mean,
-                    std=float(np.std(np.asarray(record.returns, dtype=np.float64))), episodes=len(record.returns),
-                    seeds=1, ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, source=source)  # fmt: skip
+    return Measured(
+        env_id=record.env_id,
+        exp_name=record.exp_name,
+        value=record.mean,
+        std=float(np.std(np.asarray(record.returns, dtype=np.float64))),
+        episodes=len(record.returns),
+        seeds=1,
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+        source=source,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- server
@@ -335,8 +378,11 @@ def _server_measured(outcome: Any) -> Measured | None:
         if key in _server_cache:
             return _server_cache[key]
     try:
-        record = parse_record(outcome.eval_json, run_path=f"{outcome.repo_id}@{outcome.sha}",
-                              eval_json=f"{outcome.repo_id}/{EVAL_FILE} (server)")  # fmt: skip
+        record = parse_record(
+            outcome.eval_json,
+            run_path=f"{outcome.repo_id}@{outcome.sha}",
+            eval_json=f"{outcome.repo_id}/{EVAL_FILE} (server)",
+        )
         measured: Measured | None = measure(record, SERVER_EVAL)
     except InvalidEval:
         measured = None

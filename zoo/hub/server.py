@@ -76,8 +76,10 @@ def check_public_url(url: str) -> str:
     URLs) from it instead of the request's Host header, which a proxy may not pass on."""
     url = url.rstrip("/")
     if not _PUBLIC_URL.fullmatch(url):
-        raise ZooError(f"invalid public URL {url!r}: give the scheme, host and port only",
-                       hint="e.g. --public-url https://hub.lab.example")  # fmt: skip
+        raise ZooError(
+            f"invalid public URL {url!r}: give the scheme, host and port only",
+            hint="e.g. --public-url https://hub.lab.example",
+        )
     return url
 
 
@@ -139,8 +141,9 @@ class HubServer:
         server, sock = self._uvicorn()
         if self.reevaluator is not None:
             self.reevaluator.start()
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="zoo-hub",
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="zoo-hub", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + 30
         while not server.started:
@@ -203,13 +206,22 @@ class HubServer:
         self.bind()
         assert self._socket is not None
         config = uvicorn.Config(
-            create_app(self), http=h11_protocol(self.limits.head_timeout), loop="asyncio", ws="none",
-            lifespan="off", interface="asgi3", log_config=None, log_level="critical", access_log=False,
-            proxy_headers=False, server_header=False, headers=[("server", "zoo-hub")],
+            create_app(self),
+            http=h11_protocol(self.limits.head_timeout),
+            loop="asyncio",
+            ws="none",
+            lifespan="off",
+            interface="asgi3",
+            log_config=None,
+            log_level="critical",
+            access_log=False,
+            proxy_headers=False,
+            server_header=False,
+            headers=[("server", "zoo-hub")],
             h11_max_incomplete_event_size=self.limits.header_bytes,
             timeout_keep_alive=self.limits.keep_alive,
             timeout_graceful_shutdown=self.limits.shutdown_grace,  # type: ignore[arg-type]
-        )  # fmt: skip
+        )
         self._server = uvicorn.Server(config)
         return self._server, self._socket
 

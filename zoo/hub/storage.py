@@ -210,8 +210,13 @@ def check_branch(name: str) -> str:
     """A new branch name: git's rules for a ref, narrowed. Never ``refs/...`` or a full commit id, which
     :meth:`HubStorage.resolve` would read as something else."""
     parts = name.split("/")
-    if (not _BRANCH.fullmatch(name) or ".." in name or name.startswith("refs/") or _HEX40.fullmatch(name.lower())
-            or any(not part or part.startswith(".") or part.endswith((".", ".lock")) for part in parts)):  # fmt: skip
+    if (
+        not _BRANCH.fullmatch(name)
+        or ".." in name
+        or name.startswith("refs/")
+        or _HEX40.fullmatch(name.lower())
+        or any(not part or part.startswith(".") or part.endswith((".", ".lock")) for part in parts)
+    ):
         raise InvalidInput(f"invalid branch name {name!r}: use letters, digits, '-', '_', '.' and '/'")
     return name
 
@@ -531,8 +536,10 @@ class HubStorage:
         same message whether or not the object is stored for another repo."""
         path = self.blob_path(sha256)
         if not access.may_commit(sha256) or not self.touch_blob(sha256):
-            raise InvalidInput(f"LFS object {sha256} was not uploaded to {access.repo_id}; upload it (or copy it "
-                               "from a repo you can read) before committing")  # fmt: skip
+            raise InvalidInput(
+                f"LFS object {sha256} was not uploaded to {access.repo_id}; upload it (or copy it "
+                "from a repo you can read) before committing"
+            )
         actual = path.stat().st_size
         if size is not None and size != actual:
             raise InvalidInput(f"LFS object {sha256} has {actual} bytes, the commit says {size}")

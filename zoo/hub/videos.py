@@ -37,8 +37,25 @@ def check_video(path: Path) -> tuple[bool, str | None]:
         from zoo.envs import VIDEO_HINT
 
         return True, f"was not checked: decoding it needs imageio-ffmpeg ({VIDEO_HINT})"
-    command = [ffmpeg, "-nostdin", "-v", "error", "-i", str(path), "-map", "0:v:0", "-frames:v", "1",
-               "-vf", "scale=8:8", "-pix_fmt", "gray", "-f", "rawvideo", "pipe:1"]  # fmt: skip
+    command = [
+        ffmpeg,
+        "-nostdin",
+        "-v",
+        "error",
+        "-i",
+        str(path),
+        "-map",
+        "0:v:0",
+        "-frames:v",
+        "1",
+        "-vf",
+        "scale=8:8",
+        "-pix_fmt",
+        "gray",
+        "-f",
+        "rawvideo",
+        "pipe:1",
+    ]
     try:
         proc = subprocess.run(command, capture_output=True, timeout=DECODE_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:

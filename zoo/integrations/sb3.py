@@ -30,8 +30,9 @@ from zoo.errors import UnsupportedError, UsageError
 try:
     from stable_baselines3.common.callbacks import BaseCallback
 except ImportError:  # zoo itself imports without SB3; this module is SB3's
-    raise UnsupportedError("zoo.integrations.sb3 needs Stable-Baselines3",
-                           hint="pip install 'rl-zoo-hub[sb3]'") from None  # fmt: skip
+    raise UnsupportedError(
+        "zoo.integrations.sb3 needs Stable-Baselines3", hint="pip install 'rl-zoo-hub[sb3]'"
+    ) from None
 
 if TYPE_CHECKING:
     from zoo.registry import Registry
@@ -43,9 +44,19 @@ class ZooEvalCallback(BaseCallback):
     until beaten). ``env_id``: the env to evaluate on [the training env's ``spec.id``]; ``episodes``: the
     registry's quota unless given. ``last_line`` is the evals.jsonl line of the latest evaluation."""
 
-    def __init__(self, run_dir: str | os.PathLike, eval_freq: int, *, episodes: int | None = None,
-                 num_envs: int = 8, seed: int = 0, env_id: str | None = None, device: str = "cpu",
-                 registry: Registry | str | os.PathLike | None = None, verbose: int = 0):  # fmt: skip
+    def __init__(
+        self,
+        run_dir: str | os.PathLike,
+        eval_freq: int,
+        *,
+        episodes: int | None = None,
+        num_envs: int = 8,
+        seed: int = 0,
+        env_id: str | None = None,
+        device: str = "cpu",
+        registry: Registry | str | os.PathLike | None = None,
+        verbose: int = 0,
+    ):
         super().__init__(verbose)
         if eval_freq < 1:
             raise UsageError(f"eval_freq {eval_freq}: must be at least 1")
@@ -69,14 +80,22 @@ class ZooEvalCallback(BaseCallback):
         # the names a snapshot's best copy takes must not be someone else's (rl_zoo3's EvalCallback writes them)
         snapshot = SavedCheckpoint(None, self.run_dir / "model.zip", {"vecnormalize": self.run_dir / "s.pkl"})
         self._records.check_owned(get_adapter("sb3").best_model_files(self.run_dir, snapshot))
-        self._session = EvalSession(registry, episodes=self.episodes, num_envs=self.num_envs, seed=self.seed,
-                                    device=self.device, env_id=self.env_id or self._training_env_id())  # fmt: skip
+        self._session = EvalSession(
+            registry,
+            episodes=self.episodes,
+            num_envs=self.num_envs,
+            seed=self.seed,
+            device=self.device,
+            env_id=self.env_id or self._training_env_id(),
+        )
 
     def _training_env_id(self) -> str:
         spec = self.training_env.get_attr("spec", [0])[0]
         if spec is None or not getattr(spec, "id", None):
-            raise UsageError("ZooEvalCallback: the training env has no gymnasium spec to name its env id",
-                             hint="pass env_id='...' (a gymnasium id zoo can make)")  # fmt: skip
+            raise UsageError(
+                "ZooEvalCallback: the training env has no gymnasium spec to name its env id",
+                hint="pass env_id='...' (a gymnasium id zoo can make)",
+            )
         return spec.id
 
     def _on_step(self) -> bool:
@@ -107,18 +126,26 @@ class ZooEvalCallback(BaseCallback):
             try:
                 _target, result = self._session.evaluate(model_file)
             except Exception as exc:  # noqa: BLE001 - a failed evaluation is recorded; the training goes on
-                line = self._records.add_failure(exc, step=self.num_timesteps, source=None,
-                                                 sha256=digests[model_file], attempts=1)  # fmt: skip
+                line = self._records.add_failure(
+                    exc, step=self.num_timesteps, source=None, sha256=digests[model_file], attempts=1
+                )
                 warnings.warn(f"ZooEvalCallback at step {self.num_timesteps}: {line['error']}", stacklevel=2)
             else:
-                line = self._records.add(result, step=self.num_timesteps, source=None, sha256=digests[model_file],
-                                         files=get_adapter("sb3").best_model_files(self.run_dir, checkpoint),
-                                         digests=digests)  # fmt: skip
+                line = self._records.add(
+                    result,
+                    step=self.num_timesteps,
+                    source=None,
+                    sha256=digests[model_file],
+                    files=get_adapter("sb3").best_model_files(self.run_dir, checkpoint),
+                    digests=digests,
+                )
         self.last_line = line
         if self.verbose and line["status"] == "ok":
             m = line["metrics"]
-            print(f"zoo eval at step {line['step']}: return {m['return_mean']:.2f} +/- {m['return_std']:.2f}"
-                  + (" (new best)" if line["new_best"] else ""))  # fmt: skip
+            print(
+                f"zoo eval at step {line['step']}: return {m['return_mean']:.2f} +/- {m['return_std']:.2f}"
+                + (" (new best)" if line["new_best"] else "")
+            )
         return line
 
     def _on_training_end(self) -> None:

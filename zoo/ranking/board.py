@@ -111,8 +111,10 @@ class Leaderboard:
 
     def to_markdown(self) -> str:
         """A GitHub table of the rows, the numbers as the terminal table shows them."""
-        lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join(" --- " if c in TEXT_COLUMNS else " ---: "
-                                                              for c in COLUMNS) + "|"]  # fmt: skip
+        lines = [
+            "| " + " | ".join(COLUMNS) + " |",
+            "|" + "|".join(" --- " if c in TEXT_COLUMNS else " ---: " for c in COLUMNS) + "|",
+        ]
         for row in self.rows:
             cells = [c.replace("|", "\\|") for c in cells_of(row)]
             lines.append("| " + " | ".join(cells) + " |")
@@ -120,8 +122,19 @@ class Leaderboard:
 
 
 #: The columns of the terminal and Markdown tables (to_json has every field, these only the readable ones).
-COLUMNS = ("rank", "env", "experiment", "mean", "95% CI", "IQM", "seed min..max", "seeds", "episodes",
-           "success (95% CI)", "notes")  # fmt: skip
+COLUMNS = (
+    "rank",
+    "env",
+    "experiment",
+    "mean",
+    "95% CI",
+    "IQM",
+    "seed min..max",
+    "seeds",
+    "episodes",
+    "success (95% CI)",
+    "notes",
+)
 TEXT_COLUMNS = frozenset({"env", "experiment", "notes", "95% CI", "success (95% CI)", "seed min..max"})
 
 
@@ -132,9 +145,19 @@ def cells_of(row: Row) -> list[str]:
         success = "-"
     else:
         success = f"{row.success_rate:.0%} [{row.success_ci_low:.0%}, {row.success_ci_high:.0%}]"
-    return [str(row.rank), row.env_id, row.exp_name, f"{row.mean:.2f}", ci, f"{row.iqm:.2f}",
-            f"{row.seed_min:.2f}..{row.seed_max:.2f}", str(row.seeds), str(row.episodes), success,
-            notes_of(row)]  # fmt: skip
+    return [
+        str(row.rank),
+        row.env_id,
+        row.exp_name,
+        f"{row.mean:.2f}",
+        ci,
+        f"{row.iqm:.2f}",
+        f"{row.seed_min:.2f}..{row.seed_max:.2f}",
+        str(row.seeds),
+        str(row.episodes),
+        success,
+        notes_of(row),
+    ]
 
 
 def notes_of(row: Row) -> str:
@@ -157,8 +180,9 @@ def _csv_cell(value: object) -> object:
     return "" if value is None else value
 
 
-def build_leaderboard(paths: Iterable[Path], registry: Registry, run_filter: RunFilter,
-                      failed: Mapping[str, str] | None = None) -> Leaderboard:  # fmt: skip
+def build_leaderboard(
+    paths: Iterable[Path], registry: Registry, run_filter: RunFilter, failed: Mapping[str, str] | None = None
+) -> Leaderboard:
     """The leaderboard of the runs under ``paths`` that ``run_filter`` keeps (``--env-id`` also keeps only
     eval.json files of that task). ``failed`` maps a run's absolute path to why its evaluation failed
     (``--eval``), said instead of "no eval.json". No run found raises a ZooError; every other problem is a line."""
@@ -193,8 +217,10 @@ def _missing(run, registry: Registry, failed: Mapping[str, str]) -> str:
     if run.exp_name is None:
         return f"no eval.json, and no experiment name ({run.name_problem or 'the path does not say'})"
     if run.exp_name not in registry.entries:
-        return (f"unknown experiment {run.exp_name!r} and no eval.json: add it to a registry (--registry FILE; "
-                "zoo registry list shows the known ones)")  # fmt: skip
+        return (
+            f"unknown experiment {run.exp_name!r} and no eval.json: add it to a registry (--registry FILE; "
+            "zoo registry list shows the known ones)"
+        )
     from zoo.frameworks import get_adapter
 
     verdict = get_adapter(run.framework).inspect_run(run, registry)
@@ -225,9 +251,14 @@ def _newest_per_seed(records: list[SeedRecord]) -> tuple[list[SeedRecord], list[
     for record in records:
         winner = newest.get((record.env_id, record.exp_name, record.run_seed))
         if record.run_seed is not None and winner is not record:
-            problems.append((record.run_path, f"run seed {record.run_seed} of {record.exp_name} on {record.env_id} "
-                             f"is also in {os.path.basename(winner.run_path)}, a newer run: only the newest "
-                             "run of a seed is ranked"))  # fmt: skip
+            problems.append(
+                (
+                    record.run_path,
+                    f"run seed {record.run_seed} of {record.exp_name} on {record.env_id} "
+                    f"is also in {os.path.basename(winner.run_path)}, a newer run: only the newest "
+                    "run of a seed is ranked",
+                )
+            )
     return kept + list(newest.values()), problems
 
 
@@ -260,13 +291,28 @@ def _row(env_id: str, exp_name: str, seeds: list[SeedRecord]) -> Row:
     mixed = [name for name in SETTINGS if len({repr(s.settings[name]) for s in seeds}) > 1]
     first = seeds[0].settings
     return Row(
-        rank=0, env_id=env_id, exp_name=exp_name, mean=float(np.mean(means)),
-        ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, ci_over=over, iqm=stats.iqm(episodes),
-        seed_min=min(means), seed_max=max(means), seeds=len(seeds), episodes=len(episodes),
-        run_seeds=[s.run_seed for s in seeds], seed_means=means,
-        success_rate=success / len(flags) if flags else None, success_ci_low=wilson[0], success_ci_high=wilson[1],
-        success_episodes=len(flags), mixed_settings=bool(mixed), mixed=mixed,
+        rank=0,
+        env_id=env_id,
+        exp_name=exp_name,
+        mean=float(np.mean(means)),
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+        ci_over=over,
+        iqm=stats.iqm(episodes),
+        seed_min=min(means),
+        seed_max=max(means),
+        seeds=len(seeds),
+        episodes=len(episodes),
+        run_seeds=[s.run_seed for s in seeds],
+        seed_means=means,
+        success_rate=success / len(flags) if flags else None,
+        success_ci_low=wilson[0],
+        success_ci_high=wilson[1],
+        success_episodes=len(flags),
+        mixed_settings=bool(mixed),
+        mixed=mixed,
         eval_episodes=None if "num_episodes" in mixed else first["num_episodes"],
         deterministic=None if "deterministic" in mixed else first["deterministic"],
-        eval_seed=None if "seed" in mixed else first["seed"], runs=[s.run_path for s in seeds],
-    )  # fmt: skip
+        eval_seed=None if "seed" in mixed else first["seed"],
+        runs=[s.run_path for s in seeds],
+    )

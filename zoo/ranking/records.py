@@ -70,12 +70,25 @@ def read_record(run: Run, path: Path) -> SeedRecord:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidEval(f"unreadable eval.json: {type(exc).__name__}: {exc}") from None
-    return parse_record(text, run_path=str(run.path), eval_json=str(path), exp_name=run.exp_name,
-                        run_seed=run.seed, started_at=run.started_at)  # fmt: skip
+    return parse_record(
+        text,
+        run_path=str(run.path),
+        eval_json=str(path),
+        exp_name=run.exp_name,
+        run_seed=run.seed,
+        started_at=run.started_at,
+    )
 
 
-def parse_record(text: str, *, run_path: str, eval_json: str, exp_name: str | None = None,
-                 run_seed: int | None = None, started_at: int | None = None) -> SeedRecord:  # fmt: skip
+def parse_record(
+    text: str,
+    *,
+    run_path: str,
+    eval_json: str,
+    exp_name: str | None = None,
+    run_seed: int | None = None,
+    started_at: int | None = None,
+) -> SeedRecord:
     """An eval.json's text as a record, with what its run's name says (``exp_name``, ``run_seed``,
     ``started_at``); :class:`InvalidEval` says why not. Shared by the leaderboard (files on disk) and the
     hub's leaderboard page (blobs), so both accept and refuse the same files."""
@@ -99,12 +112,19 @@ def parse_record(text: str, *, run_path: str, eval_json: str, exp_name: str | No
     deterministic = data.get("deterministic")
     sha256 = data.get("model_sha256")
     return SeedRecord(
-        run_path=run_path, eval_json=eval_json, env_id=task, exp_name=exp_name, run_seed=run_seed,
-        started_at=started_at, returns=returns, successes=successes,
+        run_path=run_path,
+        eval_json=eval_json,
+        env_id=task,
+        exp_name=exp_name,
+        run_seed=run_seed,
+        started_at=started_at,
+        returns=returns,
+        successes=successes,
         num_episodes=num_episodes if _is_int(num_episodes) else len(returns),
         deterministic=deterministic if isinstance(deterministic, bool) else None,
-        eval_seed=seed if _is_int(seed) else None, model_sha256=sha256 if isinstance(sha256, str) else None,
-    )  # fmt: skip
+        eval_seed=seed if _is_int(seed) else None,
+        model_sha256=sha256 if isinstance(sha256, str) else None,
+    )
 
 
 def _episodes(episodes: object) -> tuple[tuple[float, ...], tuple[bool, ...]]:

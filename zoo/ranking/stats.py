@@ -31,9 +31,15 @@ def bootstrap_ci(values: Sequence[float]) -> tuple[float, float] | None:
         return None
     from scipy import stats
 
-    result = stats.bootstrap((data,), np.mean, confidence_level=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES,
-                             method=BOOTSTRAP_METHOD, vectorized=True,
-                             rng=np.random.default_rng(BOOTSTRAP_SEED))  # fmt: skip
+    result = stats.bootstrap(
+        (data,),
+        np.mean,
+        confidence_level=CONFIDENCE,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        method=BOOTSTRAP_METHOD,
+        vectorized=True,
+        rng=np.random.default_rng(BOOTSTRAP_SEED),
+    )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 

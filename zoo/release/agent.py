@@ -137,8 +137,15 @@ class AgentRunner:
     check's float32 observations are given back in the env's dtype and layout, and the actions' dtype must be
     the env's (a wrong one fails every value)."""
 
-    def __init__(self, path: Path, observation_space, env_id: str, obs_shape: tuple[int, ...], action_space,
-                 recurrent: bool):  # fmt: skip
+    def __init__(
+        self,
+        path: Path,
+        observation_space,
+        env_id: str,
+        obs_shape: tuple[int, ...],
+        action_space,
+        recurrent: bool,
+    ):
         from zoo.exporter.runtime import TorchScriptRunner
 
         self.runner = TorchScriptRunner(path, recurrent)

@@ -28,8 +28,20 @@ FORMAT_VERSION = 1
 #: config.json larger than this is refused before it is parsed (a policy's graph is a few kB).
 MAX_CONFIG_BYTES = 16 << 20
 #: The sidecar facts config.json must hold, beside the graph and the weights' checksum.
-REQUIRED = ("format", "format_version", "task", "env", "exp_name", "framework", "obs_shape", "obs_groups",
-            "action_type", "is_recurrent", "graph", "file_sha256")  # fmt: skip
+REQUIRED = (
+    "format",
+    "format_version",
+    "task",
+    "env",
+    "exp_name",
+    "framework",
+    "obs_shape",
+    "obs_groups",
+    "action_type",
+    "is_recurrent",
+    "graph",
+    "file_sha256",
+)
 
 
 def is_release_config(path: Path) -> bool:
@@ -48,8 +60,13 @@ def is_release_config(path: Path) -> bool:
 def release_config(path: Path) -> Path | None:
     """The config.json of a release named by ``path``: the folder holding it, the weights file or the config."""
     path = Path(path)
-    candidates = [path / CONFIG_FILE] if path.is_dir() else [path] if path.name == CONFIG_FILE else (
-        [path.with_name(CONFIG_FILE)] if path.name == WEIGHTS_FILE else [])  # fmt: skip
+    candidates = (
+        [path / CONFIG_FILE]
+        if path.is_dir()
+        else [path]
+        if path.name == CONFIG_FILE
+        else ([path.with_name(CONFIG_FILE)] if path.name == WEIGHTS_FILE else [])
+    )
     found = [c for c in candidates if is_release_config(c)]
     return found[0] if found else None
 
@@ -72,8 +89,10 @@ def read_config(path: Path) -> dict:
         raise BrokenFile(f"{shown} is not a zoo policy description (format {FORMAT!r})")
     version = config.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ZooError(f"{shown}: format_version {version!r}; this zoo reads up to {FORMAT_VERSION}",
-                       hint="upgrade zoo (pip install -U rl-zoo-hub)")  # fmt: skip
+        raise ZooError(
+            f"{shown}: format_version {version!r}; this zoo reads up to {FORMAT_VERSION}",
+            hint="upgrade zoo (pip install -U rl-zoo-hub)",
+        )
     missing = [key for key in REQUIRED if key not in config]
     if missing:
         raise BrokenFile(f"{shown}: missing {', '.join(missing)}")
@@ -81,8 +100,10 @@ def read_config(path: Path) -> dict:
     if not weights.is_file():
         raise ZooError(f"{shown}: no {WEIGHTS_FILE} beside it", hint="keep the release's files together")
     if sha256_file(weights) != config["file_sha256"]:
-        raise ZooError(f"{WEIGHTS_FILE} does not match {shown} (sha256 differs)",
-                       hint="the files come from different releases; download the release again")  # fmt: skip
+        raise ZooError(
+            f"{WEIGHTS_FILE} does not match {shown} (sha256 differs)",
+            hint="the files come from different releases; download the release again",
+        )
     try:
         with safe_open(str(weights), framework="pt") as f:
             names = set(f.keys())

@@ -51,14 +51,24 @@ def _proven(name: str, policy, runner, obs_groups: dict, tolerance: float) -> di
 
     parity = check_parity(policy, runner, obs_groups, tolerance=tolerance)
     if not parity.ok:
-        raise FormFailed(f"{name} does not act like the model: {_parity_failure(parity)}; nothing was uploaded",
-                         hint="this is a bug in zoo's release forms for this policy; please report it "
-                              "(zoo export writes the other forms)")  # fmt: skip
+        raise FormFailed(
+            f"{name} does not act like the model: {_parity_failure(parity)}; nothing was uploaded",
+            hint="this is a bug in zoo's release forms for this policy; please report it "
+            "(zoo export writes the other forms)",
+        )
     return parity.to_json()
 
 
-def write_forms(policy, *, facts: dict, preset_notes: list[str], obs_terms: dict, folder: Path,
-                exported_at: str | None = None, exporter: str = "auto") -> list[Form]:  # fmt: skip
+def write_forms(
+    policy,
+    *,
+    facts: dict,
+    preset_notes: list[str],
+    obs_terms: dict,
+    folder: Path,
+    exported_at: str | None = None,
+    exporter: str = "auto",
+) -> list[Form]:
     """Every framework-free form of ``policy`` in ``folder``, each proven; ``facts`` are the export sidecar's
     (task, env, exp_name, framework, checkpoint). Raises FormFailed, or ZooError when the policy cannot be
     exported at all. The same policy and ``exported_at`` give the same bytes (a re-push of an unchanged run
@@ -72,13 +82,25 @@ def write_forms(policy, *, facts: dict, preset_notes: list[str], obs_terms: dict
 
     folder.mkdir(parents=True, exist_ok=True)
     spec = _spec(policy, facts.get("framework", "this framework's"))  # once: every form is written from it
-    onnx = export_policy(policy, target=facts, preset_notes=preset_notes, fmt="onnx", out=folder / ONNX_FILE,
-                         obs_terms=obs_terms, exported_at=exported_at, exporter=exporter, spec=spec)  # fmt: skip
+    onnx = export_policy(
+        policy,
+        target=facts,
+        preset_notes=preset_notes,
+        fmt="onnx",
+        out=folder / ONNX_FILE,
+        obs_terms=obs_terms,
+        exported_at=exported_at,
+        exporter=exporter,
+        spec=spec,
+    )
     tolerance = DEFAULT_TOLERANCE if _is_box(policy.action_space) else 0.0
-    example = torch.from_numpy(flatten_obs(sample_batch(policy.observation_space, 2, np.random.default_rng(1)),
-                                           spec.obs_groups))  # fmt: skip
-    forms = [Form(ONNX_FILE, onnx.path, onnx.meta["parity"]),
-             Form(ONNX_FILE + ".metadata.json", onnx.sidecar, onnx.meta["parity"])]  # fmt: skip
+    example = torch.from_numpy(
+        flatten_obs(sample_batch(policy.observation_space, 2, np.random.default_rng(1)), spec.obs_groups)
+    )
+    forms = [
+        Form(ONNX_FILE, onnx.path, onnx.meta["parity"]),
+        Form(ONNX_FILE + ".metadata.json", onnx.sidecar, onnx.meta["parity"]),
+    ]
     forms.append(_agent(policy, spec, facts["task"], example, folder, tolerance))
     forms += _safetensors(policy, spec, onnx.meta, example, folder, tolerance)
     return forms
@@ -89,8 +111,14 @@ def _agent(policy, spec, env_id: str, example, folder: Path, tolerance: float) -
 
     path = folder / AGENT_FILE
     write_agent(spec, env_id, policy.action_space, example, path)
-    runner = AgentRunner(path, policy.observation_space, env_id, spec.obs_shape, policy.action_space,
-                         spec.recurrent is not None)  # fmt: skip
+    runner = AgentRunner(
+        path,
+        policy.observation_space,
+        env_id,
+        spec.obs_shape,
+        policy.action_space,
+        spec.recurrent is not None,
+    )
     return Form(AGENT_FILE, path, _proven(AGENT_FILE, policy, runner, spec.obs_groups, tolerance))
 
 
@@ -112,9 +140,18 @@ def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: 
     outputs = ["actions", "h", "c"] if spec.recurrent is not None else ["actions"]
     if config.get("recurrent"):  # the graph's names for the states, not the ONNX file's h_in / h_out
         config["recurrent"] = {**config["recurrent"], "inputs": inputs, "outputs": outputs}
-    config.update({"format": FORMAT, "format_version": FORMAT_VERSION, "inputs": inputs, "outputs": outputs,
-                   "exporter": {"name": "torch.export", "torch_version": torch.__version__},
-                   "weights": WEIGHTS_FILE, "file_sha256": sha256_file(weights), "graph": graph})  # fmt: skip
+    config.update(
+        {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "inputs": inputs,
+            "outputs": outputs,
+            "exporter": {"name": "torch.export", "torch_version": torch.__version__},
+            "weights": WEIGHTS_FILE,
+            "file_sha256": sha256_file(weights),
+            "graph": graph,
+        }
+    )
     path = folder / CONFIG_FILE
     path.write_text(dumps(config, what=CONFIG_FILE, indent=1) + "\n", encoding="utf-8")
     runner = GraphRunner(path, read_config(path))  # read back as a downloader reads it
@@ -138,10 +175,22 @@ def forms_for_target(target, folder: Path, options=None, exporter: str = "auto")
     if getattr(policy, "export_spec", None) is None:
         raise UnsupportedError(f"{target.entry.framework} policies cannot be exported yet")
     spec = env_spec(target, options=options)
-    facts = {"task": target.env_id, "env": spec.to_json(), "exp_name": target.entry.name,
-             "framework": target.entry.framework, "checkpoint": target.model_file.name}  # fmt: skip
+    facts = {
+        "task": target.env_id,
+        "env": spec.to_json(),
+        "exp_name": target.entry.name,
+        "framework": target.entry.framework,
+        "checkpoint": target.model_file.name,
+    }
     stamp = _dt.datetime.fromtimestamp(target.model_file.stat().st_mtime, _dt.UTC).isoformat(
         timespec="seconds"
     )
-    return write_forms(policy, facts=facts, preset_notes=spec.deployment_notes(), obs_terms=spec.obs_terms(),
-                       folder=folder, exported_at=stamp, exporter=exporter)  # fmt: skip
+    return write_forms(
+        policy,
+        facts=facts,
+        preset_notes=spec.deployment_notes(),
+        obs_terms=spec.obs_terms(),
+        folder=folder,
+        exported_at=stamp,
+        exporter=exporter,
+    )

@@ -41,14 +41,32 @@ _ALLOWED = """
 """
 ALLOWED_OPS = frozenset(_ALLOWED.split())
 #: Python operators ``torch.export`` leaves between nodes: tuple items (an LSTM's outputs) and size arithmetic.
-PYTHON_OPS = {"getitem": operator.getitem, "add": operator.add, "sub": operator.sub, "mul": operator.mul,
-              "floordiv": operator.floordiv, "neg": operator.neg}  # fmt: skip
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-          "float64": torch.float64, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16,
-          "int32": torch.int32, "int64": torch.int64, "bool": torch.bool}  # fmt: skip
+PYTHON_OPS = {
+    "getitem": operator.getitem,
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "floordiv": operator.floordiv,
+    "neg": operator.neg,
+}
+DTYPES = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
 _DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
-_MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "preserve": torch.preserve_format,
-                   "channels_last": torch.channels_last}  # fmt: skip
+_MEMORY_FORMATS = {
+    "contiguous": torch.contiguous_format,
+    "preserve": torch.preserve_format,
+    "channels_last": torch.channels_last,
+}
 _MEMORY_NAMES = {fmt: name for name, fmt in _MEMORY_FORMATS.items()}
 #: Bounds on what a graph may hold, checked before anything runs.
 MAX_NODES = 20_000
@@ -142,8 +160,14 @@ def trace(
         if node.op == "output":
             output = _encode(node.args[0], names)
             continue
-        nodes.append({"name": node.name, "op": _op_name(node.target),
-                      "args": _encode(list(node.args), names), "kwargs": _encode_kwargs(node.kwargs, names)})  # fmt: skip
+        nodes.append(
+            {
+                "name": node.name,
+                "op": _op_name(node.target),
+                "args": _encode(list(node.args), names),
+                "kwargs": _encode_kwargs(node.kwargs, names),
+            }
+        )
     graph = {"inputs": input_names, "nodes": nodes, "outputs": output}
     return _rename_inputs(graph, renamed), tensors
 
@@ -195,10 +219,15 @@ def _check_arg(value: Any, known: set[str], tensors: set[str], depth: int = 0) -
         if len(value) != 1:
             raise _bad("an argument object must have one key")
         ((kind, ref),) = value.items()
-        ok = {"node": lambda r: r in known, "tensor": lambda r: r in tensors, "dtype": lambda r: r in DTYPES,
-              "device": lambda r: r == "cpu", "layout": lambda r: r == "strided",
-              "memory_format": lambda r: r in _MEMORY_FORMATS,
-              "float": lambda r: r in ("inf", "-inf", "nan")}  # fmt: skip
+        ok = {
+            "node": lambda r: r in known,
+            "tensor": lambda r: r in tensors,
+            "dtype": lambda r: r in DTYPES,
+            "device": lambda r: r == "cpu",
+            "layout": lambda r: r == "strided",
+            "memory_format": lambda r: r in _MEMORY_FORMATS,
+            "float": lambda r: r in ("inf", "-inf", "nan"),
+        }
         if kind not in ok or not isinstance(ref, str) or not ok[kind](ref):
             raise _bad(f"argument {str(value)[:80]} names nothing defined before it")
     elif not (value is None or isinstance(value, bool | int | float | str)):

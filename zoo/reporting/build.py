@@ -56,9 +56,14 @@ class ReportResult:
         return 0
 
     def to_json(self) -> dict:
-        return {"out": str(self.out), "index": str(self.index), "images": list(self.images),
-                "rows": len(self.leaderboard.rows), "runs_found": self.leaderboard.runs_found,
-                "problems": [{"path": p, "message": m} for p, m in self.problems]}  # fmt: skip
+        return {
+            "out": str(self.out),
+            "index": str(self.index),
+            "images": list(self.images),
+            "rows": len(self.leaderboard.rows),
+            "runs_found": self.leaderboard.runs_found,
+            "problems": [{"path": p, "message": m} for p, m in self.problems],
+        }
 
 
 def write_report(board: Leaderboard, runs: list[Run], out: Path) -> ReportResult:
@@ -75,8 +80,13 @@ def write_report(board: Leaderboard, runs: list[Run], out: Path) -> ReportResult
         new.mkdir()
         images = _draw(sections, new)
         _render(new / PAGE, board, sections, problems)
-        summary = {"zoo_report": 1, "page": PAGE, "images": images, "leaderboard": board.to_json(),
-                   "problems": [{"path": p, "message": m} for p, m in problems]}  # fmt: skip
+        summary = {
+            "zoo_report": 1,
+            "page": PAGE,
+            "images": images,
+            "leaderboard": board.to_json(),
+            "problems": [{"path": p, "message": m} for p, m in problems],
+        }
         (new / MARKER).write_text(dumps(summary, what=MARKER, indent=2) + "\n", encoding="utf-8")
         _swap_in(new, out, work)
     return ReportResult(out, out / PAGE, images, board, problems)
@@ -86,8 +96,10 @@ def _check_out(out: Path) -> None:
     if out.is_file() or out.is_symlink():
         raise UsageError(f"--out {out} is a file or a link", hint="give a folder for the report")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise UsageError(f"--out {out} is a folder that is not a zoo report; refusing to replace it",
-                         hint="give a new or empty folder, or a report folder zoo wrote")  # fmt: skip
+        raise UsageError(
+            f"--out {out} is a folder that is not a zoo report; refusing to replace it",
+            hint="give a new or empty folder, or a report folder zoo wrote",
+        )
 
 
 def _swap_in(new: Path, out: Path, work: Path) -> None:
@@ -180,8 +192,11 @@ def _draw(sections: list[EnvSection], folder: Path) -> list[str]:
         curves = {name: [s.curve for s in seeds if s.curve] for name, seeds in section.experiments.items()}
         if any(curves.values()):
             section.curves_png = f"{stem}-learning-curves.png"
-            plots.learning_curves({k: v for k, v in curves.items() if v}, folder / section.curves_png,
-                                  title=f"{section.env_id}: training returns")  # fmt: skip
+            plots.learning_curves(
+                {k: v for k, v in curves.items() if v},
+                folder / section.curves_png,
+                title=f"{section.env_id}: training returns",
+            )
             images.append(section.curves_png)
         evals = {
             name: [(s.label, s.returns) for s in seeds if s.returns]
@@ -190,8 +205,11 @@ def _draw(sections: list[EnvSection], folder: Path) -> list[str]:
         evals = {k: v for k, v in evals.items() if v}
         if evals:
             section.evals_png = f"{stem}-eval-returns.png"
-            plots.eval_strip(evals, folder / section.evals_png, title=f"{section.env_id}: eval returns "
-                             "(a dot per episode, a bar per seed mean)")  # fmt: skip
+            plots.eval_strip(
+                evals,
+                folder / section.evals_png,
+                title=f"{section.env_id}: eval returns (a dot per episode, a bar per seed mean)",
+            )
             images.append(section.evals_png)
     return images
 
@@ -205,12 +223,23 @@ def _render(
     from zoo.ranking import stats
     from zoo.ranking.board import COLUMNS, TEXT_COLUMNS, cells_of
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)  # fmt: skip
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
     rows = [{"row": row, "cells": cells_of(row)} for row in board.rows]
     html = env.get_template("index.html.j2").render(
-        zoo_version=zoo.__version__, columns=COLUMNS, numeric=[c not in TEXT_COLUMNS for c in COLUMNS],
-        rows=rows, sections=sections, problems=problems, runs_found=board.runs_found,
-        confidence=stats.CONFIDENCE, bootstrap=stats.BOOTSTRAP_METHOD, resamples=stats.BOOTSTRAP_RESAMPLES,
-    )  # fmt: skip
+        zoo_version=zoo.__version__,
+        columns=COLUMNS,
+        numeric=[c not in TEXT_COLUMNS for c in COLUMNS],
+        rows=rows,
+        sections=sections,
+        problems=problems,
+        runs_found=board.runs_found,
+        confidence=stats.CONFIDENCE,
+        bootstrap=stats.BOOTSTRAP_METHOD,
+        resamples=stats.BOOTSTRAP_RESAMPLES,
+    )
     path.write_text(html, encoding="utf-8")

@@ -18,9 +18,14 @@ OnEpisode = Callable[[SweepItem, int], None]
 def evaluated(item: SweepItem, eval_json: dict, seconds: float) -> Outcome:
     """The row of a run whose evaluation was written."""
     metrics = eval_json["metrics"]
-    return dataclasses.replace(item.started(), status=EVALUATED, return_mean=metrics["return_mean"],
-                               return_std=metrics["return_std"], episodes=eval_json["num_episodes"],
-                               seconds=round(seconds, 3))  # fmt: skip
+    return dataclasses.replace(
+        item.started(),
+        status=EVALUATED,
+        return_mean=metrics["return_mean"],
+        return_std=metrics["return_std"],
+        episodes=eval_json["num_episodes"],
+        seconds=round(seconds, 3),
+    )
 
 
 def run_local(items: list[SweepItem], on_run: OnRun, on_episode: OnEpisode | None = None) -> list[Outcome]:
@@ -30,8 +35,10 @@ def run_local(items: list[SweepItem], on_run: OnRun, on_episode: OnEpisode | Non
     from zoo.atomic import write_json_atomic
     from zoo.eval_session import EvalSession
 
-    pending = sorted((i for i, item in enumerate(items) if item.pending),
-                     key=lambda i: (items[i].plan.target.env_id, items[i].plan.target.entry.name, i))  # fmt: skip
+    pending = sorted(
+        (i for i, item in enumerate(items) if item.pending),
+        key=lambda i: (items[i].plan.target.env_id, items[i].plan.target.entry.name, i),
+    )
     outcomes: dict[int, Outcome] = {}
     session = EvalSession(registry=None)
     try:

@@ -49,9 +49,16 @@ class SweepResult:
         return EXIT_PROBLEM if self.count(FAILED) else EXIT_OK
 
     def to_json(self) -> dict:
-        return {"executor": self.executor, "workers": self.workers, "wall_clock_seconds": self.wall_clock_seconds,
-                "evaluated": self.count(EVALUATED), "skipped": self.count(SKIPPED), "failed": self.count(FAILED),
-                "notes": self.notes, "runs": [o.to_json() for o in self.outcomes]}  # fmt: skip
+        return {
+            "executor": self.executor,
+            "workers": self.workers,
+            "wall_clock_seconds": self.wall_clock_seconds,
+            "evaluated": self.count(EVALUATED),
+            "skipped": self.count(SKIPPED),
+            "failed": self.count(FAILED),
+            "notes": self.notes,
+            "runs": [o.to_json() for o in self.outcomes],
+        }
 
 
 def failure_message(exc: BaseException) -> str:

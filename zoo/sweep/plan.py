@@ -57,15 +57,23 @@ class SweepItem:
     def started(self) -> Outcome:
         """The outcome row of this run, filled with what its plan knows."""
         planned = self.plan
-        return Outcome(run_dir=str(self.run.path), status=FAILED,
-                       exp_name=planned.target.entry.name if planned else self.run.exp_name,
-                       env_id=planned.target.env_id if planned else self.run.env_id,
-                       run_seed=planned.target.run.seed if planned else self.run.seed,
-                       eval_json=str(planned.out_path) if planned and planned.out_path else None)  # fmt: skip
+        return Outcome(
+            run_dir=str(self.run.path),
+            status=FAILED,
+            exp_name=planned.target.entry.name if planned else self.run.exp_name,
+            env_id=planned.target.env_id if planned else self.run.env_id,
+            run_seed=planned.target.run.seed if planned else self.run.seed,
+            eval_json=str(planned.out_path) if planned and planned.out_path else None,
+        )
 
 
-def plan_sweep(paths: Iterable[Path], registry: Registry, run_filter: RunFilter, settings: SweepSettings,
-               force: bool = False) -> list[SweepItem]:  # fmt: skip
+def plan_sweep(
+    paths: Iterable[Path],
+    registry: Registry,
+    run_filter: RunFilter,
+    settings: SweepSettings,
+    force: bool = False,
+) -> list[SweepItem]:
     """Every run under ``paths`` that ``run_filter`` keeps, in path order, planned with ``settings``. A run
     whose eval.json already holds this evaluation is marked skipped unless ``force``."""
     from zoo.checker import found_runs
@@ -85,10 +93,13 @@ def plan_sweep(paths: Iterable[Path], registry: Registry, run_filter: RunFilter,
             if recorded is not None:
                 metrics = recorded.get("metrics") or {}
                 item.outcome = dataclasses.replace(
-                    item.started(), status=SKIPPED, return_mean=metrics.get("return_mean"),
-                    return_std=metrics.get("return_std"), episodes=recorded.get("num_episodes"),
+                    item.started(),
+                    status=SKIPPED,
+                    return_mean=metrics.get("return_mean"),
+                    return_std=metrics.get("return_std"),
+                    episodes=recorded.get("num_episodes"),
                     message="already evaluated (same model sha256 and settings)",
-                )  # fmt: skip
+                )
         items.append(item)
     return items
 
@@ -101,7 +112,17 @@ def plan_run(run: Run, registry: Registry, settings: SweepSettings) -> EvalPlan:
     target = target_of_run(run, registry)
     if settings.env_module:
         target = dataclasses.replace(target, env_id=qualify_env_id(target.env_id, settings.env_module))
-    return plan_eval(target, episodes=settings.episodes, num_envs=settings.num_envs, seed=settings.seed,
-                     deterministic=settings.deterministic, device=settings.device, out=DEFAULT_OUT,
-                     trust_pickle=settings.trust_pickle, trusted_wrappers=settings.trust_wrappers,
-                     engine=settings.engine, max_steps=settings.max_steps, max_seconds=settings.max_seconds)  # fmt: skip
+    return plan_eval(
+        target,
+        episodes=settings.episodes,
+        num_envs=settings.num_envs,
+        seed=settings.seed,
+        deterministic=settings.deterministic,
+        device=settings.device,
+        out=DEFAULT_OUT,
+        trust_pickle=settings.trust_pickle,
+        trusted_wrappers=settings.trust_wrappers,
+        engine=settings.engine,
+        max_steps=settings.max_steps,
+        max_seconds=settings.max_seconds,
+    )

@@ -51,8 +51,10 @@ def import_ray():
     try:
         import ray
     except ImportError:
-        raise UnsupportedError("--executor ray needs Ray, which is not installed",
-                               hint="pip install 'rl-zoo-hub[ray]', or use --executor local") from None  # fmt: skip
+        raise UnsupportedError(
+            "--executor ray needs Ray, which is not installed",
+            hint="pip install 'rl-zoo-hub[ray]', or use --executor local",
+        ) from None
     return ray
 
 
@@ -66,25 +68,37 @@ def check_address(address: str) -> None:
     except ValueError:
         port = None
     if not parts.hostname or port is None:
-        raise UsageError(f"--address {address}: not HOST:PORT", hint="for example --address 10.0.0.5:6379, "
-                         "ray://10.0.0.5:10001, or auto")  # fmt: skip
+        raise UsageError(
+            f"--address {address}: not HOST:PORT",
+            hint="for example --address 10.0.0.5:6379, ray://10.0.0.5:10001, or auto",
+        )
     try:
         socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT).close()
     except OSError as exc:
-        raise NetworkError(f"no Ray cluster answers at {address} ({exc.strerror or exc})",
-                           hint="start one there with `ray start --head`, or drop --address for a local Ray") from None  # fmt: skip
+        raise NetworkError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc})",
+            hint="start one there with `ray start --head`, or drop --address for a local Ray",
+        ) from None
 
 
-def run_ray(items: list[SweepItem], on_run: OnRun, *, address: str | None = None, num_cpus: int | None = None,
-            num_gpus: float = 0) -> tuple[list[Outcome], int]:  # fmt: skip
+def run_ray(
+    items: list[SweepItem],
+    on_run: OnRun,
+    *,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    num_gpus: float = 0,
+) -> tuple[list[Outcome], int]:
     """Evaluate the pending items on Ray and write their eval.json files: every run's outcome, in the
     items' order, and the number of workers used. ``num_cpus``: actors to run, one CPU each (default: every
     CPU of the local Ray or the cluster); ``num_gpus``: GPUs shared evenly among them (the runs then
     evaluate on ``cuda``). Without ``address`` a local Ray is started with ``num_cpus``/``num_gpus``, and
     stopped after; a Ray the caller already initialized is used as it is."""
     ray = import_ray()
-    pending = sorted((i for i, item in enumerate(items) if item.pending),
-                     key=lambda i: (items[i].plan.target.env_id, items[i].plan.target.entry.name, i))  # fmt: skip
+    pending = sorted(
+        (i for i, item in enumerate(items) if item.pending),
+        key=lambda i: (items[i].plan.target.env_id, items[i].plan.target.entry.name, i),
+    )
     outcomes: dict[int, Outcome] = {}
     if not pending:
         return [item.outcome for item in items], 0
@@ -109,8 +123,16 @@ def run_ray(items: list[SweepItem], on_run: OnRun, *, address: str | None = None
     return [outcomes.get(i, item.outcome) for i, item in enumerate(items)], workers
 
 
-def _schedule(ray, actor_class, items: list[SweepItem], pending: list[int], outcomes: dict[int, Outcome],
-              workers: int, device: str | None, on_run: OnRun) -> None:  # fmt: skip
+def _schedule(
+    ray,
+    actor_class,
+    items: list[SweepItem],
+    pending: list[int],
+    outcomes: dict[int, Outcome],
+    workers: int,
+    device: str | None,
+    on_run: OnRun,
+) -> None:
     """Keep every actor busy until the queue is empty; replace an actor that died."""
     from zoo.atomic import write_json_atomic
 
@@ -123,8 +145,9 @@ def _schedule(ray, actor_class, items: list[SweepItem], pending: list[int], outc
                 actor, index = idle.pop(), queue.popleft()
                 planned = items[index].plan
                 if device is not None:  # the driver may have no GPU: the plan's device is the workers'
-                    planned = dataclasses.replace(planned, device=device,
-                                                  options=dataclasses.replace(planned.options, device=device))  # fmt: skip
+                    planned = dataclasses.replace(
+                        planned, device=device, options=dataclasses.replace(planned.options, device=device)
+                    )
                 in_flight[actor.run.remote(planned)] = (actor, index, time.perf_counter())
             (ref,), _ = ray.wait(list(in_flight), num_returns=1)
             actor, index, start = in_flight.pop(ref)

@@ -19,18 +19,35 @@ if TYPE_CHECKING:
 
 def fingerprint(planned: EvalPlan) -> dict:
     """What an evaluation's result depends on, as its eval.json records it."""
-    return {"model_sha256": planned.model_sha256, "task": planned.target.env_id,
-            "exp_name": planned.target.entry.name, "num_episodes": planned.episodes,
-            "num_envs": max(1, min(planned.num_envs, planned.episodes)), "seed": planned.seed,
-            "deterministic": planned.deterministic, "device": planned.device,
-            "settings": _deciding(planned.settings)}  # fmt: skip
+    return {
+        "model_sha256": planned.model_sha256,
+        "task": planned.target.env_id,
+        "exp_name": planned.target.entry.name,
+        "num_episodes": planned.episodes,
+        "num_envs": max(1, min(planned.num_envs, planned.episodes)),
+        "seed": planned.seed,
+        "deterministic": planned.deterministic,
+        "device": planned.device,
+        "settings": _deciding(planned.settings),
+    }
 
 
 def recorded_fingerprint(eval_json: dict) -> dict:
     """The same fields, read from an eval.json (missing ones are None, and then never match)."""
-    recorded = {key: eval_json.get(key) for key in
-                ("model_sha256", "task", "exp_name", "num_episodes", "num_envs", "seed", "deterministic", "device",
-                 "settings")}  # fmt: skip
+    recorded = {
+        key: eval_json.get(key)
+        for key in (
+            "model_sha256",
+            "task",
+            "exp_name",
+            "num_episodes",
+            "num_envs",
+            "seed",
+            "deterministic",
+            "device",
+            "settings",
+        )
+    }
     if isinstance(recorded["settings"], dict):
         recorded["settings"] = _deciding(recorded["settings"])
     return recorded

@@ -19,11 +19,21 @@ if TYPE_CHECKING:
 EXECUTORS = ("local", "ray")
 
 
-def run_sweep(paths: Iterable[Path], registry: Registry, run_filter: RunFilter, settings: SweepSettings, *,
-              force: bool = False, executor: str = "local", address: str | None = None,
-              num_cpus: int | None = None, num_gpus: float = 0,
-              on_planned: Callable[[list[SweepItem]], None] | None = None, on_run: OnRun | None = None,
-              on_episode: OnEpisode | None = None) -> SweepResult:  # fmt: skip
+def run_sweep(
+    paths: Iterable[Path],
+    registry: Registry,
+    run_filter: RunFilter,
+    settings: SweepSettings,
+    *,
+    force: bool = False,
+    executor: str = "local",
+    address: str | None = None,
+    num_cpus: int | None = None,
+    num_gpus: float = 0,
+    on_planned: Callable[[list[SweepItem]], None] | None = None,
+    on_run: OnRun | None = None,
+    on_episode: OnEpisode | None = None,
+) -> SweepResult:
     """Evaluate every run found under ``paths`` (see :func:`zoo.api.evaluate_all`). ``on_planned`` gets the
     planned items before any rollout (skipped and unplannable runs already decided), ``on_run`` each outcome
     as it is decided, ``on_episode`` the local executor's episodes."""

@@ -35,15 +35,18 @@ def read_cfgs(path: str | Path) -> list[dict[str, Any]]:
     """The five config dicts of a Genesis ``cfgs.pkl``; one-line errors for a file that is anything else."""
     path = Path(path)
     raw = limits.read_pickle_file(path, "a pickled config")
-    data = checked_loads(raw, (), path,
-                         unknown_hint="zoo decodes cfgs.pkl only when it holds plain dicts, lists and numbers")  # fmt: skip
+    data = checked_loads(
+        raw, (), path, unknown_hint="zoo decodes cfgs.pkl only when it holds plain dicts, lists and numbers"
+    )
     if (
         not isinstance(data, list)
         or len(data) != len(CFG_NAMES)
         or not all(isinstance(d, dict) for d in data)
     ):
-        raise BrokenFile(f"{path}: expected Genesis' list of 5 config dicts [{', '.join(CFG_NAMES)}], got {_shape(data)}",
-                         hint="point zoo at the cfgs.pkl a Genesis *_train.py script wrote")  # fmt: skip
+        raise BrokenFile(
+            f"{path}: expected Genesis' list of 5 config dicts [{', '.join(CFG_NAMES)}], got {_shape(data)}",
+            hint="point zoo at the cfgs.pkl a Genesis *_train.py script wrote",
+        )
     return data
 
 

@@ -90,10 +90,21 @@ def _quiet(_line: str) -> None:
 class Watcher:
     """The polling loop over one run dir (:meth:`poll` is one look; :meth:`run` polls until a stop rule)."""
 
-    def __init__(self, run_dir: Path, registry: Registry, session: EvalSession, *, every: int = 1,
-                 until: int | None = None, idle: float | None = None, retries: int = RETRIES,
-                 exp_name: str | None = None, notify: Callable[[str], None] = _quiet,
-                 on_eval: Callable[[dict], None] = _quiet, clock: Callable[[], float] = time.monotonic):  # fmt: skip
+    def __init__(
+        self,
+        run_dir: Path,
+        registry: Registry,
+        session: EvalSession,
+        *,
+        every: int = 1,
+        until: int | None = None,
+        idle: float | None = None,
+        retries: int = RETRIES,
+        exp_name: str | None = None,
+        notify: Callable[[str], None] = _quiet,
+        on_eval: Callable[[dict], None] = _quiet,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.run_dir, self.registry, self.session = run_dir, registry, session
         self.every, self.until, self.idle, self.retries = every, until, idle, retries
         self.exp_name, self.notify, self.on_eval, self.clock = exp_name, notify, on_eval, clock
@@ -145,15 +156,19 @@ class Watcher:
                 self._said_waiting = True
             return None
         if len(claims) > 1:
-            raise UsageError(f"{self.run_dir} holds checkpoints of {' and '.join(sorted(claims))}",
-                             hint="pass --exp-name to say which run to follow, or give the folder of one run")  # fmt: skip
+            raise UsageError(
+                f"{self.run_dir} holds checkpoints of {' and '.join(sorted(claims))}",
+                hint="pass --exp-name to say which run to follow, or give the folder of one run",
+            )
         name, found = next(iter(claims.items()))
         adapter = get_adapter(name)
         self.records.check_owned(adapter.best_model_files(self.run_dir, found[0]))
         best = self.records.best
         kept = f", best {best['return_mean']:.2f} at step {best['step']}" if best else ""
-        self.notify(f"following the {name} run in {self.run_dir}: {len(found)} checkpoint"
-                    f"{'s' if len(found) != 1 else ''} so far, {len(self.records.lines)} in evals.jsonl{kept}")  # fmt: skip
+        self.notify(
+            f"following the {name} run in {self.run_dir}: {len(found)} checkpoint"
+            f"{'s' if len(found) != 1 else ''} so far, {len(self.records.lines)} in evals.jsonl{kept}"
+        )
         self.adapter = adapter
         return adapter
 
@@ -198,12 +213,19 @@ class Watcher:
                 named = why if checkpoint.model_file.name in why else f"{source}: {why}"
                 self.notify(f"{named} (try {seen.attempts} of {self.retries}; again at the next poll)")
                 return
-            line = self.records.add_failure(exc, step=checkpoint.step, source=source, sha256=seen.sha256,
-                                            attempts=seen.attempts)  # fmt: skip
+            line = self.records.add_failure(
+                exc, step=checkpoint.step, source=source, sha256=seen.sha256, attempts=seen.attempts
+            )
         else:
             step = checkpoint.step if checkpoint.step is not None else logged_step(target)
-            line = self.records.add(result, step=step, source=source, sha256=seen.sha256,
-                                    files=adapter.best_model_files(self.run_dir, checkpoint), digests=seen.digests)  # fmt: skip
+            line = self.records.add(
+                result,
+                step=step,
+                source=source,
+                sha256=seen.sha256,
+                files=adapter.best_model_files(self.run_dir, checkpoint),
+                digests=seen.digests,
+            )
         seen.state = DONE
         self.evaluations.append(line)
         self.on_eval(line)
@@ -234,8 +256,10 @@ class Watcher:
         the every-K rule skipped it. A folder no framework ever claimed is an error."""
         if self.adapter is None:
             hints = "; ".join(get_adapter(name).layout_hint for name in frameworks(self.registry))
-            raise ZooError(f"no checkpoint zoo recognizes appeared in {self.run_dir} in {self.idle:g} s",
-                           hint=f"give the folder the trainer saves checkpoints into; zoo follows {hints}")  # fmt: skip
+            raise ZooError(
+                f"no checkpoint zoo recognizes appeared in {self.run_dir} in {self.idle:g} s",
+                hint=f"give the folder the trainer saves checkpoints into; zoo follows {hints}",
+            )
         newest = self.seen.get(self.listed[-1].model_file) if self.listed else None
         if newest is not None and newest.state == SKIPPED:
             newest.state = DUE
@@ -244,23 +268,48 @@ class Watcher:
         self.stopped = self.stopped or "idle"
 
     def result(self) -> WatchResult:
-        return WatchResult(self.run_dir, self.adapter.name if self.adapter else None, self.evaluations,
-                           self.records.best, self.stopped or "idle")  # fmt: skip
+        return WatchResult(
+            self.run_dir,
+            self.adapter.name if self.adapter else None,
+            self.evaluations,
+            self.records.best,
+            self.stopped or "idle",
+        )
 
 
-def watch_run(run_dir: Path, registry: Registry, *, every: int = 1, episodes: int | None = None,
-              num_envs: int = 8, seed: int = 0, until: int | None = None, idle: float | None = None,
-              poll: float = 5.0, device: str = "cpu", nice: int = 10, max_cpu: int | None = 1,
-              sched_idle: bool = False, retries: int = RETRIES, max_steps: int | None = None,
-              max_seconds: float | None = None, exp_name: str | None = None, env_id: str | None = None,
-              notify: Callable[[str], None] = _quiet, on_eval: Callable[[dict], None] = _quiet) -> WatchResult:  # fmt: skip
+def watch_run(
+    run_dir: Path,
+    registry: Registry,
+    *,
+    every: int = 1,
+    episodes: int | None = None,
+    num_envs: int = 8,
+    seed: int = 0,
+    until: int | None = None,
+    idle: float | None = None,
+    poll: float = 5.0,
+    device: str = "cpu",
+    nice: int = 10,
+    max_cpu: int | None = 1,
+    sched_idle: bool = False,
+    retries: int = RETRIES,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    notify: Callable[[str], None] = _quiet,
+    on_eval: Callable[[dict], None] = _quiet,
+) -> WatchResult:
     """Check the settings, lower this process's priority, and follow the run (see the module docstring)."""
     if run_dir.name in ("", ".."):  # "." or "..": a run is known by its folder's name (CleanRL's, skrl's)
         run_dir = run_dir.resolve()
     if not run_dir.is_dir():
         what = "is not a folder" if run_dir.exists() else "does not exist"
-        raise UsageError(f"run dir {run_dir} {what}", hint="give the folder the trainer saves its checkpoints "
-                         "into (create it first when the trainer has not yet)")  # fmt: skip
+        raise UsageError(
+            f"run dir {run_dir} {what}",
+            hint="give the folder the trainer saves its checkpoints "
+            "into (create it first when the trainer has not yet)",
+        )
     check_writable(run_dir / EVALS_FILE, "RUN_DIR's evals.jsonl")
     for flag, value, low in (("--every", every, 1), ("--retries", retries, 1), ("--num-envs", num_envs, 1)):
         if value < low:
@@ -271,10 +320,29 @@ def watch_run(run_dir: Path, registry: Registry, *, every: int = 1, episodes: in
     lowered = lower_priority(nice, max_cpu, sched_idle)
     if lowered:
         notify(f"priority: {', '.join(lowered)}")
-    session = EvalSession(registry, episodes=episodes, num_envs=num_envs, seed=seed, device=device,
-                          exp_name=exp_name, env_id=env_id, max_steps=max_steps, max_seconds=max_seconds)  # fmt: skip
-    watcher = Watcher(run_dir, registry, session, every=every, until=until, idle=idle, retries=retries,
-                      exp_name=exp_name, notify=notify, on_eval=on_eval)  # fmt: skip
+    session = EvalSession(
+        registry,
+        episodes=episodes,
+        num_envs=num_envs,
+        seed=seed,
+        device=device,
+        exp_name=exp_name,
+        env_id=env_id,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+    )
+    watcher = Watcher(
+        run_dir,
+        registry,
+        session,
+        every=every,
+        until=until,
+        idle=idle,
+        retries=retries,
+        exp_name=exp_name,
+        notify=notify,
+        on_eval=on_eval,
+    )
     return watcher.run(poll)
 
 

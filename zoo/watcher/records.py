@@ -60,9 +60,12 @@ class Recorded:
             "evaluations": len(self.lines),
             "failed": sum(line["status"] == FAILED for line in self.lines),
             "last_step": self.lines[-1].get("step") if self.lines else None,
-            "best": {key: best.get(key) for key in ("model", "step", "return_mean", "return_std", "success_rate")}
-            if best else None,
-        }  # fmt: skip
+            "best": {
+                key: best.get(key) for key in ("model", "step", "return_mean", "return_std", "success_rate")
+            }
+            if best
+            else None,
+        }
 
 
 def _number(value: Any) -> bool:
@@ -168,8 +171,10 @@ def _interrupts_held() -> Iterator[None]:
 
 
 def _unwritable(run_dir: Path, exc: OSError) -> ZooError:
-    return ZooError(f"cannot write into {run_dir}: {exc.strerror or exc}",
-                    hint="free space or fix permissions; a restarted watch goes on where it stopped")  # fmt: skip
+    return ZooError(
+        f"cannot write into {run_dir}: {exc.strerror or exc}",
+        hint="free space or fix permissions; a restarted watch goes on where it stopped",
+    )
 
 
 def _now() -> str:
@@ -198,21 +203,43 @@ class RunRecords:
             return
         theirs = [name for name in names if (self.run_dir / name).exists()]
         if theirs:
-            raise ZooError(f"{self.run_dir / theirs[0]} exists and zoo did not write it (no {BEST_META_FILE} "
-                           "beside it)", hint="move it away: zoo keeps the best checkpoint it evaluates there")  # fmt: skip
+            raise ZooError(
+                f"{self.run_dir / theirs[0]} exists and zoo did not write it (no {BEST_META_FILE} beside it)",
+                hint="move it away: zoo keeps the best checkpoint it evaluates there",
+            )
 
-    def add(self, result: EvalResult, *, step: int | None, source: str | None, sha256: str,
-            files: dict[str, Path], digests: dict[Path, str]) -> dict:  # fmt: skip
+    def add(
+        self,
+        result: EvalResult,
+        *,
+        step: int | None,
+        source: str | None,
+        sha256: str,
+        files: dict[str, Path],
+        digests: dict[Path, str],
+    ) -> dict:
         """Record one evaluation; when it beats the best so far, keep ``files`` (``{name in the run dir:
         source}``, the model first, each copied only if it still has the digest it was evaluated with)
         as the best model. Returns the evals.jsonl line (``new_best`` says which it was)."""
         metrics = result.metrics
-        line = {"step": step, "checkpoint": source, "sha256": sha256, "status": OK, "metrics": metrics,
-                "episodes": result.num_episodes, "num_envs": result.num_envs, "seed": result.seed,
-                "deterministic": result.deterministic, "env_id": result.task, "exp_name": result.exp_name,
-                "framework": result.framework, "wall_clock_seconds": result.wall_clock_seconds,
-                "truncated": sum(e.truncated for e in result.episodes),
-                "evaluated_at": result.evaluated_at, "new_best": False}  # fmt: skip
+        line = {
+            "step": step,
+            "checkpoint": source,
+            "sha256": sha256,
+            "status": OK,
+            "metrics": metrics,
+            "episodes": result.num_episodes,
+            "num_envs": result.num_envs,
+            "seed": result.seed,
+            "deterministic": result.deterministic,
+            "env_id": result.task,
+            "exp_name": result.exp_name,
+            "framework": result.framework,
+            "wall_clock_seconds": result.wall_clock_seconds,
+            "truncated": sum(e.truncated for e in result.episodes),
+            "evaluated_at": result.evaluated_at,
+            "new_best": False,
+        }
         with _interrupts_held():
             if beats(metrics, self.best):
                 try:
@@ -223,12 +250,21 @@ class RunRecords:
             self._append(line)
         return line
 
-    def add_failure(self, error: BaseException, *, step: int | None, source: str | None, sha256: str,
-                    attempts: int) -> dict:  # fmt: skip
+    def add_failure(
+        self, error: BaseException, *, step: int | None, source: str | None, sha256: str, attempts: int
+    ) -> dict:
         """Record a checkpoint that could not be evaluated in ``attempts`` tries: it is not tried again."""
         message = error.message if isinstance(error, ZooError) else f"{type(error).__name__}: {error}"
-        line = {"step": step, "checkpoint": source, "sha256": sha256, "status": FAILED, "error": message,
-                "hint": getattr(error, "hint", None), "attempts": attempts, "evaluated_at": _now()}  # fmt: skip
+        line = {
+            "step": step,
+            "checkpoint": source,
+            "sha256": sha256,
+            "status": FAILED,
+            "error": message,
+            "hint": getattr(error, "hint", None),
+            "attempts": attempts,
+            "evaluated_at": _now(),
+        }
         with _interrupts_held():
             self._append(line)
         return line
@@ -241,8 +277,15 @@ class RunRecords:
         self.lines.append(line)
         self._recorded.add(line["sha256"])
 
-    def _keep_best(self, result: EvalResult, step: int | None, source: str | None, sha256: str,
-                   files: dict[str, Path], digests: dict[Path, str]) -> dict:  # fmt: skip
+    def _keep_best(
+        self,
+        result: EvalResult,
+        step: int | None,
+        source: str | None,
+        sha256: str,
+        files: dict[str, Path],
+        digests: dict[Path, str],
+    ) -> dict:
         """Copy the best model's files (the model last of them), then write its meta."""
         model = next(iter(files))
         stale = set(self.best["files"]) - set(files) if self.best else set()
@@ -257,10 +300,19 @@ class RunRecords:
         if source is None:  # evaluated in memory: the copy is the one file that holds this model
             payload["checkpoint"] = str(self.run_dir / model)
         metrics = payload["metrics"]
-        meta = {"model": model, "files": list(files), "step": step, "source_checkpoint": source,
-                "source_sha256": sha256, "seed": result.seed, "episodes": result.num_episodes,
-                **{key: metrics[key] for key in _STATS}, "eval": payload, "written_at": _now(),
-                "zoo_version": zoo.__version__}  # fmt: skip
+        meta = {
+            "model": model,
+            "files": list(files),
+            "step": step,
+            "source_checkpoint": source,
+            "source_sha256": sha256,
+            "seed": result.seed,
+            "episodes": result.num_episodes,
+            **{key: metrics[key] for key in _STATS},
+            "eval": payload,
+            "written_at": _now(),
+            "zoo_version": zoo.__version__,
+        }
         try:
             write_json_atomic(self.run_dir / BEST_META_FILE, meta)
         except OSError as exc:

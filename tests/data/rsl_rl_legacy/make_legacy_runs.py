@@ -140,9 +140,21 @@ def train(run_dir: Path, cfg: dict, runner_class, tensordict: bool, teacher: Pat
 
 
 def ppo_algorithm() -> dict:
-    return {"class_name": "PPO", "num_learning_epochs": 2, "num_mini_batches": 2, "learning_rate": 1e-3,
-            "clip_param": 0.2, "entropy_coef": 0.0, "gamma": 0.99, "lam": 0.95, "max_grad_norm": 1.0,
-            "value_loss_coef": 1.0, "use_clipped_value_loss": True, "desired_kl": 0.01, "schedule": "adaptive"}  # fmt: skip
+    return {
+        "class_name": "PPO",
+        "num_learning_epochs": 2,
+        "num_mini_batches": 2,
+        "learning_rate": 1e-3,
+        "clip_param": 0.2,
+        "entropy_coef": 0.0,
+        "gamma": 0.99,
+        "lam": 0.95,
+        "max_grad_norm": 1.0,
+        "value_loss_coef": 1.0,
+        "use_clipped_value_loss": True,
+        "desired_kl": 0.01,
+        "schedule": "adaptive",
+    }
 
 
 def genesis_2_2_4() -> None:
@@ -150,16 +162,28 @@ def genesis_2_2_4() -> None:
     from rsl_rl.runners import OnPolicyRunner
 
     for kind in ("mlp", "lstm"):
-        policy = {"activation": "elu", "actor_hidden_dims": [32, 32], "critic_hidden_dims": [32, 32],
-                  "init_noise_std": 1.0, "class_name": "ActorCritic"}  # fmt: skip
+        policy = {
+            "activation": "elu",
+            "actor_hidden_dims": [32, 32],
+            "critic_hidden_dims": [32, 32],
+            "init_noise_std": 1.0,
+            "class_name": "ActorCritic",
+        }
         if kind == "lstm":
             policy.update(
                 class_name="ActorCriticRecurrent", rnn_type="lstm", rnn_hidden_size=16, rnn_num_layers=1
             )
-        train_cfg = {"algorithm": ppo_algorithm(), "init_member_classes": {}, "policy": policy,
-                     "runner": {"experiment_name": f"pendulum-{kind}", "max_iterations": 2, "seed": SEED},
-                     "runner_class_name": "OnPolicyRunner", "num_steps_per_env": 32, "save_interval": 100,
-                     "empirical_normalization": True, "seed": SEED}  # fmt: skip
+        train_cfg = {
+            "algorithm": ppo_algorithm(),
+            "init_member_classes": {},
+            "policy": policy,
+            "runner": {"experiment_name": f"pendulum-{kind}", "max_iterations": 2, "seed": SEED},
+            "runner_class_name": "OnPolicyRunner",
+            "num_steps_per_env": 32,
+            "save_interval": 100,
+            "empirical_normalization": True,
+            "seed": SEED,
+        }
         run_dir = HERE / "logs" / f"pendulum-{kind}-2.2.4"
         run_dir.mkdir(parents=True, exist_ok=True)
         env_cfg = {"num_actions": 1, "episode_length_s": 10.0, "clip_actions": 100.0}
@@ -177,21 +201,49 @@ def isaaclab_3_1_1() -> None:
     """rsl-rl-lib 3.1.1 (Isaac Lab 2.x): a log-std MLP actor, then a student distilled from it."""
     from rsl_rl.runners import DistillationRunner, OnPolicyRunner
 
-    policy = {"class_name": "ActorCritic", "activation": "elu", "actor_hidden_dims": [32, 32],
-              "critic_hidden_dims": [32, 32], "init_noise_std": 1.0, "noise_std_type": "log",
-              "actor_obs_normalization": True, "critic_obs_normalization": True}  # fmt: skip
-    cfg = {"seed": SEED, "num_steps_per_env": 32, "save_interval": 100, "clip_actions": None,
-           "obs_groups": {"policy": ["policy"], "critic": ["policy"]}, "algorithm": ppo_algorithm(),
-           "policy": policy}  # fmt: skip
+    policy = {
+        "class_name": "ActorCritic",
+        "activation": "elu",
+        "actor_hidden_dims": [32, 32],
+        "critic_hidden_dims": [32, 32],
+        "init_noise_std": 1.0,
+        "noise_std_type": "log",
+        "actor_obs_normalization": True,
+        "critic_obs_normalization": True,
+    }
+    cfg = {
+        "seed": SEED,
+        "num_steps_per_env": 32,
+        "save_interval": 100,
+        "clip_actions": None,
+        "obs_groups": {"policy": ["policy"], "critic": ["policy"]},
+        "algorithm": ppo_algorithm(),
+        "policy": policy,
+    }
     ppo_dir = HERE / "logs" / "rsl_rl" / "pendulum_ppo_3.1.1" / "2025-06-01_12-00-00"
     teacher = train(ppo_dir, cfg, OnPolicyRunner, tensordict=True)
-    distill = {"seed": SEED, "num_steps_per_env": 32, "save_interval": 100, "clip_actions": None,
-               "obs_groups": {"policy": ["policy"], "teacher": ["policy"]},
-               "algorithm": {"class_name": "Distillation", "num_learning_epochs": 2, "learning_rate": 1e-3,
-                             "gradient_length": 15},
-               "policy": {"class_name": "StudentTeacher", "activation": "elu", "student_hidden_dims": [32, 32],
-                          "teacher_hidden_dims": [32, 32], "student_obs_normalization": True,
-                          "teacher_obs_normalization": True, "init_noise_std": 0.1}}  # fmt: skip
+    distill = {
+        "seed": SEED,
+        "num_steps_per_env": 32,
+        "save_interval": 100,
+        "clip_actions": None,
+        "obs_groups": {"policy": ["policy"], "teacher": ["policy"]},
+        "algorithm": {
+            "class_name": "Distillation",
+            "num_learning_epochs": 2,
+            "learning_rate": 1e-3,
+            "gradient_length": 15,
+        },
+        "policy": {
+            "class_name": "StudentTeacher",
+            "activation": "elu",
+            "student_hidden_dims": [32, 32],
+            "teacher_hidden_dims": [32, 32],
+            "student_obs_normalization": True,
+            "teacher_obs_normalization": True,
+            "init_noise_std": 0.1,
+        },
+    }
     distill_dir = HERE / "logs" / "rsl_rl" / "pendulum_distill_3.1.1" / "2025-06-01_13-00-00"
     for run_dir, run_cfg in ((ppo_dir, cfg), (distill_dir, distill)):
         (run_dir / "params").mkdir(parents=True, exist_ok=True)

@@ -32,8 +32,13 @@ if TYPE_CHECKING:
 LAYOUTS = ("state_dict", "dict", "tuple", "flax")
 HEADS = ("q_values", "c51", "gaussian", "deterministic_actor", "categorical")
 #: The action space each head acts on (CleanRL's scripts assert it: "only discrete action space is supported").
-HEAD_ACTIONS = {"q_values": "Discrete", "c51": "Discrete", "categorical": "Discrete", "gaussian": "Box",
-                "deterministic_actor": "Box"}  # fmt: skip
+HEAD_ACTIONS = {
+    "q_values": "Discrete",
+    "c51": "Discrete",
+    "categorical": "Discrete",
+    "gaussian": "Box",
+    "deterministic_actor": "Box",
+}
 #: Hyperparameters CleanRL's PPO scripts compute at runtime (``batch_size = num_envs * num_steps``): logged
 #: with ``vars(args)`` but not flags to pass. DQN, C51, TD3 and DDPG take ``--batch-size`` as a real flag.
 RUNTIME_ARGS = ("minibatch_size", "num_iterations")
@@ -83,8 +88,13 @@ class CleanRLAdapter(Adapter):
     training_modules = {"torch": "torch", "gymnasium": "gymnasium"}
     train_return_tags = ("charts/episodic_return",)
     layout_hint = "CleanRL: runs/{env_id}__{exp_name}__{seed}__{time}/{exp_name}.cleanrl_model"
-    hub = HubNaming(library_name="cleanrl", display_name="CleanRL", tags=("cleanrl", "custom-implementation"),
-                    default_org="cleanrl", card_template="cleanrl")  # fmt: skip
+    hub = HubNaming(
+        library_name="cleanrl",
+        display_name="CleanRL",
+        tags=("cleanrl", "custom-implementation"),
+        default_org="cleanrl",
+        card_template="cleanrl",
+    )
 
     def entry_problem(self, raw: dict) -> tuple[str, str] | None:
         layout = raw.get("layout")
@@ -160,20 +170,27 @@ class CleanRLAdapter(Adapter):
         if run.name_problem and run.model_file is None:
             raise LayoutMismatch(run.name_problem, "pass --exp-name and --env-id, or rename the run dir")
         if run.name_problem and registry.find(run.exp_name or "") is None:  # a lone file, named otherwise
-            raise LayoutMismatch(f"cannot tell the experiment: {run.name_problem}, and {run.exp_name!r} is not "
-                                 "a registry entry", "pass --exp-name (zoo registry list shows them)")  # fmt: skip
+            raise LayoutMismatch(
+                f"cannot tell the experiment: {run.name_problem}, and {run.exp_name!r} is not "
+                "a registry entry",
+                "pass --exp-name (zoo registry list shows them)",
+            )
         entry = registry.get(run.exp_name or "")
         report.details["algorithm"] = entry.algorithm
         if run.model_file is None:
             snapshot = re.compile(rf"{re.escape(run.exp_name or '')}-offline-\d+\{MODEL_SUFFIX}")
             if run.other_model_files and all(snapshot.fullmatch(p.name) for p in run.other_model_files):
-                raise BrokenFile(f"missing model: only the offline-phase snapshots qdagger writes every 100,000 "
-                                 f"steps ({run.other_model_files[-1].name}, ...)",
-                                 "train with --save-model, or zoo eval one snapshot file with --exp-name")  # fmt: skip
+                raise BrokenFile(
+                    f"missing model: only the offline-phase snapshots qdagger writes every 100,000 "
+                    f"steps ({run.other_model_files[-1].name}, ...)",
+                    "train with --save-model, or zoo eval one snapshot file with --exp-name",
+                )
             if run.other_model_files:
                 names = ", ".join(p.name for p in run.other_model_files)
-                raise LayoutMismatch(f"exp_name mismatch: run is {run.exp_name!r}, model file is {names}",
-                                     "rename the file, or pass --exp-name")  # fmt: skip
+                raise LayoutMismatch(
+                    f"exp_name mismatch: run is {run.exp_name!r}, model file is {names}",
+                    "rename the file, or pass --exp-name",
+                )
             raise BrokenFile("missing model: no .cleanrl_model in the run dir", "train with --save-model")
         checkpoint = self.read(run, entry)
         info = checkpoint.info
@@ -193,17 +210,23 @@ class CleanRLAdapter(Adapter):
         if checkpoint.kwargs:
             report.details["model_kwargs"] = checkpoint.kwargs
         if run.env_id is None:
-            report.flag(WARNING, f"env id unknown ({run.name_problem or 'the file is not in a run dir'})",
-                        "pass --env-id")  # fmt: skip
+            report.flag(
+                WARNING,
+                f"env id unknown ({run.name_problem or 'the file is not in a run dir'})",
+                "pass --env-id",
+            )
             return
         spaces = self.env_spaces_or_warn(report, entry, run.env_id, space_kinds(entry))
         problem = spaces and (
-            flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces) if checkpoint.flax is not None
+            flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces)
+            if checkpoint.flax is not None
             else _fit_problem(checkpoint, entry, run.env_id, spaces)
-        )  # fmt: skip
+        )
         if problem:
-            raise LayoutMismatch(f"shapes do not match {entry.name} on {run.env_id}{problem[0]}: {problem[1]}",
-                                 "check the env id and exp_name of this run")  # fmt: skip
+            raise LayoutMismatch(
+                f"shapes do not match {entry.name} on {run.env_id}{problem[0]}: {problem[1]}",
+                "check the env id and exp_name of this run",
+            )
 
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
         from zoo.artifacts.torchfile import load_checkpoint
@@ -217,16 +240,18 @@ class CleanRLAdapter(Adapter):
         loaded = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
         parts, kwargs = split_parts(entry, loaded)
         spaces = self.fitting_spaces(entry, env_id, space_kinds(entry))
-        loaded_parts = CleanRLCheckpoint(checkpoint.model_file, checkpoint.format, checkpoint.size, parts=parts,
-                                         kwargs=kwargs)  # fmt: skip
+        loaded_parts = CleanRLCheckpoint(
+            checkpoint.model_file, checkpoint.format, checkpoint.size, parts=parts, kwargs=kwargs
+        )
         problem = _fit_problem(loaded_parts, entry, env_id, spaces)
         if problem:
             raise does_not_fit(env_id, problem[1] + problem[0], "check --env-id and --exp-name")
         part = entry.policy["part"]
         module = build_model(entry, part, spaces, kwargs, device=options.device)
         module.load_state_dict(parts[part])
-        return CleanRLPolicy(module, entry.policy["head"], spaces[0], spaces[1], entry.eval, options.device,
-                             options.seed)  # fmt: skip
+        return CleanRLPolicy(
+            module, entry.policy["head"], spaces[0], spaces[1], entry.eval, options.device, options.seed
+        )
 
     def _load_flax(self, checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str, options: LoadOptions):
         """A JAX script's params in zoo's torch port of its flax module (no jax needed)."""
@@ -240,8 +265,9 @@ class CleanRLAdapter(Adapter):
         module = flaxlayout.build(
             entry, part, checkpoint.parts[part], spaces, checkpoint.kwargs, options.device
         )
-        return CleanRLPolicy(module, entry.policy["head"], spaces[0], spaces[1], entry.eval, options.device,
-                             options.seed)  # fmt: skip
+        return CleanRLPolicy(
+            module, entry.policy["head"], spaces[0], spaces[1], entry.eval, options.device, options.seed
+        )
 
     def video_dir(self, run: Run, model_file: Path) -> Path:
         """CleanRL's layout: ``videos/{run_name}-eval`` beside ``runs/``."""
@@ -315,8 +341,9 @@ def space_kinds(entry: Entry) -> SpaceKinds:
     return SpaceKinds(HEAD_ACTIONS[entry.policy["head"]], reads)
 
 
-def _fit_problem(checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str,
-                 spaces: tuple) -> tuple[str, str] | None:  # fmt: skip
+def _fit_problem(
+    checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str, spaces: tuple
+) -> tuple[str, str] | None:
     """``(where, problem)`` for the first key/shape of any part that differs from the registry's model
     class (every part: what check calls ok, the loader must take)."""
     from zoo.frameworks.cleanrl.checkpoint import expected_shapes, shape_problems

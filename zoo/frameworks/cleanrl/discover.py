@@ -44,8 +44,11 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None) -> Run
     parsed = parse_run_name(run_dir.name)
     if parsed:
         run.env_id, run.exp_name, run.seed, run.started_at = (
-            parsed["env_id"], parsed["exp_name"], parsed["seed"], parsed["time"],
-        )  # fmt: skip
+            parsed["env_id"],
+            parsed["exp_name"],
+            parsed["seed"],
+            parsed["time"],
+        )
     else:
         run.name_problem = f"run name {run_dir.name!r} is not env_id__exp_name__seed__time"
     models = [e.name for e in entries if e.name.endswith(MODEL_SUFFIX) and not is_folder(e)]
@@ -79,8 +82,14 @@ def run_from_model_file(model: Path) -> Run:
                 run.other_model_files.append(run.model_file)
             run.model_file = model
         return run
-    return Run(framework="cleanrl", path=model, run_name=None, model_file=model, exp_name=model.name.split(".")[0],
-               name_problem=f"its folder {parent.name!r} is not a run dir env_id__exp_name__seed__time")  # fmt: skip
+    return Run(
+        framework="cleanrl",
+        path=model,
+        run_name=None,
+        model_file=model,
+        exp_name=model.name.split(".")[0],
+        name_problem=f"its folder {parent.name!r} is not a run dir env_id__exp_name__seed__time",
+    )
 
 
 def discover(root: Path) -> Iterator[Run]:

@@ -54,8 +54,9 @@ def split(entry: Entry, content: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per-part params trees and the model kwargs stored in ``vars(args)``."""
     layout = entry.layout
     if not isinstance(content, Mapping):
-        raise LayoutMismatch(f"{entry.name} files hold a tree of params, this one holds a "
-                             f"{type(content).__name__}", _HINT)  # fmt: skip
+        raise LayoutMismatch(
+            f"{entry.name} files hold a tree of params, this one holds a {type(content).__name__}", _HINT
+        )
     parts = {part: at_path(content, layout["paths"][part], entry.name) for part in layout["parts"]}
     kwargs: dict[str, Any] = {}
     if "args_path" in layout:
@@ -89,8 +90,11 @@ def fit_problem(entry: Entry, parts: dict[str, Any], kwargs: dict, spaces: tuple
         expected = port(entry, part).flax_shapes(*spaces, **kwargs)
         found = tensor_shapes(tree)
         problems = [f"missing {k}" for k in expected if k not in found]
-        problems += [f"{k} is {found[k]} in the file, the env needs {expected[k]}"
-                     for k in expected if k in found and found[k] != expected[k]]  # fmt: skip
+        problems += [
+            f"{k} is {found[k]} in the file, the env needs {expected[k]}"
+            for k in expected
+            if k in found and found[k] != expected[k]
+        ]
         problems += [f"unexpected {k}" for k in found if k not in expected]
         if problems:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -213,5 +213,6 @@ class CleanRLPolicy:
         if self.head == "gaussian":
             return ExportSpec(module.actor_mean, obs_shape, groups, None, baked=["Gaussian mean"])
         low, high = self._low.tolist(), self._high.tolist()
-        return ExportSpec(module, obs_shape, groups, None,
-                          baked=[f"tanh rescaled to the action bounds [{low}, {high}]"])  # fmt: skip
+        return ExportSpec(
+            module, obs_shape, groups, None, baked=[f"tanh rescaled to the action bounds [{low}, {high}]"]
+        )

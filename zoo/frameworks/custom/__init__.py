@@ -41,8 +41,10 @@ class CustomAdapter(Adapter):
     name = "custom"
     #: Required of every adapter; a lone pickle or a class has no events file, so it is never read.
     train_return_tags = ("charts/episodic_return",)
-    layout_hint = ("custom: a pickled policy object named on the command line (policy.pickle), or your class: "
-                   "zoo eval --policy-class module:Class --env-id ENV")  # fmt: skip
+    layout_hint = (
+        "custom: a pickled policy object named on the command line (policy.pickle), or your class: "
+        "zoo eval --policy-class module:Class --env-id ENV"
+    )
     hub = HubNaming(library_name="custom", display_name="custom code", tags=("custom-implementation",))
     takes_policy_class = True
 
@@ -85,8 +87,12 @@ class CustomAdapter(Adapter):
         report.details["globals"] = [f"{module}.{name}" for module, name in facts.globals]
         if facts.dangerous:
             raise pickled.refusal(facts, checkpoint.model_file)
-        report.flag(WARNING, pickled.describe_untrusted(facts), f"if you trust it: zoo eval {checkpoint.model_file} "
-                    f"--exp-name {entry.name} --env-id ENV --trust-pickle")  # fmt: skip
+        report.flag(
+            WARNING,
+            pickled.describe_untrusted(facts),
+            f"if you trust it: zoo eval {checkpoint.model_file} "
+            f"--exp-name {entry.name} --env-id ENV --trust-pickle",
+        )
         if run.env_id is None:
             report.flag(WARNING, "env id unknown (a lone file)", "pass --env-id")
 
@@ -111,8 +117,10 @@ class CustomAdapter(Adapter):
         assert isinstance(checkpoint, CustomCheckpoint)
         spec = self.env_spec(entry, env_id)
         if isinstance(spec, TensorEnvSpec):
-            raise UnsupportedError(f"{env_id} is a batched tensor task; custom policies are evaluated on gymnasium "
-                                   "envs", hint="pass a gymnasium --env-id")  # fmt: skip
+            raise UnsupportedError(
+                f"{env_id} is a batched tensor task; custom policies are evaluated on gymnasium envs",
+                hint="pass a gymnasium --env-id",
+            )
         spaces = probe_spaces(spec)
         path = checkpoint.model_file
         if options.policy_class:
@@ -127,8 +135,10 @@ class CustomAdapter(Adapter):
                 obj, method, *spaces, name=cls.__qualname__, env_id=env_id, who="your policy class"
             )
         if path is None or checkpoint.facts is None:
-            raise UsageError("a custom target with no file needs a policy class", hint="pass --policy-class "
-                             "module:Class, or a pickled policy file")  # fmt: skip
+            raise UsageError(
+                "a custom target with no file needs a policy class",
+                hint="pass --policy-class module:Class, or a pickled policy file",
+            )
         problem = pickled.problem(checkpoint.facts, path)
         if problem:
             raise problem

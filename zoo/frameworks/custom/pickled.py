@@ -66,8 +66,12 @@ def read(path: Path) -> PickleFacts:
     if head != b"\x80":  # the PROTO opcode every protocol 2+ pickle starts with
         return PickleFacts(size, is_pickle=False)
     if size > limits.MAX_PICKLE_BYTES:
-        return PickleFacts(size, True, scan_error=f"{limits.mib(size)}, over zoo's {limits.mib(limits.MAX_PICKLE_BYTES)} "
-                           "bound for a pickled policy")  # fmt: skip
+        return PickleFacts(
+            size,
+            True,
+            scan_error=f"{limits.mib(size)}, over zoo's {limits.mib(limits.MAX_PICKLE_BYTES)} "
+            "bound for a pickled policy",
+        )
     data = limits.read_pickle_file(path, "a pickled policy")
     scan = scan_pickles(data)
     return PickleFacts(size, True, data, list(dict.fromkeys(scan.globals)), scan.error)
@@ -76,25 +80,32 @@ def read(path: Path) -> PickleFacts:
 def problem(facts: PickleFacts, path: Path) -> ZooError | None:
     """Why the file cannot be a pickled policy, trusted or not: not a pickle, a broken one, or plain data."""
     if not facts.is_pickle:
-        return LayoutMismatch(f"{path}: not a pickle", hint="a custom file is a pickled policy object (pickle.dump); "
-                              "weights your own class reads: add --policy-class module:Class (its load(path) "
-                              "reads the file)")  # fmt: skip
+        return LayoutMismatch(
+            f"{path}: not a pickle",
+            hint="a custom file is a pickled policy object (pickle.dump); "
+            "weights your own class reads: add --policy-class module:Class (its load(path) "
+            "reads the file)",
+        )
     if facts.scan_error:
         return BrokenFile(f"{path}: the pickle cannot be read to its end ({facts.scan_error})")
     if not facts.classes and not facts.dangerous:
-        return LayoutMismatch(f"{path}: holds plain data (no object with an action method)",
-                              hint="have a class of yours read it: --policy-class module:Class with a load(path) "
-                              "method")  # fmt: skip
+        return LayoutMismatch(
+            f"{path}: holds plain data (no object with an action method)",
+            hint="have a class of yours read it: --policy-class module:Class with a load(path) method",
+        )
     return None
 
 
 def refusal(facts: PickleFacts, path: Path) -> RefusedError:
     """The loader's answer without ``--trust-pickle``: what the file would run, named without running it."""
     if facts.dangerous:
-        return RefusedError(f"{path}: unsafe pickle, loading it would call {', '.join(facts.dangerous)}",
-                            hint=UNSAFE_HINT)  # fmt: skip
-    return RefusedError(f"{path}: a pickled object; loading it imports {_names(facts.classes)} and runs their code",
-                        hint=_TRUST_HINT)  # fmt: skip
+        return RefusedError(
+            f"{path}: unsafe pickle, loading it would call {', '.join(facts.dangerous)}", hint=UNSAFE_HINT
+        )
+    return RefusedError(
+        f"{path}: a pickled object; loading it imports {_names(facts.classes)} and runs their code",
+        hint=_TRUST_HINT,
+    )
 
 
 def describe_untrusted(facts: PickleFacts) -> str:
@@ -109,8 +120,10 @@ def load_trusted(facts: PickleFacts, path: Path) -> Any:
     try:
         return pickle.loads(facts.data)  # noqa: S301 - the user trusts this file (--trust-pickle)
     except ModuleNotFoundError as exc:
-        raise ZooError(f"{path}: unpickling needs the module {exc.name!r}, which is not installed",
-                       hint="install the library that defined the object (an MJRL policy needs mjrl)") from None  # fmt: skip
+        raise ZooError(
+            f"{path}: unpickling needs the module {exc.name!r}, which is not installed",
+            hint="install the library that defined the object (an MJRL policy needs mjrl)",
+        ) from None
     except Exception as exc:  # noqa: BLE001 - the object's own code failed while it was rebuilt
         raise user_error(exc, f"pickle.loads of {path.name}", who="your pickled policy") from None
 

@@ -22,8 +22,10 @@ import numpy as np
 from zoo.errors import LayoutMismatch, ZooError
 from zoo.frameworks.custom.userclass import call_user
 
-_FIT_HINT = ("return one action per observation, inside the env's action space: zoo never clips, rounds or "
-             "reshapes one (docs/frameworks/custom.md)")  # fmt: skip
+_FIT_HINT = (
+    "return one action per observation, inside the env's action space: zoo never clips, rounds or "
+    "reshapes one (docs/frameworks/custom.md)"
+)
 
 
 class CustomPolicy:
@@ -31,8 +33,17 @@ class CustomPolicy:
 
     is_recurrent = False
 
-    def __init__(self, obj: Any, method: str, observation_space: Any, action_space: Any, *, name: str,
-                 env_id: str, who: str) -> None:  # fmt: skip
+    def __init__(
+        self,
+        obj: Any,
+        method: str,
+        observation_space: Any,
+        action_space: Any,
+        *,
+        name: str,
+        env_id: str,
+        who: str,
+    ) -> None:
         self.obj, self.method, self.name, self.env_id, self.who = obj, method, name, env_id, who
         self.observation_space, self.action_space = observation_space, action_space
         self.batches = 0  # batches of actions returned so far (the first one is checked before any step)
@@ -45,8 +56,11 @@ class CustomPolicy:
             which = (
                 f"actions in batch {self.batches + 1}" if self.batches else "first actions (before any step)"
             )
-            raise LayoutMismatch(f"{self.name}.{self.method}'s {which} do not fit {self.env_id}'s action space "
-                                 f"{self.action_space}: {problem}", hint=_FIT_HINT)  # fmt: skip
+            raise LayoutMismatch(
+                f"{self.name}.{self.method}'s {which} do not fit {self.env_id}'s action space "
+                f"{self.action_space}: {problem}",
+                hint=_FIT_HINT,
+            )
         self.batches += 1
         return _as_space_dtype(actions, self.action_space), None
 
@@ -57,23 +71,38 @@ class CustomPolicy:
         fn = getattr(self.obj, self.method)
         called = f"{self.name}.{self.method}"
         if self.method == "get_action":
-            out = [self._mjrl_action(call_user(fn, _one(obs_batch, i), called=f"{called}(obs)", who=self.who),
-                                     deterministic) for i in range(n)]  # fmt: skip
+            out = [
+                self._mjrl_action(
+                    call_user(fn, _one(obs_batch, i), called=f"{called}(obs)", who=self.who), deterministic
+                )
+                for i in range(n)
+            ]
             return _stack(out, called)
         if self.method == "predict":
-            out = call_user(fn, obs_batch, deterministic=deterministic,
-                            called=f"{called}(obs, deterministic={deterministic})", who=self.who)  # fmt: skip
+            out = call_user(
+                fn,
+                obs_batch,
+                deterministic=deterministic,
+                called=f"{called}(obs, deterministic={deterministic})",
+                who=self.who,
+            )
             if not isinstance(out, tuple | list) or not out:
-                raise ZooError(f"{called} returned a {type(out).__name__}: expected (actions, state), as SB3's "
-                               "predict returns", hint=_FIT_HINT)  # fmt: skip
+                raise ZooError(
+                    f"{called} returned a {type(out).__name__}: expected (actions, state), as SB3's "
+                    "predict returns",
+                    hint=_FIT_HINT,
+                )
             return np.asarray(out[0])
         return np.asarray(call_user(fn, obs_batch, called=f"{called}(obs)", who=self.who))
 
     def _mjrl_action(self, out: Any, deterministic: bool) -> Any:
         """MJRL's ``[action, info]``: item 0 (sampled), or in deterministic mode ``info["evaluation"]`` (the mean)."""
         if not isinstance(out, tuple | list) or not out:
-            raise ZooError(f"{self.name}.get_action returned a {type(out).__name__}: expected a tuple whose first "
-                           "item is the action (MJRL: [action, info])", hint=_FIT_HINT)  # fmt: skip
+            raise ZooError(
+                f"{self.name}.get_action returned a {type(out).__name__}: expected a tuple whose first "
+                "item is the action (MJRL: [action, info])",
+                hint=_FIT_HINT,
+            )
         info = out[1] if len(out) > 1 else None
         if deterministic and isinstance(info, dict) and "evaluation" in info:
             return info["evaluation"]
@@ -98,8 +127,10 @@ def action_problem(actions: np.ndarray, space: Any, n: int) -> str | None:
         outside = np.argwhere((values < low) | (values > high))
         if len(outside):
             at = tuple(outside[0])
-            return (f"{len(outside)} values outside the bounds, the first {values[at]:.4g} (env {at[0]}) not in "
-                    f"[{low[at]:.4g}, {high[at]:.4g}]")  # fmt: skip
+            return (
+                f"{len(outside)} values outside the bounds, the first {values[at]:.4g} (env {at[0]}) not in "
+                f"[{low[at]:.4g}, {high[at]:.4g}]"
+            )
         return None
     if isinstance(space, spaces.Discrete):
         if actions.shape != (n,):

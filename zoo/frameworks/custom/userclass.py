@@ -36,9 +36,11 @@ _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 def parse_policy_class(ref: str) -> str:
     """``module:Class`` checked for shape (nothing imported): the one form ``--policy-class`` takes."""
     if not _REF.fullmatch(ref):
-        raise UsageError(f"--policy-class {ref!r}: expected module:Class",
-                         hint="for example --policy-class my_policies:PendulumPD (the module importable: on "
-                         "sys.path or PYTHONPATH)")  # fmt: skip
+        raise UsageError(
+            f"--policy-class {ref!r}: expected module:Class",
+            hint="for example --policy-class my_policies:PendulumPD (the module importable: on "
+            "sys.path or PYTHONPATH)",
+        )
     return ref
 
 
@@ -48,20 +50,26 @@ def import_class(ref: str) -> type:
     try:
         found: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageError(f"--policy-class {ref}: cannot import {module_name!r} ({exc})",
-                         hint="name an importable module:Class (the module on sys.path or PYTHONPATH, for "
-                         "example PYTHONPATH=.)") from None  # fmt: skip
+        raise UsageError(
+            f"--policy-class {ref}: cannot import {module_name!r} ({exc})",
+            hint="name an importable module:Class (the module on sys.path or PYTHONPATH, for "
+            "example PYTHONPATH=.)",
+        ) from None
     except Exception as exc:  # noqa: BLE001 - the user's module failed while it ran: one line, theirs
         raise user_error(exc, f"import {module_name}") from None
     for part in qualname.split("."):
         if not hasattr(found, part):
             close = difflib.get_close_matches(part, [n for n in dir(found) if not n.startswith("_")], n=1)
-            raise UsageError(f"--policy-class {ref}: {getattr(found, '__name__', module_name)!r} has no {part!r}",
-                             hint=f"did you mean {close[0]}?" if close else f"name a class defined in {module_name}")  # fmt: skip
+            raise UsageError(
+                f"--policy-class {ref}: {getattr(found, '__name__', module_name)!r} has no {part!r}",
+                hint=f"did you mean {close[0]}?" if close else f"name a class defined in {module_name}",
+            )
         found = getattr(found, part)
     if not inspect.isclass(found):
-        raise UsageError(f"--policy-class {ref}: {qualname} is a {type(found).__name__}, not a class",
-                         hint="name the class: zoo constructs it for the env")  # fmt: skip
+        raise UsageError(
+            f"--policy-class {ref}: {qualname} is a {type(found).__name__}, not a class",
+            hint="name the class: zoo constructs it for the env",
+        )
     return found
 
 
@@ -71,8 +79,9 @@ def constructor_kind(cls: type) -> str:
     try:
         params = list(inspect.signature(cls).parameters.values())
     except (TypeError, ValueError):
-        raise ZooError(f"{cls.__qualname__}: zoo cannot read its constructor's signature",
-                       hint=_CONTRACT_HINT) from None  # fmt: skip
+        raise ZooError(
+            f"{cls.__qualname__}: zoo cannot read its constructor's signature", hint=_CONTRACT_HINT
+        ) from None
     positional = [p for p in params if p.kind in _POSITIONAL]
     kind = CONSTRUCTORS.get(tuple(p.name for p in positional[:2]))
     rest = [p for p in params if p not in positional[:2]]
@@ -82,8 +91,9 @@ def constructor_kind(cls: type) -> str:
     if kind is None:
         raise ZooError(f"{shown} takes neither (env, seed) nor (observation_space, action_space)", hint=hint)
     if required:
-        raise ZooError(f"{shown}: zoo passes only the first two, and {', '.join(required)} has no default",
-                       hint=hint)  # fmt: skip
+        raise ZooError(
+            f"{shown}: zoo passes only the first two, and {', '.join(required)} has no default", hint=hint
+        )
     return kind
 
 
@@ -92,8 +102,9 @@ def action_method(obj: Any, name: str) -> str:
     for method in ACTION_METHODS:
         if callable(getattr(obj, method, None)):
             return method
-    raise ZooError(f"{name} has none of get_action(obs), predict(obs, deterministic=...), act(obs)",
-                   hint=_CONTRACT_HINT)  # fmt: skip
+    raise ZooError(
+        f"{name} has none of get_action(obs), predict(obs, deterministic=...), act(obs)", hint=_CONTRACT_HINT
+    )
 
 
 def construct(cls: type, kind: str, make_env: Callable[[], Any], spaces: tuple, seed: int) -> Any:
@@ -112,8 +123,10 @@ def load_weights(policy: Any, path: Path) -> None:
     """``policy.load(path)``: the user's class reads its own file (zoo does not open it)."""
     name = type(policy).__qualname__
     if not callable(getattr(policy, "load", None)):
-        raise ZooError(f"{name} has no load(path) method to read {path}",
-                       hint="add load(self, path), or drop TARGET to evaluate the class as constructed")  # fmt: skip
+        raise ZooError(
+            f"{name} has no load(path) method to read {path}",
+            hint="add load(self, path), or drop TARGET to evaluate the class as constructed",
+        )
     call_user(policy.load, str(path), called=f"{name}.load({str(path)!r})")
 
 

@@ -52,8 +52,9 @@ def _run_dir(run: Run) -> Path:
     return run.path if run.path.is_dir() else run.path.parent
 
 
-def _weights_problem(state: dict, arch: Architecture, layout: ObsLayout | None = None,
-                     env_id: str | None = None) -> ZooError | None:  # fmt: skip
+def _weights_problem(
+    state: dict, arch: Architecture, layout: ObsLayout | None = None, env_id: str | None = None
+) -> ZooError | None:
     """What ``load_state_dict(strict=True)`` would refuse, named the same way by check and load.
 
     A CNN actor is rebuilt for the env's image size, which sets its MLP's input: a misfit there is as
@@ -63,13 +64,16 @@ def _weights_problem(state: dict, arch: Architecture, layout: ObsLayout | None =
         return None
     more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
     if arch.cnns:
-        return LayoutMismatch(f"the weights do not fit the actor rebuilt for {env_id}'s images: {problems[0]}{more}",
-                              "check the env id and the config's cnn_cfg: the image size, strides and pooling set the MLP's input")  # fmt: skip
+        return LayoutMismatch(
+            f"the weights do not fit the actor rebuilt for {env_id}'s images: {problems[0]}{more}",
+            "check the env id and the config's cnn_cfg: the image size, strides and pooling set the MLP's input",
+        )
     return BrokenFile(f"the weights do not fit the rebuilt actor: {problems[0]}{more}", _WEIGHTS_HINT)
 
 
-def _fit(env_id: str, arch: Architecture, weights: PolicyWeights, config: RunConfig,
-         spaces: tuple[Any, Any]) -> ObsLayout | str:  # fmt: skip
+def _fit(
+    env_id: str, arch: Architecture, weights: PolicyWeights, config: RunConfig, spaces: tuple[Any, Any]
+) -> ObsLayout | str:
     """How ``env_id``'s observations feed the policy, or why its spaces do not fit the policy (one line)."""
     from gymnasium.spaces import flatdim
 
@@ -93,8 +97,13 @@ class RslRlAdapter(Adapter):
     )
     takes_env_factory = True
     #: A hub repo of an rsl_rl run holds its checkpoints and its config: ``zoo enjoy`` fetches both.
-    hub = HubNaming(library_name="rsl_rl", display_name="rsl_rl", tags=("rsl_rl",), card_template="default",
-                    run_files=("model_*.pt", CFGS_PKL, "params/*.yaml"))  # fmt: skip
+    hub = HubNaming(
+        library_name="rsl_rl",
+        display_name="rsl_rl",
+        tags=("rsl_rl",),
+        card_template="default",
+        run_files=("model_*.pt", CFGS_PKL, "params/*.yaml"),
+    )
 
     def entry_problem(self, raw: dict) -> tuple[str, str] | None:
         """Everything an rsl_rl model needs is in its checkpoint and config, so entries carry no
@@ -132,8 +141,15 @@ class RslRlAdapter(Adapter):
     def env_id_problem(self, run: Run) -> str | None:
         return read_run_config(_run_dir(run)).unknown_task
 
-    def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None, *, model_file: Path | None = None,
-                 trusted_wrappers: frozenset[str] = frozenset()):  # fmt: skip
+    def env_spec(
+        self,
+        entry: Entry,
+        env_id: str,
+        video_dir: str | None = None,
+        *,
+        model_file: Path | None = None,
+        trusted_wrappers: frozenset[str] = frozenset(),
+    ):
         """The entry's eval env; zoo's tensor task configured from the run's ``cfgs.pkl`` when that file
         describes this very task (else the task's defaults, as the example's ``get_cfgs()``)."""
         spec = super().env_spec(entry, env_id, video_dir)
@@ -171,13 +187,20 @@ class RslRlAdapter(Adapter):
             return
         weights = policy_weights(info.content)
         arch = architecture(weights.state, config.model(weights.role))
-        report.details.update(checkpoint=weights.layout, policy=weights.role, model=arch.summary(),
-                              recurrent=arch.rnn_type is not None)  # fmt: skip
+        report.details.update(
+            checkpoint=weights.layout,
+            policy=weights.role,
+            model=arch.summary(),
+            recurrent=arch.rnn_type is not None,
+        )
         env_id = report.run.env_id
         missing = self.missing_extra(entry, env_id)
         if missing:
-            report.flag(WARNING, f"missing optional extra {missing!r} to evaluate it",
-                        f"pip install 'rl-zoo-hub[{missing}]'")  # fmt: skip
+            report.flag(
+                WARNING,
+                f"missing optional extra {missing!r} to evaluate it",
+                f"pip install 'rl-zoo-hub[{missing}]'",
+            )
             return
         # a CNN's MLP input depends on the image size: checked once the env is known
         problem = not arch.cnns and _weights_problem(weights.state, arch)
@@ -185,11 +208,14 @@ class RslRlAdapter(Adapter):
             raise problem
         if env_id is None:
             if config.unknown_task:
-                report.flag(WARNING, config.unknown_task, "pass --env-id (a gymnasium id or one of zoo's tasks), "
-                            "or --env-factory module:function for your own env")  # fmt: skip
+                report.flag(
+                    WARNING,
+                    config.unknown_task,
+                    "pass --env-id (a gymnasium id or one of zoo's tasks), "
+                    "or --env-factory module:function for your own env",
+                )
             else:
-                report.flag(WARNING, "env id unknown (the env config names no gymnasium id)",
-                            "pass --env-id")  # fmt: skip
+                report.flag(WARNING, "env id unknown (the env config names no gymnasium id)", "pass --env-id")
             return
         spec = self.env_spec(entry, env_id)
         if isinstance(spec, TensorEnvSpec):
@@ -237,8 +263,14 @@ class RslRlAdapter(Adapter):
             raise BrokenFile(
                 f"{model_file}: the weights do not load: {str(exc).strip().splitlines()[-1]}"
             ) from None
-        return RslRlPolicy(model, *spaces, clip_actions=config.clip_actions, device=options.device,
-                           seed=options.seed, layout=layout)  # fmt: skip
+        return RslRlPolicy(
+            model,
+            *spaces,
+            clip_actions=config.clip_actions,
+            device=options.device,
+            seed=options.seed,
+            layout=layout,
+        )
 
 
 def _configured(spec: TensorEnvSpec, config: RunConfig) -> TensorEnvSpec:
@@ -258,9 +290,11 @@ def _checkpoint_spaces(arch: Architecture, groups: list[str] | None) -> tuple[An
 
     names = groups or [DEFAULT_GROUP]
     if arch.cnns or len(names) != 1:
-        raise UnsupportedError(f"--env-factory: the actor reads {len(names)} observation groups {names}"
-                               f"{' and images' if arch.cnns else ''}, whose sizes zoo cannot tell before the env is built",
-                               hint="evaluate it on one of zoo's tasks or a gymnasium env with --env-id")  # fmt: skip
+        raise UnsupportedError(
+            f"--env-factory: the actor reads {len(names)} observation groups {names}"
+            f"{' and images' if arch.cnns else ''}, whose sizes zoo cannot tell before the env is built",
+            hint="evaluate it on one of zoo's tasks or a gymnasium env with --env-id",
+        )
     obs = Dict({names[0]: Box(-np.inf, np.inf, (arch.obs_dim,), np.float32)})
     return obs, Box(-np.inf, np.inf, (arch.action_dim,), np.float32)
 
@@ -268,8 +302,11 @@ def _checkpoint_spaces(arch: Architecture, groups: list[str] | None) -> tuple[An
 def _describe_config(report: RunReport, config: RunConfig) -> None:
     report.details["config"] = config.source
     if config.source is None:
-        report.flag(WARNING, "no params/agent.yaml or cfgs.pkl beside the checkpoint",
-                    "activation assumed elu (rsl_rl's default)")  # fmt: skip
+        report.flag(
+            WARNING,
+            "no params/agent.yaml or cfgs.pkl beside the checkpoint",
+            "activation assumed elu (rsl_rl's default)",
+        )
     if config.algorithm and config.algorithm.rpartition(":")[2].rpartition(".")[2] not in _ALGORITHMS:
         report.flag(WARNING, f"algorithm {config.algorithm!r}: zoo evaluates the policy the checkpoint holds")
     if config.clip_actions is not None:

@@ -26,8 +26,20 @@ _MLP_KEY = re.compile(r"^mlp\.(\d+)\.weight$")
 _CONV_KEY = re.compile(r"^cnns\.(.+)\.(\d+)\.weight$")
 _RNN_GATES = {4: "lstm", 3: "gru"}
 #: rsl_rl.utils.resolve_nn_activation's names.
-ACTIVATIONS = ("elu", "selu", "relu", "crelu", "lrelu", "tanh", "sigmoid", "softplus", "gelu", "swish",
-               "mish", "identity")  # fmt: skip
+ACTIVATIONS = (
+    "elu",
+    "selu",
+    "relu",
+    "crelu",
+    "lrelu",
+    "tanh",
+    "sigmoid",
+    "softplus",
+    "gelu",
+    "swish",
+    "mish",
+    "identity",
+)
 DISTRIBUTIONS = ("GaussianDistribution", "HeteroscedasticGaussianDistribution", "BetaDistribution")
 
 
@@ -80,8 +92,10 @@ def _distribution(
         return None, out_dim
     name = str(cfg_distribution.get("class_name", "")).rpartition(":")[2].rpartition(".")[2]
     if name not in DISTRIBUTIONS[1:]:
-        raise NotRunnerCheckpoint(f"distribution {cfg_distribution.get('class_name')!r} is not one zoo rebuilds",
-                             hint=f"supported: {', '.join(DISTRIBUTIONS)}")  # fmt: skip
+        raise NotRunnerCheckpoint(
+            f"distribution {cfg_distribution.get('class_name')!r} is not one zoo rebuilds",
+            hint=f"supported: {', '.join(DISTRIBUTIONS)}",
+        )
     if out_dim % 2:
         raise NotRunnerCheckpoint(f"{name} needs an even MLP output, the checkpoint has {out_dim}")
     return {**cfg_distribution, "class_name": name}, out_dim // 2
@@ -110,8 +124,10 @@ def architecture(state: Mapping[str, Any], model: ModelConfig) -> Architecture:
     """Read the model back from the weight shapes; activation, distribution and CNN settings from the config."""
     activation = model.activation
     if activation.lower() not in ACTIVATIONS:
-        raise NotRunnerCheckpoint(f"activation {activation!r} is not one of rsl_rl's ({', '.join(ACTIVATIONS)})",
-                             hint="check the actor's activation in the run's config")  # fmt: skip
+        raise NotRunnerCheckpoint(
+            f"activation {activation!r} is not one of rsl_rl's ({', '.join(ACTIVATIONS)})",
+            hint="check the actor's activation in the run's config",
+        )
     if model.settings.get("state_dependent_std"):
         raise NotRunnerCheckpoint(
             "the config sets state_dependent_std (rsl-rl-lib 3.x): zoo does not rebuild an actor whose MLP "
@@ -126,9 +142,13 @@ def architecture(state: Mapping[str, Any], model: ModelConfig) -> Architecture:
         )
     shapes = [tuple(state[key].shape) for _, key in layers]
     distribution, action_dim = _distribution(state, model.distribution, shapes[-1][0])
-    common = dict(action_dim=action_dim, hidden_dims=tuple(s[0] for s in shapes[:-1]),
-                  activation=activation.lower(), obs_normalization="obs_normalizer._mean" in state,
-                  distribution=distribution)  # fmt: skip
+    common = dict(
+        action_dim=action_dim,
+        hidden_dims=tuple(s[0] for s in shapes[:-1]),
+        activation=activation.lower(),
+        obs_normalization="obs_normalizer._mean" in state,
+        distribution=distribution,
+    )
     if cnns:
         return Architecture(obs_dim=shapes[0][1], cnns=cnns, cnn_cfg=model.cnn_cfg, **common)
     if "rnn.rnn.weight_ih_l0" not in state:
@@ -163,8 +183,11 @@ def state_problems(
     expected = _EXPECTED[key]
     problems = [f"missing {k}" for k in expected if k not in state]
     problems += [f"unexpected {k}" for k in state if k not in expected]
-    problems += [f"{k} is {tuple(state[k].shape)}, the actor needs {shape}" for k, shape in expected.items()
-                 if k in state and tuple(state[k].shape) != shape]  # fmt: skip
+    problems += [
+        f"{k} is {tuple(state[k].shape)}, the actor needs {shape}"
+        for k, shape in expected.items()
+        if k in state and tuple(state[k].shape) != shape
+    ]
     return problems
 
 
@@ -184,9 +207,12 @@ def build_model(arch: Architecture, layout: ObsLayout | None = None, device: str
     dist = None
     if arch.distribution is not None:
         dist = {**arch.distribution, "class_name": getattr(distributions, arch.distribution["class_name"])}
-    kwargs: dict[str, Any] = dict(hidden_dims=list(arch.hidden_dims), activation=arch.activation,
-                                  obs_normalization=arch.obs_normalization,
-                                  distribution_cfg=dist)  # fmt: skip
+    kwargs: dict[str, Any] = dict(
+        hidden_dims=list(arch.hidden_dims),
+        activation=arch.activation,
+        obs_normalization=arch.obs_normalization,
+        distribution_cfg=dist,
+    )
     if arch.rnn_type:
         kwargs.update(
             rnn_type=arch.rnn_type, rnn_hidden_dim=arch.rnn_hidden_dim, rnn_num_layers=arch.rnn_num_layers

@@ -50,8 +50,9 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None, chosen
     started_at = _started_at(run_dir.name)
     # Isaac Lab run dirs are only a date: the experiment folder above them makes the name telling
     run_name = f"{run_dir.parent.name}/{run_dir.name}" if started_at is not None else run_dir.name
-    run = Run(framework="rsl_rl", path=run_dir, run_name=run_name, exp_name=DEFAULT_EXP_NAME,
-              started_at=started_at)  # fmt: skip
+    run = Run(
+        framework="rsl_rl", path=run_dir, run_name=run_name, exp_name=DEFAULT_EXP_NAME, started_at=started_at
+    )
     run.model_file = chosen or (models[-1] if models else None)
     run.other_model_files = [p for p in models if p != run.model_file]
     events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and not is_folder(e))

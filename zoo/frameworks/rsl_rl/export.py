@@ -125,8 +125,9 @@ def _output_phrase(distribution) -> str:
     return "Gaussian mean" if "Gaussian" in name else f"{name} deterministic output"
 
 
-def export_spec(model, observation_space: Any, layout: ObsLayout, clip_actions: float | None,
-                is_recurrent: bool) -> ExportSpec:  # fmt: skip
+def export_spec(
+    model, observation_space: Any, layout: ObsLayout, clip_actions: float | None, is_recurrent: bool
+) -> ExportSpec:
     """The :class:`~zoo.policy.ExportSpec` of an rsl_rl actor ``model``; the live model is left untouched."""
     group = "+".join(name for name, _ in layout.groups)
     obs_shape, obs_groups = obs_layout(observation_space, group)
@@ -160,14 +161,21 @@ def export_spec(model, observation_space: Any, layout: ObsLayout, clip_actions: 
         what = f"{group!r} observation group as the env builds it"
     left = [f"feed the raw, unnormalized {what}"]
     if clip_actions is None:
-        left.append("rsl_rl hands actions to the env unclipped; "
-                    "the env (Isaac Lab action terms) applies its own scaling/clipping")  # fmt: skip
+        left.append(
+            "rsl_rl hands actions to the env unclipped; "
+            "the env (Isaac Lab action terms) applies its own scaling/clipping"
+        )
     else:
         baked.append(f"clip actions to +-{float(clip_actions):g}")
         left.append("the env (Isaac Lab action terms) applies its own action scaling")
     if recurrent is not None:
         left.append("zero the state of an env at the start of its episode")
     return ExportSpec(
-        module=module, obs_shape=obs_shape, obs_groups=obs_groups, normalization=normalization,
-        baked=baked, left_to_caller=left, recurrent=recurrent,
-    )  # fmt: skip
+        module=module,
+        obs_shape=obs_shape,
+        obs_groups=obs_groups,
+        normalization=normalization,
+        baked=baked,
+        left_to_caller=left,
+        recurrent=recurrent,
+    )

@@ -35,8 +35,14 @@ _LEGACY_PREFIXES = {
     "student": (("student_obs_normalizer.", "obs_normalizer."), ("memory_s.", "rnn."), ("student.", "mlp.")),
 }
 #: What the policy does not need: the critic, or the teacher and its privileged observations.
-_LEGACY_DROPPED = ("critic.", "critic_obs_normalizer.", "memory_c.", "teacher.", "teacher_obs_normalizer.",
-                   "memory_t.")  # fmt: skip
+_LEGACY_DROPPED = (
+    "critic.",
+    "critic_obs_normalizer.",
+    "memory_c.",
+    "teacher.",
+    "teacher_obs_normalizer.",
+    "memory_t.",
+)
 _LEGACY_PARAMS = {"std": "distribution.std_param", "log_std": "distribution.log_std_param"}
 
 

@@ -64,8 +64,10 @@ class ObsLayout:
 
         missing = [name for name, _ in self.groups if name not in groups]
         if missing:
-            raise LayoutMismatch(f"the policy reads the observation groups {missing}, the env gives {sorted(groups)}",
-                                 hint="check the env (or --env-factory) against the run's obs_groups")  # fmt: skip
+            raise LayoutMismatch(
+                f"the policy reads the observation groups {missing}, the env gives {sorted(groups)}",
+                hint="check the env (or --env-factory) against the run's obs_groups",
+            )
         batch = next(iter(groups.values())).shape[0]
         picked = {name: groups[name].to(torch.float32).reshape(batch, *shape) for name, shape in self.groups}
         return TensorDict(picked, batch_size=[batch], device=picked[self.groups[0][0]].device)
@@ -106,8 +108,10 @@ def env_layout(
             return whole_observation(arch.obs_dim)
         vectors = [g for g in _policy_groups([], configured, role) if g not in images]
         if len(images) != 1 or vectors:
-            return (f"the actor reads the groups {[*vectors, *images]}: {env_id} must give a Dict observation "
-                    f"with these keys, it gives {type(space).__name__}{_shape(space)}")  # fmt: skip
+            return (
+                f"the actor reads the groups {[*vectors, *images]}: {env_id} must give a Dict observation "
+                f"with these keys, it gives {type(space).__name__}{_shape(space)}"
+            )
         ((name, channels),) = images.items()
         return _image_problem(name, space, channels) or ObsLayout((), ((name, _shape(space)),))
     keys = list(space.spaces)

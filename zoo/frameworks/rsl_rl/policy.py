@@ -28,8 +28,17 @@ from zoo.frameworks.rsl_rl.obs import ObsLayout, whole_observation
 class RslRlPolicy:
     """A :class:`zoo.policy.Policy` over one rsl_rl model; ``layout`` defaults to an MLP's or RNN's one group."""
 
-    def __init__(self, model, observation_space, action_space, *, clip_actions: float | None, device: str,
-                 seed: int, layout: ObsLayout | None = None):  # fmt: skip
+    def __init__(
+        self,
+        model,
+        observation_space,
+        action_space,
+        *,
+        clip_actions: float | None,
+        device: str,
+        seed: int,
+        layout: ObsLayout | None = None,
+    ):
         import torch
 
         self.model = model.eval()
@@ -72,8 +81,10 @@ class RslRlPolicy:
         if not isinstance(dist, Normal):
             from zoo.errors import ZooError
 
-            raise ZooError(f"stochastic eval samples Gaussian actors only, this one is {type(dist).__name__}",
-                           hint="use --deterministic")  # fmt: skip
+            raise ZooError(
+                f"stochastic eval samples Gaussian actors only, this one is {type(dist).__name__}",
+                hint="use --deterministic",
+            )
         noise = torch.randn(dist.mean.shape, generator=self._generator, device=self.device)
         return dist.mean + dist.stddev * noise
 

@@ -51,10 +51,14 @@ class SB3Adapter(Adapter):
     extra = "sb3"
     train_return_tags = ("rollout/ep_rew_mean",)
     layout_hint = "SB3: a model .zip (data + policy.pth), e.g. rl_zoo3's logs/{algo}/{env_id}_{n}/"
-    hub = HubNaming(library_name="stable-baselines3", display_name="Stable-Baselines3",
-                    tags=("stable-baselines3", "deep-reinforcement-learning", "reinforcement-learning"),
-                    default_org="sb3", card_template="default",
-                    companions=("vec_normalize.pkl", "config.yml", "args.yml", "env_kwargs.yml"))  # fmt: skip
+    hub = HubNaming(
+        library_name="stable-baselines3",
+        display_name="Stable-Baselines3",
+        tags=("stable-baselines3", "deep-reinforcement-learning", "reinforcement-learning"),
+        default_org="sb3",
+        card_template="default",
+        companions=("vec_normalize.pkl", "config.yml", "args.yml", "env_kwargs.yml"),
+    )
 
     def entry_problem(self, raw: dict) -> tuple[str, str] | None:
         if raw.get("algorithm") not in ALGORITHMS:
@@ -157,15 +161,22 @@ class SB3Adapter(Adapter):
         archive = self.read(run, None).archive
         assert archive is not None
         flag(report, findings(archive, zoo_reads=True))
-        report.details.update(size=run.model_file.stat().st_size, format="sb3-zip", algorithm=archive.algorithm,
-                              policy_class=archive.policy_class_name, sb3_saved=archive.version,
-                              sb3_installed=_installed_sb3(), num_timesteps=archive.num_timesteps,
-                              saved_with=archive.saved_with)  # fmt: skip
+        report.details.update(
+            size=run.model_file.stat().st_size,
+            format="sb3-zip",
+            algorithm=archive.algorithm,
+            policy_class=archive.policy_class_name,
+            sb3_saved=archive.version,
+            sb3_installed=_installed_sb3(),
+            num_timesteps=archive.num_timesteps,
+            saved_with=archive.saved_with,
+        )
         entry = registry.find(run.exp_name or "")
         if entry is None:
             what = run.exp_name or f"policy class {archive.policy_class_name}"
-            raise ZooError(f"no registry entry for {what}",
-                           f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name")  # fmt: skip
+            raise ZooError(
+                f"no registry entry for {what}", f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name"
+            )
         inspect_model(self, report, archive, entry, self.env_id(run))
 
     def env_id(self, run: Run) -> str | None:
@@ -212,8 +223,15 @@ class SB3Adapter(Adapter):
         """``CheckpointCallback``'s zips with their VecNormalize snapshots, then zips saved over in place."""
         return _discover.saved_checkpoints(run_dir)
 
-    def env_spec(self, entry: Entry, env_id: str, video_dir: str | None = None, *, model_file: Path | None = None,
-                 trusted_wrappers: frozenset[str] = frozenset()) -> EnvSpec:  # fmt: skip
+    def env_spec(
+        self,
+        entry: Entry,
+        env_id: str,
+        video_dir: str | None = None,
+        *,
+        model_file: Path | None = None,
+        trusted_wrappers: frozenset[str] = frozenset(),
+    ) -> EnvSpec:
         """rl_zoo3's test env when the run has a config (or is an Atari model), else the entry's preset."""
         from zoo.frameworks.sb3.rlzoo_config import eval_env_spec, run_config_for
 

@@ -37,29 +37,43 @@ _NUMPY = [
     for core in ("numpy._core.multiarray", "numpy.core.multiarray")  # numpy 2 and numpy 1 spellings
     for name in ("_reconstruct", "scalar")
 ] + [
-    ("numpy", "dtype"), ("numpy", "ndarray"),
-    ("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),
-    ("numpy.random._pickle", "__generator_ctor"), ("numpy.random._pickle", "__bit_generator_ctor"),
+    ("numpy", "dtype"),
+    ("numpy", "ndarray"),
+    ("numpy._core.numeric", "_frombuffer"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy.random._pickle", "__generator_ctor"),
+    ("numpy.random._pickle", "__bit_generator_ctor"),
     ("numpy.random._pickle", "__randomstate_ctor"),
-    ("numpy.random._pcg64", "PCG64"), ("numpy.random._pcg64", "PCG64DXSM"),
-    ("numpy.random._mt19937", "MT19937"), ("numpy.random._philox", "Philox"),
-    ("numpy.random._sfc64", "SFC64"), ("numpy.random.bit_generator", "SeedSequence"),
+    ("numpy.random._pcg64", "PCG64"),
+    ("numpy.random._pcg64", "PCG64DXSM"),
+    ("numpy.random._mt19937", "MT19937"),
+    ("numpy.random._philox", "Philox"),
+    ("numpy.random._sfc64", "SFC64"),
+    ("numpy.random.bit_generator", "SeedSequence"),
     ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
-]  # fmt: skip
+]
 
 _SPACES = [
     (f"gymnasium.spaces.{module}", name)
-    for module, name in (("box", "Box"), ("discrete", "Discrete"), ("multi_discrete", "MultiDiscrete"),
-                         ("multi_binary", "MultiBinary"), ("dict", "Dict"), ("tuple", "Tuple"))
-]  # fmt: skip
+    for module, name in (
+        ("box", "Box"),
+        ("discrete", "Discrete"),
+        ("multi_discrete", "MultiDiscrete"),
+        ("multi_binary", "MultiBinary"),
+        ("dict", "Dict"),
+        ("tuple", "Tuple"),
+    )
+]
 
 _TORCH = [
     ("torch.nn.modules.activation", name)
     for name in ("ReLU", "Tanh", "ELU", "LeakyReLU", "SiLU", "GELU", "Sigmoid", "Softplus", "Mish", "SELU")
 ] + [
-    ("torch.optim.adam", "Adam"), ("torch.optim.adamw", "AdamW"), ("torch.optim.rmsprop", "RMSprop"),
+    ("torch.optim.adam", "Adam"),
+    ("torch.optim.adamw", "AdamW"),
+    ("torch.optim.rmsprop", "RMSprop"),
     ("torch.optim.sgd", "SGD"),
-]  # fmt: skip
+]
 
 _SB3_POLICIES = [
     ("stable_baselines3.common.policies", name)
@@ -70,29 +84,35 @@ _SB3_POLICIES = [
     for name in (base, "CnnPolicy", "MultiInputPolicy")
 ]
 
-_CONTRIB_POLICIES = [
-    (f"sb3_contrib.{algo}.policies", name)
-    for algo, base in (("qrdqn", "QRDQNPolicy"), ("tqc", "TQCPolicy"))
-    for name in (base, "CnnPolicy", "MultiInputPolicy")
-] + [
-    ("sb3_contrib.crossq.policies", "CrossQPolicy"),  # CrossQ has an MlpPolicy only
-    ("sb3_contrib.ars.policies", "ARSPolicy"), ("sb3_contrib.ars.policies", "ARSLinearPolicy"),
-] + [
-    (f"sb3_contrib.common.{kind}.policies", f"{prefix}{name}")
-    for kind, prefix in (("recurrent", "Recurrent"), ("maskable", "Maskable"))
-    for name in ("ActorCriticPolicy", "ActorCriticCnnPolicy", "MultiInputActorCriticPolicy")
-]  # fmt: skip
+_CONTRIB_POLICIES = (
+    [
+        (f"sb3_contrib.{algo}.policies", name)
+        for algo, base in (("qrdqn", "QRDQNPolicy"), ("tqc", "TQCPolicy"))
+        for name in (base, "CnnPolicy", "MultiInputPolicy")
+    ]
+    + [
+        ("sb3_contrib.crossq.policies", "CrossQPolicy"),  # CrossQ has an MlpPolicy only
+        ("sb3_contrib.ars.policies", "ARSPolicy"),
+        ("sb3_contrib.ars.policies", "ARSLinearPolicy"),
+    ]
+    + [
+        (f"sb3_contrib.common.{kind}.policies", f"{prefix}{name}")
+        for kind, prefix in (("recurrent", "Recurrent"), ("maskable", "Maskable"))
+        for name in ("ActorCriticPolicy", "ActorCriticCnnPolicy", "MultiInputActorCriticPolicy")
+    ]
+)
 
 _SB3_OTHER = [
     ("stable_baselines3.common.torch_layers", name)
     for name in ("FlattenExtractor", "NatureCNN", "CombinedExtractor", "MlpExtractor")
 ] + [
     ("stable_baselines3.common.sb2_compat.rmsprop_tf_like", "RMSpropTFLike"),
-    ("stable_baselines3.common.utils", "ConstantSchedule"), ("stable_baselines3.common.utils", "FloatSchedule"),
+    ("stable_baselines3.common.utils", "ConstantSchedule"),
+    ("stable_baselines3.common.utils", "FloatSchedule"),
     ("stable_baselines3.common.utils", "LinearSchedule"),
     ("stable_baselines3.common.running_mean_std", "RunningMeanStd"),
     ("stable_baselines3.common.vec_env.vec_normalize", "VecNormalize"),
-]  # fmt: skip
+]
 
 #: Everything SB3's (and sb3-contrib's) spaces, policy kwargs and VecNormalize pickles may reference.
 ALLOWED: frozenset[tuple[str, str]] = frozenset(
@@ -102,30 +122,46 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
 #: A pickled tensor's storage: ``torch.load(bytes, weights_only=False)``, so its bytes are verified separately.
 LOAD_FROM_BYTES = ("torch.storage", "_load_from_bytes")
 
-_SAVED_ONLY = [
-    ("stable_baselines3.common.buffers", name)
-    for name in ("RolloutBuffer", "DictRolloutBuffer", "ReplayBuffer", "DictReplayBuffer")
-] + [
-    ("stable_baselines3.her.her_replay_buffer", "HerReplayBuffer"),
-    ("stable_baselines3.her.goal_selection_strategy", "GoalSelectionStrategy"),
-    ("stable_baselines3.common.type_aliases", "TrainFreq"), ("stable_baselines3.common.type_aliases", "TrainFrequencyUnit"),
-    ("stable_baselines3.common.noise", "NormalActionNoise"),
-    ("stable_baselines3.common.noise", "OrnsteinUhlenbeckActionNoise"),
-    ("stable_baselines3.common.noise", "VectorizedActionNoise"),
-    ("rl_zoo3.utils", "SimpleLinearSchedule"),
-    ("sb3_contrib.common.maskable.buffers", "MaskableRolloutBuffer"),
-    ("sb3_contrib.common.maskable.buffers", "MaskableDictRolloutBuffer"),
-    ("sb3_contrib.common.recurrent.buffers", "RecurrentRolloutBuffer"),
-    ("sb3_contrib.common.recurrent.buffers", "RecurrentDictRolloutBuffer"),
-    ("torch._utils", "_rebuild_tensor_v2"), LOAD_FROM_BYTES,
-    ("collections", "deque"), ("collections", "OrderedDict"),  # episode infos; Dict observations
-] + [
-    ("numpy", name) for name in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_")
-] + [
-    (f"gym.spaces.{module}", name)  # SB3 1.x pickled OpenAI Gym's spaces (data classes, as gymnasium's)
-    for module, name in (("box", "Box"), ("discrete", "Discrete"), ("multi_discrete", "MultiDiscrete"),
-                         ("multi_binary", "MultiBinary"), ("dict", "Dict"), ("tuple", "Tuple"))
-] + [("gym.utils.seeding", "RandomNumberGenerator")]  # fmt: skip
+_SAVED_ONLY = (
+    [
+        ("stable_baselines3.common.buffers", name)
+        for name in ("RolloutBuffer", "DictRolloutBuffer", "ReplayBuffer", "DictReplayBuffer")
+    ]
+    + [
+        ("stable_baselines3.her.her_replay_buffer", "HerReplayBuffer"),
+        ("stable_baselines3.her.goal_selection_strategy", "GoalSelectionStrategy"),
+        ("stable_baselines3.common.type_aliases", "TrainFreq"),
+        ("stable_baselines3.common.type_aliases", "TrainFrequencyUnit"),
+        ("stable_baselines3.common.noise", "NormalActionNoise"),
+        ("stable_baselines3.common.noise", "OrnsteinUhlenbeckActionNoise"),
+        ("stable_baselines3.common.noise", "VectorizedActionNoise"),
+        ("rl_zoo3.utils", "SimpleLinearSchedule"),
+        ("sb3_contrib.common.maskable.buffers", "MaskableRolloutBuffer"),
+        ("sb3_contrib.common.maskable.buffers", "MaskableDictRolloutBuffer"),
+        ("sb3_contrib.common.recurrent.buffers", "RecurrentRolloutBuffer"),
+        ("sb3_contrib.common.recurrent.buffers", "RecurrentDictRolloutBuffer"),
+        ("torch._utils", "_rebuild_tensor_v2"),
+        LOAD_FROM_BYTES,
+        ("collections", "deque"),
+        ("collections", "OrderedDict"),  # episode infos; Dict observations
+    ]
+    + [
+        ("numpy", name)
+        for name in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_")
+    ]
+    + [
+        (f"gym.spaces.{module}", name)  # SB3 1.x pickled OpenAI Gym's spaces (data classes, as gymnasium's)
+        for module, name in (
+            ("box", "Box"),
+            ("discrete", "Discrete"),
+            ("multi_discrete", "MultiDiscrete"),
+            ("multi_binary", "MultiBinary"),
+            ("dict", "Dict"),
+            ("tuple", "Tuple"),
+        )
+    ]
+    + [("gym.utils.seeding", "RandomNumberGenerator")]
+)
 
 #: What any ``:serialized:`` value of an SB3 zip may name (as ``"module.name"``): anything else is code
 #: SB3's load would run, or a global zoo cannot check without running it.

@@ -33,18 +33,36 @@ def checkpoint_stats_name(match: re.Match) -> str:
 
 #: Each algorithm zoo reads, by the class name SB3 / sb3-contrib give it, and its rl_zoo3 name (the
 #: ``logs/{algo}/`` folder, the hub's ``{algo}-{env_id}``, and ``sb3_{algo}`` in zoo's registry).
-ZOO_NAMES = {"PPO": "ppo", "A2C": "a2c", "DQN": "dqn", "SAC": "sac", "TD3": "td3", "DDPG": "ddpg",
-             "QRDQN": "qrdqn", "TQC": "tqc", "TRPO": "trpo", "ARS": "ars", "CrossQ": "crossq",
-             "RecurrentPPO": "ppo_lstm", "MaskablePPO": "ppo_mask"}  # fmt: skip
+ZOO_NAMES = {
+    "PPO": "ppo",
+    "A2C": "a2c",
+    "DQN": "dqn",
+    "SAC": "sac",
+    "TD3": "td3",
+    "DDPG": "ddpg",
+    "QRDQN": "qrdqn",
+    "TQC": "tqc",
+    "TRPO": "trpo",
+    "ARS": "ars",
+    "CrossQ": "crossq",
+    "RecurrentPPO": "ppo_lstm",
+    "MaskablePPO": "ppo_mask",
+}
 ALGORITHMS = tuple(ZOO_NAMES)
 #: The algorithms that live in sb3-contrib (``import sb3_contrib``), not in stable_baselines3.
 CONTRIB = ("QRDQN", "TQC", "TRPO", "ARS", "CrossQ", "RecurrentPPO", "MaskablePPO")
 #: The policy module each algorithm's policy classes come from (TRPO uses SB3's ActorCriticPolicy).
-_POLICY_MODULES = {"stable_baselines3.dqn.": "DQN", "stable_baselines3.sac.": "SAC",
-                   "stable_baselines3.td3.": "TD3", "sb3_contrib.qrdqn.": "QRDQN", "sb3_contrib.tqc.": "TQC",
-                   "sb3_contrib.ars.": "ARS", "sb3_contrib.crossq.": "CrossQ",
-                   "sb3_contrib.common.recurrent.": "RecurrentPPO",
-                   "sb3_contrib.common.maskable.": "MaskablePPO"}  # fmt: skip
+_POLICY_MODULES = {
+    "stable_baselines3.dqn.": "DQN",
+    "stable_baselines3.sac.": "SAC",
+    "stable_baselines3.td3.": "TD3",
+    "sb3_contrib.qrdqn.": "QRDQN",
+    "sb3_contrib.tqc.": "TQC",
+    "sb3_contrib.ars.": "ARS",
+    "sb3_contrib.crossq.": "CrossQ",
+    "sb3_contrib.common.recurrent.": "RecurrentPPO",
+    "sb3_contrib.common.maskable.": "MaskablePPO",
+}
 #: The hint of every refusal: what zoo cannot check, it does not load (docs/frameworks/sb3.md says more).
 #: What zoo says about a pickled value naming a class outside the allowlist (never "pass --trust-pickle").
 UNKNOWN_HINT = "zoo rebuilds only what SB3 itself saves; see docs/frameworks/sb3.md"
@@ -118,12 +136,17 @@ def read_archive(path: Path) -> SB3Archive:
             members = zf.namelist()
             missing = [name for name in REQUIRED if name not in members]
             if missing:
-                raise NotSB3(f"{path}: not a Stable-Baselines3 model (the zip has no {', '.join(missing)})",
-                             hint="is this a model SB3's save wrote? re-save or re-download it")  # fmt: skip
+                raise NotSB3(
+                    f"{path}: not a Stable-Baselines3 model (the zip has no {', '.join(missing)})",
+                    hint="is this a model SB3's save wrote? re-save or re-download it",
+                )
             if len(members) != len(set(members)):
                 raise ZooError(f"{path}: the zip lists an entry twice", hint="re-save or re-download it")
-            texts = {name: read_entry(zf, path, name, limits.MAX_TEXT_BYTES)
-                     for name in ("data", "_stable_baselines3_version", "system_info.txt") if name in members}  # fmt: skip
+            texts = {
+                name: read_entry(zf, path, name, limits.MAX_TEXT_BYTES)
+                for name in ("data", "_stable_baselines3_version", "system_info.txt")
+                if name in members
+            }
             for name in members:
                 if name not in texts:
                     read_entry(zf, path, name, limits.MAX_ENTRY_BYTES, keep=False)
@@ -139,8 +162,10 @@ def read_archive(path: Path) -> SB3Archive:
         raise BrokenFile(f"{path}: the zip's data file is not JSON ({str(exc)[:100]})") from None
     if not isinstance(data, dict):
         raise BrokenFile(f"{path}: the zip's data file is not a JSON object")
-    version, system_info = (texts[n].decode("utf-8", "replace").strip() if n in texts else None
-                            for n in ("_stable_baselines3_version", "system_info.txt"))  # fmt: skip
+    version, system_info = (
+        texts[n].decode("utf-8", "replace").strip() if n in texts else None
+        for n in ("_stable_baselines3_version", "system_info.txt")
+    )
     archive = SB3Archive(path, data, version, system_info)
     archive.algorithm = infer_algorithm(archive)
     return archive
@@ -210,8 +235,10 @@ def _gym_space(archive: SB3Archive, key: str, value: dict) -> Any:
     try:
         space = space_from_summary(value)
     except ValueError as exc:
-        raise RefusedError(f"{archive.path}: data[{key!r}] is an OpenAI Gym space (SB3 < 2.0): {exc}",
-                       hint="with gym and shimmy installed, --trust-pickle uses SB3's own load") from None  # fmt: skip
+        raise RefusedError(
+            f"{archive.path}: data[{key!r}] is an OpenAI Gym space (SB3 < 2.0): {exc}",
+            hint="with gym and shimmy installed, --trust-pickle uses SB3's own load",
+        ) from None
     archive.notes.append(f"{key}: OpenAI Gym space rebuilt from data's JSON summary")
     return space
 

@@ -55,8 +55,10 @@ def missing_contrib(archive: SB3Archive) -> UnsupportedError | None:
     from importlib.util import find_spec
 
     if archive.algorithm in CONTRIB and find_spec("sb3_contrib") is None:
-        return UnsupportedError(f"{archive.algorithm} models need sb3-contrib, which is not installed",
-                                hint="install the sb3 extra: pip install 'rl-zoo-hub[sb3]'")  # fmt: skip
+        return UnsupportedError(
+            f"{archive.algorithm} models need sb3-contrib, which is not installed",
+            hint="install the sb3 extra: pip install 'rl-zoo-hub[sb3]'",
+        )
     return None
 
 
@@ -84,8 +86,10 @@ def rebuild(archive: SB3Archive, device: str = "cpu") -> Rebuilt:
     try:
         policy = policy_class(observation_space, action_space, *schedule, **kwargs)
     except Exception as exc:  # noqa: BLE001 - SB3's constructors meet values from a file: any failure is one line
-        raise BrokenFile(f"{archive.path}: cannot rebuild {policy_class.__name__} from data: "
-                         f"{type(exc).__name__}: {str(exc)[:120]}") from None  # fmt: skip
+        raise BrokenFile(
+            f"{archive.path}: cannot rebuild {policy_class.__name__} from data: "
+            f"{type(exc).__name__}: {str(exc)[:120]}"
+        ) from None
     _check_state(policy, load_weights(archive))
     policy = policy.to(device)
     policy.set_training_mode(False)

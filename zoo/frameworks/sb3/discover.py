@@ -87,8 +87,9 @@ def _zoo_run(folder: Path, zips: list[Path]) -> Run | None:
         return None
     env_id = m["env_id"]
     by_name = {z.name: z for z in zips}
-    checkpoints = sorted((z for z in zips if CHECKPOINT.match(z.name)),
-                         key=lambda z: int(CHECKPOINT.match(z.name)["steps"]))  # fmt: skip
+    checkpoints = sorted(
+        (z for z in zips if CHECKPOINT.match(z.name)), key=lambda z: int(CHECKPOINT.match(z.name)["steps"])
+    )
     model = (
         by_name.get(f"{env_id}.zip")
         or by_name.get("best_model.zip")
@@ -128,8 +129,13 @@ def _named_as_model(path: Path) -> bool:
     run_dir = _ZOO_RUN_DIR.match(path.parent.name)
     return bool(
         _HUB_FILE.match(path.name)
-        or (run_dir and (path.name in (f"{run_dir['env_id']}.zip", f"{BEST_MODEL}.zip") or CHECKPOINT.match(path.name)))
-    )  # fmt: skip
+        or (
+            run_dir
+            and (
+                path.name in (f"{run_dir['env_id']}.zip", f"{BEST_MODEL}.zip") or CHECKPOINT.match(path.name)
+            )
+        )
+    )
 
 
 def _sb3_zips(entries: list[os.DirEntry]) -> list[Path]:
@@ -151,8 +157,12 @@ def discover(root: Path) -> Iterator[Run]:
                 run = _zoo_run(root.parent, [root]) if _ZOO_RUN_DIR.match(root.parent.name) else None
                 yield run if run is not None and run.model_file == root else run_for_file(root)
             else:
-                yield Run(framework=FRAMEWORK, path=root, name_problem=f"{root.name} is not a "
-                          "Stable-Baselines3 model (its zip has no data and policy.pth)")  # fmt: skip
+                yield Run(
+                    framework=FRAMEWORK,
+                    path=root,
+                    name_problem=f"{root.name} is not a "
+                    "Stable-Baselines3 model (its zip has no data and policy.pth)",
+                )
         return
     for folder, entries, _subdirs in scan_tree(root):
         zips = _sb3_zips(entries)

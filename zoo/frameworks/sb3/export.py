@@ -215,30 +215,49 @@ def _baked(
 
 
 #: What MaskablePPO's export leaves to the caller (the sidecar's ``left_to_caller``).
-MASKS_LEFT = ("action masks are not applied: the file returns MaskablePPO's action with every action allowed "
-              "(model.predict without action_masks); where the env forbids actions, check the action "
-              "against env.action_masks() yourself, or evaluate the checkpoint, which applies them")  # fmt: skip
+MASKS_LEFT = (
+    "action masks are not applied: the file returns MaskablePPO's action with every action allowed "
+    "(model.predict without action_masks); where the env forbids actions, check the action "
+    "against env.action_masks() yourself, or evaluate the checkpoint, which applies them"
+)
 
 
-def _spec(module: SB3ExportModule, policy, observation_space, normalizer: ObsNormalizer | None,
-          algorithm: str | None, recurrent: RecurrentSpec | None = None) -> ExportSpec:  # fmt: skip
+def _spec(
+    module: SB3ExportModule,
+    policy,
+    observation_space,
+    normalizer: ObsNormalizer | None,
+    algorithm: str | None,
+    recurrent: RecurrentSpec | None = None,
+) -> ExportSpec:
     from stable_baselines3.common.preprocessing import is_image_space
 
     module = module.eval()
     obs_shape, obs_groups = obs_layout(observation_space)
     normalization = None
     if normalizer is not None:
-        normalization = {"kind": "sb3_vecnormalize", "formula": FORMULA, "epsilon": normalizer.epsilon,
-                         "clip_obs": normalizer.clip_obs, "keys": normalizer.keys}  # fmt: skip
+        normalization = {
+            "kind": "sb3_vecnormalize",
+            "formula": FORMULA,
+            "epsilon": normalizer.epsilon,
+            "clip_obs": normalizer.clip_obs,
+            "keys": normalizer.keys,
+        }
     images = [k for k, s in _per_key(policy.observation_space).items() if is_image_space(s)]
     left = ["pass raw pixel values 0..255 as float32"] if images else []
     if algorithm == "MaskablePPO":
         left.append(MASKS_LEFT)
     if recurrent is not None:
         left.append("zero an env's LSTM state (h, c) when its episode starts (RecurrentPPO's episode_start)")
-    return ExportSpec(module=module, obs_shape=obs_shape, obs_groups=obs_groups, normalization=normalization,
-                      baked=_baked(module, policy, normalizer, algorithm), left_to_caller=left,
-                      recurrent=recurrent)  # fmt: skip
+    return ExportSpec(
+        module=module,
+        obs_shape=obs_shape,
+        obs_groups=obs_groups,
+        normalization=normalization,
+        baked=_baked(module, policy, normalizer, algorithm),
+        left_to_caller=left,
+        recurrent=recurrent,
+    )
 
 
 def export_spec(

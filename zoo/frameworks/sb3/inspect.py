@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 def algorithm_mismatch(archive: SB3Archive, entry: Entry) -> LayoutMismatch | None:
     """The zip holds another algorithm than the entry names (check and load say it the same way)."""
     if archive.algorithm and archive.algorithm != entry.algorithm:
-        return LayoutMismatch(f"the zip holds an SB3 {archive.algorithm} model, {entry.name} is {entry.algorithm}",
-                              f"pass --exp-name {exp_name_for(archive.algorithm)}")  # fmt: skip
+        return LayoutMismatch(
+            f"the zip holds an SB3 {archive.algorithm} model, {entry.name} is {entry.algorithm}",
+            f"pass --exp-name {exp_name_for(archive.algorithm)}",
+        )
     return None
 
 
@@ -36,12 +38,16 @@ def _stats(report: RunReport, archive: SB3Archive, env_id: str | None, config: R
     if path is None:
         return
     normalizer = load_stats(path)
-    report.details["normalization"] = {"file": str(path), "norm_obs": normalizer is not None,
-                                       **(normalizer.describe() if normalizer else {})}  # fmt: skip
+    report.details["normalization"] = {
+        "file": str(path),
+        "norm_obs": normalizer is not None,
+        **(normalizer.describe() if normalizer else {}),
+    }
 
 
-def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entry: Entry,
-                  env_id: str | None) -> None:  # fmt: skip
+def inspect_model(
+    adapter: Adapter, report: RunReport, archive: SB3Archive, entry: Entry, env_id: str | None
+) -> None:
     """Fill ``report`` for a zip whose registry entry is known; the first error raises."""
     from zoo.artifacts.finite import in_arrays
     from zoo.artifacts.report import flag_nonfinite
@@ -63,16 +69,18 @@ def inspect_model(adapter: Adapter, report: RunReport, archive: SB3Archive, entr
         return
     rebuilt = rebuild(archive)
     weights = rebuilt.policy.state_dict()
-    report.details.update(observation_space=str(rebuilt.observation_space), action_space=str(rebuilt.action_space),
-                          tensors=len(weights))  # fmt: skip
+    report.details.update(
+        observation_space=str(rebuilt.observation_space),
+        action_space=str(rebuilt.action_space),
+        tensors=len(weights),
+    )
     flag_nonfinite(report, in_arrays(weights), "policy.pth: ")
     if archive.notes:
         report.details["compat"] = list(archive.notes)
     config = run_config_for(archive.path, env_id) if env_id else None
     _stats(report, archive, env_id, config)
     if env_id is None:
-        report.flag(WARNING, "env id unknown (no rl_zoo3 folder, hub file name or args.yml)",
-                    "pass --env-id")  # fmt: skip
+        report.flag(WARNING, "env id unknown (no rl_zoo3 folder, hub file name or args.yml)", "pass --env-id")
         return
     spec = eval_env_spec(config, env_id, None, frozenset()) if config else adapter.env_spec(entry, env_id)
     if config is not None:

@@ -94,11 +94,24 @@ def stats_findings(path: Path) -> list:
         return []
     verdict = classify(scan.globals, SERIALIZED)
     if verdict.dangerous:
-        return [Finding(ERROR, path.name, f"is an unsafe pickle: VecNormalize.load would call {', '.join(verdict.dangerous)}",
-                        UNSAFE_HINT)]  # fmt: skip
+        return [
+            Finding(
+                ERROR,
+                path.name,
+                f"is an unsafe pickle: VecNormalize.load would call {', '.join(verdict.dangerous)}",
+                UNSAFE_HINT,
+            )
+        ]
     if verdict.unknown:
-        return [Finding(ERROR, path.name, f"names {', '.join(verdict.unknown)}, which VecNormalize.load would import "
-                        "and zoo cannot check", UNKNOWN_HINT)]  # fmt: skip
+        return [
+            Finding(
+                ERROR,
+                path.name,
+                f"names {', '.join(verdict.unknown)}, which VecNormalize.load would import "
+                "and zoo cannot check",
+                UNKNOWN_HINT,
+            )
+        ]
     if not scan.complete:
         return [
             Finding(
@@ -126,8 +139,11 @@ def load_stats(path: Path, *, trust_pickle: bool = False) -> ObsNormalizer | Non
     try:
         return _normalizer(vars(stats))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ZooError(f"{path}: VecNormalize statistics are incomplete or malformed ({type(exc).__name__}: "
-                       f"{str(exc)[:100]})", hint="re-save them with VecNormalize.save") from None  # fmt: skip
+        raise ZooError(
+            f"{path}: VecNormalize statistics are incomplete or malformed ({type(exc).__name__}: "
+            f"{str(exc)[:100]})",
+            hint="re-save them with VecNormalize.save",
+        ) from None
 
 
 def _normalizer(state: dict) -> ObsNormalizer | None:
@@ -139,8 +155,9 @@ def _normalizer(state: dict) -> ObsNormalizer | None:
     if isinstance(rms, dict):
         keys = list(state.get("norm_obs_keys") or rms)
         stats = {k: _mean_var(rms[k]) for k in keys}
-        return ObsNormalizer({k: m for k, (m, _) in stats.items()}, {k: v for k, (_, v) in stats.items()},
-                             eps, clip, keys)  # fmt: skip
+        return ObsNormalizer(
+            {k: m for k, (m, _) in stats.items()}, {k: v for k, (_, v) in stats.items()}, eps, clip, keys
+        )
     return ObsNormalizer(*_mean_var(rms), eps, clip)
 
 

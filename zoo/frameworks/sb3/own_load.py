@@ -99,8 +99,10 @@ def _serialized(archive: SB3Archive, zoo_reads: bool) -> list[Finding]:
         if calls:
             what = f"is an unsafe pickle: SB3's load would call {', '.join(calls)}"
         elif any(module.split(".")[0] == _BY_VALUE for module, _ in scan.globals):
-            what = ("is a function pickled by value (Python bytecode: older SB3 saved its schedules so, and any "
-                    "lambda is one): SB3's load rebuilds it, and training calls it")  # fmt: skip
+            what = (
+                "is a function pickled by value (Python bytecode: older SB3 saved its schedules so, and any "
+                "lambda is one): SB3's load rebuilds it, and training calls it"
+            )
         elif verdict.unknown:
             what = f"names {', '.join(verdict.unknown)}, which SB3's load would import and zoo cannot check"
         elif not scan.complete:
@@ -135,19 +137,36 @@ def _members(archive: SB3Archive, zoo_reads: bool) -> list[Finding]:
     try:
         with zipfile.ZipFile(archive.path) as zf:
             names = zf.namelist()
-            found = [f for name in names if name.endswith(".pth") and not (zoo_reads and name == "policy.pth")
-                     for f in _member(archive, zf, name)]  # fmt: skip
+            found = [
+                f
+                for name in names
+                if name.endswith(".pth") and not (zoo_reads and name == "policy.pth")
+                for f in _member(archive, zf, name)
+            ]
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
         return [Finding(WARNING, label, f"cannot be read again ({str(exc)[:100]})", LOAD_FAILS_HINT)]
     expected = state_dicts(archive)
     present = {name.removesuffix(".pth") for name in names if name.endswith(".pth") and name not in VARIABLES}
     algo = archive.algorithm
     for name in sorted((expected or set()) - present):
-        found.append(Finding(WARNING, f"{label}: {name}.pth", f"is missing: SB3's {algo}.load fails without it "
-                             "(it loads every state dict the algorithm saves)", LOAD_FAILS_HINT))  # fmt: skip
+        found.append(
+            Finding(
+                WARNING,
+                f"{label}: {name}.pth",
+                f"is missing: SB3's {algo}.load fails without it "
+                "(it loads every state dict the algorithm saves)",
+                LOAD_FAILS_HINT,
+            )
+        )
     for name in sorted(present - (expected or present)):
-        found.append(Finding(WARNING, f"{label}: {name}.pth", f"is not a state dict {algo} saves: SB3's load "
-                             "fails on it", LOAD_FAILS_HINT))  # fmt: skip
+        found.append(
+            Finding(
+                WARNING,
+                f"{label}: {name}.pth",
+                f"is not a state dict {algo} saves: SB3's load fails on it",
+                LOAD_FAILS_HINT,
+            )
+        )
     return found
 
 
@@ -162,9 +181,15 @@ def _member(archive: SB3Archive, zf: zipfile.ZipFile, name: str) -> list[Finding
         return [Finding(WARNING, where, f"cannot be read: {exc.message}", LOAD_FAILS_HINT)]
     info = inspect_torch_bytes(raw, Path(name))
     if info.dangerous:
-        return [Finding(ERROR, where, f"is an unsafe pickle: torch.load without weights_only (older SB3 with torch "
-                        f"before 2.6) would call {', '.join(info.dangerous)}",
-                        "do not publish it: re-save the model with SB3 2.x")]  # fmt: skip
+        return [
+            Finding(
+                ERROR,
+                where,
+                f"is an unsafe pickle: torch.load without weights_only (older SB3 with torch "
+                f"before 2.6) would call {', '.join(info.dangerous)}",
+                "do not publish it: re-save the model with SB3 2.x",
+            )
+        ]
     problem = (
         (info.unknown and f"holds {', '.join(info.unknown)}, which torch's weights-only loader refuses")
         or info.problem
@@ -172,8 +197,14 @@ def _member(archive: SB3Archive, zf: zipfile.ZipFile, name: str) -> list[Finding
         or (info.confirm and confirm_bytes(raw))
     )
     if problem:
-        return [Finding(WARNING, where, f"does not load with torch.load(weights_only=True), so SB3's load fails: "
-                        f"{problem}", LOAD_FAILS_HINT)]  # fmt: skip
+        return [
+            Finding(
+                WARNING,
+                where,
+                f"does not load with torch.load(weights_only=True), so SB3's load fails: {problem}",
+                LOAD_FAILS_HINT,
+            )
+        ]
     return []
 
 

@@ -35,8 +35,14 @@ class SB3Policy:
 
     is_recurrent = False
 
-    def __init__(self, rebuilt: Rebuilt, normalizer: ObsNormalizer | None, algorithm: str | None, seed: int,
-                 observation_space: Any = None):  # fmt: skip
+    def __init__(
+        self,
+        rebuilt: Rebuilt,
+        normalizer: ObsNormalizer | None,
+        algorithm: str | None,
+        seed: int,
+        observation_space: Any = None,
+    ):
         import torch
 
         self.policy = rebuilt.policy
@@ -66,16 +72,22 @@ class SB3Policy:
         masks = {} if action_masks is None else {"action_masks": action_masks}
         return self.policy.predict(obs, deterministic=deterministic, **masks)[0]
 
-    def act(self, obs_batch: Any, state: Any = None, deterministic: bool = True,
-            action_masks: np.ndarray | None = None) -> tuple[np.ndarray, Any]:  # fmt: skip
+    def act(
+        self,
+        obs_batch: Any,
+        state: Any = None,
+        deterministic: bool = True,
+        action_masks: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, Any]:
         self._acting = True
         try:
             return self._act(obs_batch, state, deterministic, action_masks)
         finally:
             self._acting = False
 
-    def _act(self, obs_batch: Any, state: Any, deterministic: bool,
-             action_masks: np.ndarray | None) -> tuple[np.ndarray, Any]:  # fmt: skip
+    def _act(
+        self, obs_batch: Any, state: Any, deterministic: bool, action_masks: np.ndarray | None
+    ) -> tuple[np.ndarray, Any]:
         obs = self.normalizer(obs_batch) if self.normalizer is not None else obs_batch
         if deterministic:
             return self._predict(obs, True, action_masks), state

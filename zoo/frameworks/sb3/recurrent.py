@@ -36,8 +36,14 @@ class SB3RecurrentPolicy(SB3Policy):
 
     is_recurrent = True
 
-    def __init__(self, rebuilt: Rebuilt, normalizer: ObsNormalizer | None, algorithm: str | None, seed: int,
-                 observation_space: Any = None):  # fmt: skip
+    def __init__(
+        self,
+        rebuilt: Rebuilt,
+        normalizer: ObsNormalizer | None,
+        algorithm: str | None,
+        seed: int,
+        observation_space: Any = None,
+    ):
         from gymnasium import spaces
         from stable_baselines3.common.preprocessing import is_image_space
 

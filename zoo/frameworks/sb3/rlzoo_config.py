@@ -57,15 +57,25 @@ class RunConfig:
 
     def describe(self) -> dict[str, Any]:
         """For ``zoo check``'s details: what is applied, in the config's terms."""
-        return {"file": self.source, "env_wrapper": [r.to_json() for r in self.wrappers],
-                "frame_stack": self.frame_stack, "normalize": self.normalize,
-                "env_kwargs": dict(self.env_kwargs), "policy": self.policy}  # fmt: skip
+        return {
+            "file": self.source,
+            "env_wrapper": [r.to_json() for r in self.wrappers],
+            "frame_stack": self.frame_stack,
+            "normalize": self.normalize,
+            "env_kwargs": dict(self.env_kwargs),
+            "policy": self.policy,
+        }
 
 
 def atari_defaults() -> RunConfig:
     """rl_zoo3's Atari hyperparameters, for an Atari model found without its config."""
-    return RunConfig("rl_zoo3's Atari defaults (no config.yml found)", (WrapperRef(ATARI_WRAPPER),),
-                     ATARI_FRAME_STACK, policy="CnnPolicy", from_file=False)  # fmt: skip
+    return RunConfig(
+        "rl_zoo3's Atari defaults (no config.yml found)",
+        (WrapperRef(ATARI_WRAPPER),),
+        ATARI_FRAME_STACK,
+        policy="CnnPolicy",
+        from_file=False,
+    )
 
 
 def read_run_config(model_file: Path, env_id: str) -> RunConfig | None:
@@ -80,8 +90,10 @@ def read_run_config(model_file: Path, env_id: str) -> RunConfig | None:
     config, args = read_zoo_yaml(path), read_zoo_yaml(folder / "args.yml")
     where = str(path)
     if config.get("vec_env_wrapper"):
-        raise UnsupportedError(f"{where}: vec_env_wrapper {config['vec_env_wrapper']!r} is not applied by zoo",
-                               hint="evaluate with rl_zoo3's enjoy, or drop the wrapper")  # fmt: skip
+        raise UnsupportedError(
+            f"{where}: vec_env_wrapper {config['vec_env_wrapper']!r} is not applied by zoo",
+            hint="evaluate with rl_zoo3's enjoy, or drop the wrapper",
+        )
     env_kwargs = _mapping(config.get("env_kwargs"), where, "env_kwargs")
     if args.get("env_kwargs") is not None:  # rl_zoo3's enjoy: args.yml's env_kwargs replace config.yml's
         env_kwargs = _mapping(args["env_kwargs"], str(folder / "args.yml"), "env_kwargs")
@@ -91,15 +103,20 @@ def read_run_config(model_file: Path, env_id: str) -> RunConfig | None:
         normalize_kwargs(config.get("normalize"), where),
     )
     if frame_stack and normalize:
-        raise UnsupportedError(f"{where}: the run stacked frames of VecNormalize-d observations (normalize and "
-                               "frame_stack); zoo does not rebuild that order",
-                               hint="evaluate it with rl_zoo3's enjoy")  # fmt: skip
+        raise UnsupportedError(
+            f"{where}: the run stacked frames of VecNormalize-d observations (normalize and "
+            "frame_stack); zoo does not rebuild that order",
+            hint="evaluate it with rl_zoo3's enjoy",
+        )
     return RunConfig(
-        source=where, wrappers=wrapper_refs(config.get("env_wrapper"), where),
-        frame_stack=frame_stack, env_kwargs=freeze(env_kwargs), normalize=normalize,
+        source=where,
+        wrappers=wrapper_refs(config.get("env_wrapper"), where),
+        frame_stack=frame_stack,
+        env_kwargs=freeze(env_kwargs),
+        normalize=normalize,
         policy=policy if isinstance(policy, str) else None,
         policy_kwargs=_policy_kwargs(config.get("policy_kwargs"), where),
-    )  # fmt: skip
+    )
 
 
 def wrapper_refs(value: Any, where: str) -> tuple[WrapperRef, ...]:
@@ -114,8 +131,10 @@ def wrapper_refs(value: Any, where: str) -> tuple[WrapperRef, ...]:
         elif isinstance(item, str):
             name, kwargs = item, {}
         else:
-            raise ConfigProblem(f"{where}: env_wrapper entry {item!r} is neither a class name nor "
-                                "{class name: kwargs}", hint="fix the config as rl_zoo3 documents it")  # fmt: skip
+            raise ConfigProblem(
+                f"{where}: env_wrapper entry {item!r} is neither a class name nor {{class name: kwargs}}",
+                hint="fix the config as rl_zoo3 documents it",
+            )
         if not isinstance(name, str) or "." not in name:
             raise ConfigProblem(f"{where}: env_wrapper {name!r} is not a dotted module.Class name")
         refs.append(WrapperRef(name, freeze(kwargs)))
@@ -174,8 +193,10 @@ def literal(text: str, where: str, what: str) -> Any:
         tree = ast.parse(text.strip(), mode="eval")
         return _value(tree.body)
     except (SyntaxError, ValueError, RecursionError) as exc:
-        raise ConfigProblem(f"{where}: {what} {text[:80]!r} is not a literal zoo can read ({exc})",
-                            hint="zoo reads literals, dict(...) and dotted names; it evaluates no code") from None  # fmt: skip
+        raise ConfigProblem(
+            f"{where}: {what} {text[:80]!r} is not a literal zoo can read ({exc})",
+            hint="zoo reads literals, dict(...) and dotted names; it evaluates no code",
+        ) from None
 
 
 def _value(node: ast.AST) -> Any:
@@ -248,8 +269,14 @@ def eval_env_spec(config: RunConfig, env_id: str, video_dir: str | None, trusted
     from zoo.envs import EnvSpec
 
     refuse_untrusted(config.wrappers, trusted, config.source)
-    return EnvSpec(env_id, "run_config", video_dir, env_kwargs=config.env_kwargs, wrappers=config.env_wrappers,
-                   trusted_wrappers=trusted)  # fmt: skip
+    return EnvSpec(
+        env_id,
+        "run_config",
+        video_dir,
+        env_kwargs=config.env_kwargs,
+        wrappers=config.env_wrappers,
+        trusted_wrappers=trusted,
+    )
 
 
 def statistics_file(model_file: Path, env_id: str | None, config: RunConfig | None) -> Path | None:
@@ -265,7 +292,9 @@ def statistics_file(model_file: Path, env_id: str | None, config: RunConfig | No
     if config.normalize is None:
         return None
     if stats is None:
-        raise LayoutMismatch(f"{config.source} says the run trained behind VecNormalize (normalize), but "
-                             "there is no vecnormalize.pkl for it", hint=f"copy the run's {env_id}/vecnormalize.pkl "
-                             "beside the model (rl_zoo3 saves it there)")  # fmt: skip
+        raise LayoutMismatch(
+            f"{config.source} says the run trained behind VecNormalize (normalize), but "
+            "there is no vecnormalize.pkl for it",
+            hint=f"copy the run's {env_id}/vecnormalize.pkl beside the model (rl_zoo3 saves it there)",
+        )
     return stats

@@ -98,8 +98,13 @@ class SkrlAdapter(Adapter):
     train_return_tags = ("Reward / Total reward (mean)",)
     layout_hint = "skrl: {experiment}/checkpoints/agent_{step}.pt (params/agent.yaml beside checkpoints/)"
     #: A hub repo of an skrl experiment holds its checkpoints and params/: ``zoo enjoy`` fetches both.
-    hub = HubNaming(library_name="skrl", display_name="skrl", tags=("skrl",), card_template="default",
-                    run_files=("checkpoints/*.pt", "params/*.yaml"))  # fmt: skip
+    hub = HubNaming(
+        library_name="skrl",
+        display_name="skrl",
+        tags=("skrl",),
+        card_template="default",
+        run_files=("checkpoints/*.pt", "params/*.yaml"),
+    )
     takes_model_config = True
     takes_env_factory = True
 
@@ -150,8 +155,10 @@ class SkrlAdapter(Adapter):
         for per-module files, the names :func:`~zoo.frameworks.skrl.discover.parse_checkpoint` reads back."""
         module, _ = parse_checkpoint(checkpoint.model_file.name) or ("agent", None)
         model = f"{BEST_MODEL}.pt" if module == "agent" else f"{BEST_MODEL}_{module}.pt"
-        return {model: checkpoint.model_file,
-                **{f"{BEST_MODEL}_{key}.pt": path for key, path in checkpoint.companions.items()}}  # fmt: skip
+        return {
+            model: checkpoint.model_file,
+            **{f"{BEST_MODEL}_{key}.pt": path for key, path in checkpoint.companions.items()},
+        }
 
     def env_id(self, run: Run) -> str | None:
         """From the experiment's names, else ``params/env.yaml``."""
@@ -164,8 +171,14 @@ class SkrlAdapter(Adapter):
         files.update(
             {key: inspect_torch_file(path) for key, path in companion_modules(run.model_file).items()}
         )
-        return SkrlCheckpoint(run.model_file, files[""].kind, files[""].size, folder=folder,
-                              config=run_config(folder), files=files)  # fmt: skip
+        return SkrlCheckpoint(
+            run.model_file,
+            files[""].kind,
+            files[""].size,
+            folder=folder,
+            config=run_config(folder),
+            files=files,
+        )
 
     def describe(self, report: RunReport, registry: Registry) -> None:
         """Discovery only yields runs with a checkpoint, so ``run.model_file`` is always set."""
@@ -184,8 +197,11 @@ class SkrlAdapter(Adapter):
         entry = registry.find(name or "")
         report.details["algorithm"] = entry.algorithm if entry else None
         if name is None:
-            report.flag(WARNING, "algorithm unknown (not in the dir name nor params/agent.yaml)",
-                        "pass --exp-name (for example skrl_ppo)")  # fmt: skip
+            report.flag(
+                WARNING,
+                "algorithm unknown (not in the dir name nor params/agent.yaml)",
+                "pass --exp-name (for example skrl_ppo)",
+            )
         elif entry is None:
             registry.get(name)  # the registry's "unknown experiment" error, with its suggestions
         arch = architecture(modules["policy"], config.policy, strict=False)
@@ -193,8 +209,9 @@ class SkrlAdapter(Adapter):
         _describe_policy(report, modules, arch, config, norm, note)
         env_id = self.env_id(run)
         if env_id is None:
-            report.flag(WARNING, "env id unknown (not in the experiment names nor params/env.yaml)",
-                        "pass --env-id")  # fmt: skip
+            report.flag(
+                WARNING, "env id unknown (not in the experiment names nor params/env.yaml)", "pass --env-id"
+            )
             return
         report.details["env_id"] = env_id
         spaces = entry and self.env_spaces_or_warn(report, entry, env_id, _space_kinds(config))
@@ -207,8 +224,11 @@ class SkrlAdapter(Adapter):
                 f"policy does not fit {env_id}: {problems[0]}", "check the env id of this run"
             )
         if not config.policy.known:
-            report.flag(WARNING, "activation functions unknown: no params/agent.yaml beside checkpoints/",
-                        "zoo eval needs --model-config PATH (see docs/frameworks/skrl.md)")  # fmt: skip
+            report.flag(
+                WARNING,
+                "activation functions unknown: no params/agent.yaml beside checkpoints/",
+                "zoo eval needs --model-config PATH (see docs/frameworks/skrl.md)",
+            )
 
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
         """``options.model_config`` (``--model-config``, else ``params/agent.yaml`` of the experiment)
@@ -227,18 +247,26 @@ class SkrlAdapter(Adapter):
         arch = architecture(policy_state, config.policy)
         norm, _ = _observation_scaler(modules, arch, config)
         spec = self.eval_env(entry, env_id, options, checkpoint.model_file)
-        spaces = _policy_spaces(self.fitting_spaces(entry, env_id, _space_kinds(config), spec), arch,
-                                config.policy.kind)  # fmt: skip
+        spaces = _policy_spaces(
+            self.fitting_spaces(entry, env_id, _space_kinds(config), spec), arch, config.policy.kind
+        )
         problems = shape_problems(policy_state, arch, spaces, config.policy.kind, norm)
         if problems:
             raise does_not_fit(env_id, problems[0])
         unused = unused_keys(policy_state, arch, config.policy)
         if unused:
             raise _not_rebuildable(unused)
-        network = build_network(policy_state, arch, config.policy, norm, _scaler(config, norm),
-                                tuple(spaces[0].shape))  # fmt: skip
-        return SkrlPolicy(network, config.policy, policy_state.get("log_std_parameter"), *spaces,
-                          options.device, options.seed)  # fmt: skip
+        network = build_network(
+            policy_state, arch, config.policy, norm, _scaler(config, norm), tuple(spaces[0].shape)
+        )
+        return SkrlPolicy(
+            network,
+            config.policy,
+            policy_state.get("log_std_parameter"),
+            *spaces,
+            options.device,
+            options.seed,
+        )
 
 
 def _space_kinds(config: RunConfig) -> SpaceKinds:
@@ -262,8 +290,11 @@ def _policy_spaces(spaces: tuple | None, arch: Architecture, kind: str) -> tuple
 
     if spaces is None:
         if arch.flat_input is None or kind == "categorical":
-            raise UnsupportedError("--env-factory: zoo reads a user's tensor env's sizes from flat continuous skrl "
-                                   "policies only", hint="evaluate it on one of zoo's tasks or with --env-id")  # fmt: skip
+            raise UnsupportedError(
+                "--env-factory: zoo reads a user's tensor env's sizes from flat continuous skrl "
+                "policies only",
+                hint="evaluate it on one of zoo's tasks or with --env-id",
+            )
         actions = arch.weighted[-1].out_size
         return Box(-np.inf, np.inf, (arch.flat_input,), np.float32), Box(
             -np.inf, np.inf, (actions,), np.float32
@@ -291,8 +322,10 @@ def _scaler(config: RunConfig, norm: Normalizer | None):
 
 
 def _not_rebuildable(unused: list[str]) -> UnsupportedError:
-    return UnsupportedError(f"policy holds tensors zoo's rebuilt network does not use: {', '.join(unused[:3])}",
-                            hint="zoo rebuilds MLP, CNN and GRU/LSTM policies (see docs/frameworks/skrl.md)")  # fmt: skip
+    return UnsupportedError(
+        f"policy holds tensors zoo's rebuilt network does not use: {', '.join(unused[:3])}",
+        hint="zoo rebuilds MLP, CNN and GRU/LSTM policies (see docs/frameworks/skrl.md)",
+    )
 
 
 def _describe_checkpoints(report: RunReport, run: Run) -> None:
@@ -312,19 +345,32 @@ def _activations(arch: Architecture) -> list[str | None] | str | None:
     return names[0] if len(set(names)) == 1 else names
 
 
-def _describe_policy(report: RunReport, modules: dict, arch: Architecture, config: RunConfig,
-                     norm: Normalizer | None, note: str | None) -> None:  # fmt: skip
+def _describe_policy(
+    report: RunReport,
+    modules: dict,
+    arch: Architecture,
+    config: RunConfig,
+    norm: Normalizer | None,
+    note: str | None,
+) -> None:
     spec = config.policy
     rnn = arch.rnn
     report.details["policy"] = {
-        "kind": spec.kind if spec.known else None, "sizes": arch.sizes(), "layers": [layer.kind for layer in arch.layers],
-        "rnn": {"type": rnn.rnn_type, "num_layers": rnn.num_layers, "hidden_size": rnn.hidden_size} if rnn else None,
-        "activations": _activations(arch), "output": spec.output_text if spec.known else None, "config": spec.source,
-    }  # fmt: skip
+        "kind": spec.kind if spec.known else None,
+        "sizes": arch.sizes(),
+        "layers": [layer.kind for layer in arch.layers],
+        "rnn": {"type": rnn.rnn_type, "num_layers": rnn.num_layers, "hidden_size": rnn.hidden_size}
+        if rnn
+        else None,
+        "activations": _activations(arch),
+        "output": spec.output_text if spec.known else None,
+        "config": spec.source,
+    }
     report.details["preprocessor"] = (
         {"key": norm.key, "generation": norm.generation, "size": int(norm.state["running_mean"].shape[0])}
-        if norm else None
-    )  # fmt: skip
+        if norm
+        else None
+    )
     if note:
         report.notes.append(note)
     unused = unused_keys(modules["policy"], arch, spec)

@@ -144,9 +144,11 @@ def _recurrent(policy: Mapping, spec: PolicySpec) -> Recurrent | None:
         return None
     prefixes = sorted({m["prefix"] for m in matches})
     if len(prefixes) > 1 or any(m["suffix"] for m in matches) or f"{prefixes[0]}.weight_hr_l0" in policy:
-        raise UnsupportedError(f"the policy's recurrent layers ({', '.join(prefixes)}) are not one "
-                               "unidirectional GRU or LSTM without projection",
-                               hint="zoo rebuilds skrl's documented RNN pattern: one nn.GRU/nn.LSTM, then an MLP")  # fmt: skip
+        raise UnsupportedError(
+            f"the policy's recurrent layers ({', '.join(prefixes)}) are not one "
+            "unidirectional GRU or LSTM without projection",
+            hint="zoo rebuilds skrl's documented RNN pattern: one nn.GRU/nn.LSTM, then an MLP",
+        )
     prefix = prefixes[0]
     hidden = int(policy[f"{prefix}.weight_hh_l0"].shape[1])
     rnn_type = _GATES.get(int(policy[f"{prefix}.weight_ih_l0"].shape[0]) // hidden)
@@ -154,17 +156,28 @@ def _recurrent(policy: Mapping, spec: PolicySpec) -> Recurrent | None:
         raise UnsupportedError(
             f"{prefix} is a plain nn.RNN, not a GRU or LSTM", hint="zoo rebuilds GRU and LSTM cores"
         )
-    core = Recurrent(rnn_type, prefix, len(matches), int(policy[f"{prefix}.weight_ih_l0"].shape[1]), hidden,
-                     f"{prefix}.bias_ih_l0" in policy)  # fmt: skip
+    core = Recurrent(
+        rnn_type,
+        prefix,
+        len(matches),
+        int(policy[f"{prefix}.weight_ih_l0"].shape[1]),
+        hidden,
+        f"{prefix}.bias_ih_l0" in policy,
+    )
     if spec.known and spec.rnn is None:
-        raise ZooError(f"the policy holds a {rnn_type.upper()} ({prefix}.*), but {spec.source} declares no rnn",
-                       hint=f"if it follows skrl's RNN pattern (the {rnn_type.upper()} reads the observations, an "
-                            f"MLP its output), add 'rnn: {{class: {rnn_type.upper()}}}' (docs/frameworks/skrl.md)")  # fmt: skip
+        raise ZooError(
+            f"the policy holds a {rnn_type.upper()} ({prefix}.*), but {spec.source} declares no rnn",
+            hint=f"if it follows skrl's RNN pattern (the {rnn_type.upper()} reads the observations, an "
+            f"MLP its output), add 'rnn: {{class: {rnn_type.upper()}}}' (docs/frameworks/skrl.md)",
+        )
     if spec.rnn is not None:
         declared = (spec.rnn.rnn_type, spec.rnn.num_layers or core.num_layers, spec.rnn.hidden_size or hidden)
         if declared != (rnn_type, core.num_layers, hidden):
-            raise _contradiction(spec, f"declares a {declared[0].upper()} of {declared[1]} layer(s) x {declared[2]}, "
-                                       f"the weights hold a {rnn_type.upper()} of {core.num_layers} x {hidden}")  # fmt: skip
+            raise _contradiction(
+                spec,
+                f"declares a {declared[0].upper()} of {declared[1]} layer(s) x {declared[2]}, "
+                f"the weights hold a {rnn_type.upper()} of {core.num_layers} x {hidden}",
+            )
     return core
 
 
@@ -174,10 +187,12 @@ def _declared_layers(policy: Mapping, spec: PolicySpec, weighted: list) -> list[
     assert declared is not None
     with_weights = [d for d in declared if d.kind != "flatten"]
     if len(weighted) != len(with_weights) + 1 or any(
-        d.size != shape[0] or d.kind != ("conv2d" if len(shape) == 4 else "linear")
-        or (d.kernel is not None and d.kernel != shape[2:]) or d.in_size not in (None, shape[1])
+        d.size != shape[0]
+        or d.kind != ("conv2d" if len(shape) == 4 else "linear")
+        or (d.kernel is not None and d.kernel != shape[2:])
+        or d.in_size not in (None, shape[1])
         for d, (_, shape) in zip(with_weights, weighted, strict=False)
-    ):  # fmt: skip
+    ):
         hidden = [_weight_described(shape) for _, shape in weighted[:-1]]
         raise _contradiction(
             spec, f"declares hidden layers {_describe(with_weights)}, the weights have {_describe(hidden)}"
@@ -201,9 +216,11 @@ def _declared_layers(policy: Mapping, spec: PolicySpec, weighted: list) -> list[
 def _inferred_layers(policy: Mapping, spec: PolicySpec, weighted: list, strict: bool) -> list[Layer]:
     """Layers from the weights alone (configs that give activations only); conv strides are then unknown."""
     if strict and any(len(shape) == 4 for _, shape in weighted):
-        raise ZooError("the policy has conv2d layers, whose stride and padding the weights do not say",
-                       hint="zoo needs the network's layers from params/agent.yaml or --model-config "
-                            "(see docs/frameworks/skrl.md)")  # fmt: skip
+        raise ZooError(
+            "the policy has conv2d layers, whose stride and padding the weights do not say",
+            hint="zoo needs the network's layers from params/agent.yaml or --model-config "
+            "(see docs/frameworks/skrl.md)",
+        )
     hidden = len(weighted) - 1
     activations = (
         spec.activation_for(hidden) if strict or spec.network.activations is not None else [None] * hidden
@@ -213,8 +230,16 @@ def _inferred_layers(policy: Mapping, spec: PolicySpec, weighted: list, strict: 
         if len(shape) == 2 and layers and layers[-1].kind == "conv2d":
             layers.append(Layer("flatten"))
         kind, stride = ("conv2d", None) if len(shape) == 4 else ("linear", (1, 1))
-        layers.append(Layer(kind, prefix, shape, f"{prefix}.bias" in policy, stride,
-                            activation=activations[i] if i < hidden else None))  # fmt: skip
+        layers.append(
+            Layer(
+                kind,
+                prefix,
+                shape,
+                f"{prefix}.bias" in policy,
+                stride,
+                activation=activations[i] if i < hidden else None,
+            )
+        )
     return layers
 
 
@@ -304,8 +329,10 @@ def _input_problems(arch: Architecture, obs_space: Any) -> list[str]:
         return [f"conv2d layers need image observations (3 dims), the env observes shape {list(obs_shape)}"]
     image = tuple(obs_shape[d - 1] for d in arch.permute[1:]) if arch.permute else obs_shape
     if image[0] != arch.layers[0].in_size:
-        return [f"policy's first conv2d takes {arch.layers[0].in_size} channels, the env's images "
-                f"{'(permuted) ' if arch.permute else ''}have {image[0]} (shape {list(obs_shape)})"]  # fmt: skip
+        return [
+            f"policy's first conv2d takes {arch.layers[0].in_size} channels, the env's images "
+            f"{'(permuted) ' if arch.permute else ''}have {image[0]} (shape {list(obs_shape)})"
+        ]
     flattened = _conv_output(arch, image)
     linear = next(layer for layer in arch.layers if layer.kind == "linear")
     if flattened is not None and flattened != linear.in_size:

@@ -46,11 +46,15 @@ def split_agent(obj: Any, path: Path) -> dict[str, Any]:
             raise BrokenFile(f"{path.name}: expected the {module} state dict, found {type(obj).__name__}")
         return {module: obj}
     if not isinstance(obj, Mapping) or not all(isinstance(k, str) for k in obj):
-        raise ZooError(f"{path.name}: not an skrl agent checkpoint (expected a dict of module state dicts)",
-                       hint="is this file from skrl's Agent.write_checkpoint / Agent.save?")  # fmt: skip
+        raise ZooError(
+            f"{path.name}: not an skrl agent checkpoint (expected a dict of module state dicts)",
+            hint="is this file from skrl's Agent.write_checkpoint / Agent.save?",
+        )
     if not is_state_dict(obj.get("policy")):
-        raise ZooError(f"{path.name}: no 'policy' module (modules: {', '.join(sorted(obj)) or 'none'})",
-                       hint="zoo evaluates agents with a policy model (PPO, A2C, SAC, TD3, ...)")  # fmt: skip
+        raise ZooError(
+            f"{path.name}: no 'policy' module (modules: {', '.join(sorted(obj)) or 'none'})",
+            hint="zoo evaluates agents with a policy model (PPO, A2C, SAC, TD3, ...)",
+        )
     return dict(obj)
 
 

@@ -34,8 +34,12 @@ from zoo.frameworks.skrl.instantiator import (
     parse_rnn,
 )
 
-POLICY_CLASSES = {"gaussianmixin": "gaussian", "multivariategaussianmixin": "multivariate_gaussian",
-                  "categoricalmixin": "categorical", "deterministicmixin": "deterministic"}  # fmt: skip
+POLICY_CLASSES = {
+    "gaussianmixin": "gaussian",
+    "multivariategaussianmixin": "multivariate_gaussian",
+    "categoricalmixin": "categorical",
+    "deterministicmixin": "deterministic",
+}
 GENERATION_2, GENERATION_1 = "skrl 2.x", "skrl 1.x"
 
 
@@ -93,12 +97,19 @@ def policy_spec(section: Any, source: str, shared: bool = False) -> PolicySpec:
         raise bad_config(source, "the policy section is not a mapping")
     cls = str(section.get("class", "GaussianMixin")).lower()
     if cls not in POLICY_CLASSES:
-        raise bad_config(source, f"policy class {section.get('class')!r} is not supported (GaussianMixin, "
-                                 "MultivariateGaussianMixin, CategoricalMixin, DeterministicMixin)")  # fmt: skip
+        raise bad_config(
+            source,
+            f"policy class {section.get('class')!r} is not supported (GaussianMixin, "
+            "MultivariateGaussianMixin, CategoricalMixin, DeterministicMixin)",
+        )
     output_text = str(section.get("output", "ACTIONS"))
     flags = {}
-    for key, default in (("clip_actions", False), ("clip_mean_actions", False), ("clip_log_std", True),
-                         ("unnormalized_log_prob", True)):  # fmt: skip
+    for key, default in (
+        ("clip_actions", False),
+        ("clip_mean_actions", False),
+        ("clip_log_std", True),
+        ("unnormalized_log_prob", True),
+    ):
         value = section.get(key, default)
         if not isinstance(value, bool):
             raise bad_config(source, f"{key} must be true or false, got {value!r}")
@@ -110,10 +121,16 @@ def policy_spec(section: Any, source: str, shared: bool = False) -> PolicySpec:
             raise bad_config(source, f"{key} must be a number, got {value!r}")
         bounds[key] = float(value)
     return PolicySpec(
-        kind=POLICY_CLASSES[cls], network=parse_network(section, source), rnn=parse_rnn(section.get("rnn"), source),
-        output=parse_output(output_text, source), output_text=output_text, shared=shared, source=source,
-        **flags, **bounds,
-    )  # fmt: skip
+        kind=POLICY_CLASSES[cls],
+        network=parse_network(section, source),
+        rnn=parse_rnn(section.get("rnn"), source),
+        output=parse_output(output_text, source),
+        output_text=output_text,
+        shared=shared,
+        source=source,
+        **flags,
+        **bounds,
+    )
 
 
 def scaler_spec(agent: Any, key: str, source: str) -> ScalerSpec:
@@ -185,8 +202,10 @@ def _from_document(doc: Any, source: str) -> RunConfig:
     if isinstance(models, dict):
         return RunConfig(
             policy_spec(models.get("policy"), source, shared=models.get("separate", True) is False),
-            agent, str(agent["class"]).lower() if "class" in agent else None, config_generation(agent, models),
-        )  # fmt: skip
+            agent,
+            str(agent["class"]).lower() if "class" in agent else None,
+            config_generation(agent, models),
+        )
     section = doc.get("policy", doc)
     return RunConfig(
         policy_spec(section, source), agent, generation=config_generation(agent, {"policy": section})

@@ -21,18 +21,37 @@ from zoo.frameworks.base import BEST_MODEL
 
 #: Module names skrl's torch agents put in ``checkpoint_modules`` (per-module files carry them).
 MODULES = (
-    "policy", "value", "critic", "critic_1", "critic_2", "target_policy", "target_critic",
-    "target_critic_1", "target_critic_2", "q_network", "target_q_network", "discriminator",
-    "optimizer", "policy_optimizer", "critic_optimizer", "value_optimizer", "entropy_optimizer",
-    "observation_preprocessor", "state_preprocessor", "value_preprocessor", "amp_observation_preprocessor",
-)  # fmt: skip
+    "policy",
+    "value",
+    "critic",
+    "critic_1",
+    "critic_2",
+    "target_policy",
+    "target_critic",
+    "target_critic_1",
+    "target_critic_2",
+    "q_network",
+    "target_q_network",
+    "discriminator",
+    "optimizer",
+    "policy_optimizer",
+    "critic_optimizer",
+    "value_optimizer",
+    "entropy_optimizer",
+    "observation_preprocessor",
+    "state_preprocessor",
+    "value_preprocessor",
+    "amp_observation_preprocessor",
+)
 #: skrl agent classes; an experiment dir name that holds one (``..._PPO``, ``..._ppo_torch``) says the algo.
 ALGORITHMS = ("ppo", "a2c", "rpo", "trpo", "amp", "sac", "td3", "ddpg", "dqn", "ddqn", "cem")
 _TAG = r"(?P<tag>\d+|\d{2}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}-\d{6})"
 #: ``zoo watch``'s copy of the best checkpoint, in the experiment dir: ``best_model.pt`` (a whole-agent file)
 #: or ``best_model_policy.pt`` with ``best_model_{module}.pt`` beside it (per-module files).
 _ZOO_BEST = rf"{BEST_MODEL}(?:_(?P<zoo_module>{'|'.join(MODULES)}))?"
-CHECKPOINT = re.compile(rf"^(?:(?P<zoo>{_ZOO_BEST})|best_(?P<best>{'|'.join(('agent',) + MODULES)})|(?P<module>agent|{'|'.join(MODULES)})_{_TAG})\.pt$")  # fmt: skip
+CHECKPOINT = re.compile(
+    rf"^(?:(?P<zoo>{_ZOO_BEST})|best_(?P<best>{'|'.join(('agent',) + MODULES)})|(?P<module>agent|{'|'.join(MODULES)})_{_TAG})\.pt$"
+)
 ENV_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*-v\d+$")
 _SKIP = {"checkpoints", "params", "videos", "exported", "git"}
 

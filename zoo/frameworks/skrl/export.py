@@ -19,17 +19,22 @@ if TYPE_CHECKING:
     from zoo.frameworks.skrl.policy import SkrlPolicy
 
 _OUTPUT = {
-    "gaussian": "Gaussian mean", "multivariate_gaussian": "multivariate Gaussian mean",
-    "deterministic": "deterministic actor output", "categorical": "argmax of the categorical logits (int64)",
-}  # fmt: skip
+    "gaussian": "Gaussian mean",
+    "multivariate_gaussian": "multivariate Gaussian mean",
+    "deterministic": "deterministic actor output",
+    "categorical": "argmax of the categorical logits (int64)",
+}
 
 
 def _normalization(network) -> dict | None:
     if not network.has_scaler:
         return None
-    return {"kind": "skrl_running_standard_scaler",
-            "formula": "clamp((x - mean) / (sqrt(var) + epsilon), -clip_threshold, clip_threshold)",
-            "epsilon": network.scaler.epsilon, "clip_threshold": network.scaler.clip_threshold}  # fmt: skip
+    return {
+        "kind": "skrl_running_standard_scaler",
+        "formula": "clamp((x - mean) / (sqrt(var) + epsilon), -clip_threshold, clip_threshold)",
+        "epsilon": network.scaler.epsilon,
+        "clip_threshold": network.scaler.clip_threshold,
+    }
 
 
 def export_spec(policy: SkrlPolicy) -> ExportSpec:
@@ -57,5 +62,12 @@ def export_spec(policy: SkrlPolicy) -> ExportSpec:
         )
     if recurrent is not None:
         left.append("zero the state of an env at the start of its episode")
-    return ExportSpec(module, obs_shape, groups, _normalization(network), baked=baked, left_to_caller=left,
-                      recurrent=recurrent)  # fmt: skip
+    return ExportSpec(
+        module,
+        obs_shape,
+        groups,
+        _normalization(network),
+        baked=baked,
+        left_to_caller=left,
+        recurrent=recurrent,
+    )

@@ -157,9 +157,12 @@ def _linear(args: Any, source: str) -> LayerDecl:
         raise bad_config(source, f"linear layer {args!r} is not supported")
     args = {{"features": "out_features", "use_bias": "bias"}.get(k, k): v for k, v in args.items()}
     in_size = args.get("in_features")
-    return LayerDecl("linear", _size(args.get("out_features"), "linear out_features", source),
-                     None if in_size is None else _size(in_size, "linear in_features", source),
-                     bias=_flag(args.get("bias", True), "linear bias", source))  # fmt: skip
+    return LayerDecl(
+        "linear",
+        _size(args.get("out_features"), "linear out_features", source),
+        None if in_size is None else _size(in_size, "linear in_features", source),
+        bias=_flag(args.get("bias", True), "linear bias", source),
+    )
 
 
 def _conv2d(args: Any, source: str) -> LayerDecl:
@@ -183,11 +186,15 @@ def _conv2d(args: Any, source: str) -> LayerDecl:
     else:
         padding = _pair(padding, "padding", source)
     in_size = args.get("in_channels")
-    return LayerDecl("conv2d", _size(args.get("out_channels"), "conv2d out_channels", source),
-                     None if in_size is None else _size(in_size, "conv2d in_channels", source),
-                     kernel=_pair(args.get("kernel_size"), "kernel_size", source),
-                     stride=_pair(args.get("stride", 1), "stride", source), padding=padding,
-                     bias=_flag(args.get("bias", True), "conv2d bias", source))  # fmt: skip
+    return LayerDecl(
+        "conv2d",
+        _size(args.get("out_channels"), "conv2d out_channels", source),
+        None if in_size is None else _size(in_size, "conv2d in_channels", source),
+        kernel=_pair(args.get("kernel_size"), "kernel_size", source),
+        stride=_pair(args.get("stride", 1), "stride", source),
+        padding=padding,
+        bias=_flag(args.get("bias", True), "conv2d bias", source),
+    )
 
 
 def _flatten(args: Any, source: str) -> LayerDecl:
@@ -247,8 +254,9 @@ def parse_network(section: dict, source: str) -> NetworkDecl:
             return NetworkDecl(activations=_flat_activations(section.get("activations"), source))
         if not isinstance(layers, list) or not all(type(x) is int or isinstance(x, dict) for x in layers):
             raise bad_config(source, f"layers must be a list of linear layer sizes, got {layers!r}")
-        return NetworkDecl(layers=_with_activations([_layer(x, source) for x in layers],
-                                                    section.get("activations"), source))  # fmt: skip
+        return NetworkDecl(
+            layers=_with_activations([_layer(x, source) for x in layers], section.get("activations"), source)
+        )
     if not isinstance(network, list) or not network or not all(isinstance(c, dict) for c in network):
         raise bad_config(source, "network must be a list of containers ({name, input, layers, activations})")
     token, permutation = parse_input(network[0].get("input", "OBSERVATIONS"), source)
@@ -259,8 +267,11 @@ def parse_network(section: dict, source: str) -> NetworkDecl:
     layers: list[LayerDecl] = []
     for before, container in zip([None, *network], network, strict=False):
         if before is not None and str(container.get("input")) != str(before.get("name")):
-            raise bad_config(source, f"container {container.get('name')!r} reads {container.get('input')!r}; zoo "
-                                     "rebuilds networks whose containers chain (each reads the one before)")  # fmt: skip
+            raise bad_config(
+                source,
+                f"container {container.get('name')!r} reads {container.get('input')!r}; zoo "
+                "rebuilds networks whose containers chain (each reads the one before)",
+            )
         raw = container.get("layers")
         if not isinstance(raw, list) or not raw:
             raise bad_config(source, f"container {container.get('name')!r} lists no layers")

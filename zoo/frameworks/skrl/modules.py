@@ -25,10 +25,15 @@ from zoo.frameworks.skrl.checkpoint import Normalizer
 from zoo.frameworks.skrl.config import PolicySpec, ScalerSpec
 
 FUNCTIONS = {
-    "elu": nn.functional.elu, "relu": nn.functional.relu, "leaky_relu": nn.functional.leaky_relu,
-    "selu": nn.functional.selu, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
-    "softplus": nn.functional.softplus, "softsign": nn.functional.softsign,
-}  # fmt: skip
+    "elu": nn.functional.elu,
+    "relu": nn.functional.relu,
+    "leaky_relu": nn.functional.leaky_relu,
+    "selu": nn.functional.selu,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "softplus": nn.functional.softplus,
+    "softsign": nn.functional.softsign,
+}
 
 
 def _module(layer: Layer) -> nn.Module:
@@ -36,15 +41,27 @@ def _module(layer: Layer) -> nn.Module:
         return nn.Flatten()
     if layer.kind == "linear":
         return nn.Linear(layer.in_size, layer.out_size, bias=layer.bias)
-    return nn.Conv2d(layer.in_size, layer.out_size, layer.shape[2:], stride=layer.stride, padding=layer.padding,
-                     bias=layer.bias)  # fmt: skip
+    return nn.Conv2d(
+        layer.in_size,
+        layer.out_size,
+        layer.shape[2:],
+        stride=layer.stride,
+        padding=layer.padding,
+        bias=layer.bias,
+    )
 
 
 class SkrlNetwork(nn.Module):
     """Scaler, layers, output expression; ``step`` adds the recurrent core's state."""
 
-    def __init__(self, arch: Architecture, spec: PolicySpec, norm: Normalizer | None, scaler: ScalerSpec,
-                 obs_shape: tuple[int, ...]):  # fmt: skip
+    def __init__(
+        self,
+        arch: Architecture,
+        spec: PolicySpec,
+        norm: Normalizer | None,
+        scaler: ScalerSpec,
+        obs_shape: tuple[int, ...],
+    ):
         super().__init__()
         self.scaler = scaler  # the constants normalize() uses, for the export sidecar
         self.has_scaler = norm is not None
@@ -104,8 +121,14 @@ class SkrlNetwork(nn.Module):
         return self.head(out.squeeze(0)), h, c
 
 
-def build_network(policy_state: Mapping, arch: Architecture, spec: PolicySpec, norm: Normalizer | None,
-                  scaler: ScalerSpec, obs_shape: tuple[int, ...]) -> SkrlNetwork:  # fmt: skip
+def build_network(
+    policy_state: Mapping,
+    arch: Architecture,
+    spec: PolicySpec,
+    norm: Normalizer | None,
+    scaler: ScalerSpec,
+    obs_shape: tuple[int, ...],
+) -> SkrlNetwork:
     """A :class:`SkrlNetwork` with the checkpoint's weights, in eval mode."""
     network = SkrlNetwork(arch, spec, norm, scaler, obs_shape)
     with torch.no_grad():
@@ -132,8 +155,13 @@ class ActionHead(nn.Module):
     the output (``DeterministicMixin``), clamped to the action bounds when ``low``/``high`` are given.
     """
 
-    def __init__(self, categorical: bool, low: torch.Tensor | None, high: torch.Tensor | None,
-                 action_shape: tuple[int, ...]):  # fmt: skip
+    def __init__(
+        self,
+        categorical: bool,
+        low: torch.Tensor | None,
+        high: torch.Tensor | None,
+        action_shape: tuple[int, ...],
+    ):
         super().__init__()
         self.categorical = categorical
         self.clamp = low is not None

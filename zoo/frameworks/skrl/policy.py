@@ -32,8 +32,9 @@ from zoo.rollout_guard import require_finite
 class SkrlPolicy:
     """A :class:`zoo.policy.Policy` over a rebuilt skrl policy network."""
 
-    def __init__(self, network, spec: PolicySpec, log_std, observation_space, action_space, device: str,
-                 seed: int):  # fmt: skip
+    def __init__(
+        self, network, spec: PolicySpec, log_std, observation_space, action_space, device: str, seed: int
+    ):
         import torch
 
         from zoo.frameworks.skrl.modules import ActionHead

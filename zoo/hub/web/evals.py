@@ -43,11 +43,16 @@ def card_results(card: dict[str, Any]) -> list[CardResult]:
             for metric in _dicts(result.get("metrics")):
                 value = metric.get("value")
                 mean, std = scores.parse_score(value)
-                found.append(CardResult(
-                    model=str(model.get("name") or ""), env_id=env_id if isinstance(env_id, str) else "",
-                    metric=str(metric.get("name") or metric.get("type") or ""),
-                    value="" if value is None else str(value), mean=mean, std=std,
-                ))  # fmt: skip
+                found.append(
+                    CardResult(
+                        model=str(model.get("name") or ""),
+                        env_id=env_id if isinstance(env_id, str) else "",
+                        metric=str(metric.get("name") or metric.get("type") or ""),
+                        value="" if value is None else str(value),
+                        mean=mean,
+                        std=std,
+                    )
+                )
     return found
 
 

@@ -191,14 +191,23 @@ class WebPages:
         caller = call.caller if isinstance(call, Call) else self._caller(request)
         here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         page = self.templates.get_template(template).render(
-            viewer=None if caller is ANONYMOUS else caller, open_access=self.hub.open_access,
-            here=here if _NEXT.fullmatch(here) else "/", **context,
-        )  # fmt: skip
+            viewer=None if caller is ANONYMOUS else caller,
+            open_access=self.hub.open_access,
+            here=here if _NEXT.fullmatch(here) else "/",
+            **context,
+        )
         return HTMLResponse(page, code)
 
     def error(self, request: Request, status: int, message: str) -> HTMLResponse:
-        titles = {400: "Bad request", 401: "Not signed in", 403: "Forbidden", 404: "Not found",
-                  405: "Method not allowed", 431: "Request too large", 500: "Server error"}  # fmt: skip
+        titles = {
+            400: "Bad request",
+            401: "Not signed in",
+            403: "Forbidden",
+            404: "Not found",
+            405: "Method not allowed",
+            431: "Request too large",
+            500: "Server error",
+        }
         title = titles.get(status, f"Error {status}")
         return self.render(request, "error.html.j2", status, title=title, status=status, message=message)
 
@@ -222,8 +231,14 @@ class WebPages:
         if sort not in SORTS:
             raise HttpError(400, f"unknown sort {sort!r}: use one of {', '.join(SORTS)}")
         index = self.hub.index
-        rows = index.search(call.caller, author=author or None, search=search or None, tags=tags, sort=sort,
-                            direction=SORTS[sort][1])  # fmt: skip
+        rows = index.search(
+            call.caller,
+            author=author or None,
+            search=search or None,
+            tags=tags,
+            sort=sort,
+            direction=SORTS[sort][1],
+        )
         visible = index.search(call.caller, sort="id", direction=1)
         tag_counts: dict[str, int] = {}
         for row in visible:
@@ -231,8 +246,19 @@ class WebPages:
                 tag_counts[tag] = tag_counts.get(tag, 0) + 1
         top_tags = sorted(tag_counts.items(), key=lambda item: (-item[1], item[0]))[:40]
         authors = sorted({row.author for row in visible})
-        return self.render(call, "index.html.j2", rows=rows, q=search, author=author, tags=tags, sort=sort,
-                           sorts=SORTS, authors=authors, top_tags=top_tags, total=len(visible))  # fmt: skip
+        return self.render(
+            call,
+            "index.html.j2",
+            rows=rows,
+            q=search,
+            author=author,
+            tags=tags,
+            sort=sort,
+            sorts=SORTS,
+            authors=authors,
+            top_tags=top_tags,
+            total=len(visible),
+        )
 
     # ------------------------------------------------------------------------------------------ model
     def tree(self, call: Call, ns: str, name: str, rest: str) -> Response:
@@ -253,8 +279,18 @@ class WebPages:
         kind, text = _view_kind(path, entry), None
         if kind == "text":
             text = self.storage.read_blob(entry).decode("utf-8", "replace")
-        return self.render(call, "blob.html.j2", repo_id=repo_id, rev=rev, commit=commit, path=path, entry=entry,
-                           kind=kind, text=text, url=resolve_href(repo_id, commit.id, path))  # fmt: skip
+        return self.render(
+            call,
+            "blob.html.j2",
+            repo_id=repo_id,
+            rev=rev,
+            commit=commit,
+            path=path,
+            entry=entry,
+            kind=kind,
+            text=text,
+            url=resolve_href(repo_id, commit.id, path),
+        )
 
     def model(self, call: Call, ns: str, name: str, rev: str = DEFAULT_BRANCH, folder: str = "") -> Response:
         repo_id = f"{ns}/{name}"
@@ -270,21 +306,42 @@ class WebPages:
         elif readme is not None:
             card_note = f"README.md is {human_size(readme.size)}: too large to show here; download it below"
         prefix = f"{folder}/" if folder else ""
-        files = [FileRow(path, e.size, e.lfs, resolve_href(repo_id, commit.id, path))
-                 for path, e in sorted(commit.files.items()) if path.startswith(prefix)]  # fmt: skip
+        files = [
+            FileRow(path, e.size, e.lfs, resolve_href(repo_id, commit.id, path))
+            for path, e in sorted(commit.files.items())
+            if path.startswith(prefix)
+        ]
         if folder and not files:
             raise HttpError(404, f"folder {folder} not found at {rev} in {repo_id}")
-        videos = sorted((p for p in commit.files if p.lower().endswith(".mp4")),
-                        key=lambda p: (p != "replay.mp4", p.count("/"), p))  # fmt: skip
+        videos = sorted(
+            (p for p in commit.files if p.lower().endswith(".mp4")),
+            key=lambda p: (p != "replay.mp4", p.count("/"), p),
+        )
         history = list(itertools.islice(self.storage.history(repo_id, commit), 11))
         return self.render(
-            call, "model.html.j2", repo_id=repo_id, ns=ns, name=name, meta=meta, commit=commit, rev=rev, folder=folder,
-            refs=refs, card=card, card_html=card_html, card_note=card_note, files=files,
-            total_size=sum(f.size for f in files), video=videos[0] if videos else None,
-            results=card_results(card), evaluation=evaluation(self.storage, repo_id, commit),
-            score=self._score(call, repo_id, commit), history=history[:10], more_history=len(history) > 10,
+            call,
+            "model.html.j2",
+            repo_id=repo_id,
+            ns=ns,
+            name=name,
+            meta=meta,
+            commit=commit,
+            rev=rev,
+            folder=folder,
+            refs=refs,
+            card=card,
+            card_html=card_html,
+            card_note=card_note,
+            files=files,
+            total_size=sum(f.size for f in files),
+            video=videos[0] if videos else None,
+            results=card_results(card),
+            evaluation=evaluation(self.storage, repo_id, commit),
+            score=self._score(call, repo_id, commit),
+            history=history[:10],
+            more_history=len(history) > 10,
             prs=sorted(refs["pr"].items(), key=lambda item: -int(item[0])),
-        )  # fmt: skip
+        )
 
     def _score(self, call: Call, repo_id: str, commit: Commit) -> tuple[str, Any] | None:
         """The env id and leaderboard row of this repo (verified or self-reported, with its rank), for the
@@ -306,16 +363,30 @@ class WebPages:
         page = _page_number(call)
         start = page * PAGE_SIZE
         listed = list(itertools.islice(self.storage.history(repo_id, head), start, start + PAGE_SIZE + 1))
-        return self.render(call, "commits.html.j2", repo_id=repo_id, rev=rev, head=head,
-                           commits=listed[:PAGE_SIZE], page=page, more=len(listed) > PAGE_SIZE)  # fmt: skip
+        return self.render(
+            call,
+            "commits.html.j2",
+            repo_id=repo_id,
+            rev=rev,
+            head=head,
+            commits=listed[:PAGE_SIZE],
+            page=page,
+            more=len(listed) > PAGE_SIZE,
+        )
 
     def commit(self, call: Call, ns: str, name: str, commit_id: str) -> Response:
         repo_id = f"{ns}/{name}"
         call.readable(repo_id)
         commit = self.storage.resolve(repo_id, commit_id)
         parent = self.storage.load_commit(repo_id, commit.parent) if commit.parent else None
-        return self.render(call, "commit.html.j2", repo_id=repo_id, commit=commit, parent=parent,
-                           changes=changes(parent.files if parent else {}, commit.files))  # fmt: skip
+        return self.render(
+            call,
+            "commit.html.j2",
+            repo_id=repo_id,
+            commit=commit,
+            parent=parent,
+            changes=changes(parent.files if parent else {}, commit.files),
+        )
 
     def discussions(self, call: Call, ns: str, name: str) -> Response:
         repo_id = f"{ns}/{name}"
@@ -342,10 +413,17 @@ class WebPages:
                 break
             own.append(item)
         return self.render(
-            call, "pull_request.html.j2", repo_id=repo_id, number=number, head=head, base=base, main=main,
-            commits=own, changes=changes(base.files if base else {}, head.files),
+            call,
+            "pull_request.html.j2",
+            repo_id=repo_id,
+            number=number,
+            head=head,
+            base=base,
+            main=main,
+            commits=own,
+            changes=changes(base.files if base else {}, head.files),
             merged=head.id in on_main,
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------------------------------------ leaderboard
     def leaderboards(self, call: Call) -> Response:
@@ -359,8 +437,9 @@ class WebPages:
 
     # ------------------------------------------------------------------------------------------ login
     def login_form(self, call: Call) -> Response:
-        return self.render(call, "login.html.j2", next=safe_next(call.request.query_params.get("next")),
-                           failed=False)  # fmt: skip
+        return self.render(
+            call, "login.html.j2", next=safe_next(call.request.query_params.get("next")), failed=False
+        )
 
     async def _posted_form(self, request: Request) -> dict[str, str] | Response:
         """The login or logout form's fields, or the error page: a form posted from another site, or one
@@ -383,8 +462,15 @@ class WebPages:
             failed = self.render(request, "login.html.j2", 401, next=next_page, failed=True)
             return self._secured(failed)
         response = RedirectResponse(next_page, 303)
-        response.set_cookie(SESSION_COOKIE, session, max_age=SESSION_TTL, path="/", httponly=True,
-                            samesite="strict", secure=self._https(request))  # fmt: skip
+        response.set_cookie(
+            SESSION_COOKIE,
+            session,
+            max_age=SESSION_TTL,
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=self._https(request),
+        )
         return self._secured(response)
 
     async def logout(self, request: Request) -> Response:

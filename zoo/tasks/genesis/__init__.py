@@ -34,8 +34,9 @@ def import_genesis():
     """The ``genesis`` module, imported without leaving its stdout-printing ``sys.excepthook`` behind."""
     for module in ("genesis", "tensordict"):
         if find_spec(module) is None:
-            raise UnsupportedError(f"Genesis tasks need the genesis extra ({module} is not installed)",
-                                   hint=GENESIS_HINT)  # fmt: skip
+            raise UnsupportedError(
+                f"Genesis tasks need the genesis extra ({module} is not installed)", hint=GENESIS_HINT
+            )
     hook = sys.excepthook
     os.environ.setdefault("PYOPENGL_PLATFORM", "egl")  # headless rendering; osmesa breaks `import genesis`
     # Genesis' kernels print nothing, so their output need not go through a replaced sys.stdout (as under
@@ -63,11 +64,15 @@ def ensure_init(device: str) -> None:
         backend = gs.cpu if torch.device(device).type == "cpu" else gs.gpu
         gs.init(backend=backend, precision="32", logging_level=os.environ.get(LOG_LEVEL_ENV, "error"))
     if not same_device(gs.device, device):
-        raise UnsupportedError(f"Genesis is initialised for {gs.device} ({gs.backend}), the task asked for {device}",
-                               hint="evaluate with --device matching Genesis' backend, in a fresh process")  # fmt: skip
+        raise UnsupportedError(
+            f"Genesis is initialised for {gs.device} ({gs.backend}), the task asked for {device}",
+            hint="evaluate with --device matching Genesis' backend, in a fresh process",
+        )
     if gs.tc_float != torch.float32:
-        raise UnsupportedError(f"Genesis is initialised with {gs.tc_float} precision; zoo's tasks run in float32",
-                               hint="initialise Genesis with precision='32', or let zoo initialise it")  # fmt: skip
+        raise UnsupportedError(
+            f"Genesis is initialised with {gs.tc_float} precision; zoo's tasks run in float32",
+            hint="initialise Genesis with precision='32', or let zoo initialise it",
+        )
 
 
 @dataclass(frozen=True)
@@ -89,8 +94,11 @@ class CfgKeys:
         if missing:
             raise refuse(self.task_id, f"the config has no {', '.join(missing[:3])}")
         _env_cfg, _obs_cfg, reward_cfg, command_cfg = cfgs[:4]
-        ranges = [k for k in self.command_ranges
-                  if not (isinstance(command_cfg[k], list | tuple) and len(command_cfg[k]) == 2)]  # fmt: skip
+        ranges = [
+            k
+            for k in self.command_ranges
+            if not (isinstance(command_cfg[k], list | tuple) and len(command_cfg[k]) == 2)
+        ]
         if ranges:
             raise refuse(self.task_id, f"command_cfg[{ranges[0]!r}] is not a [low, high] range")
         if command_cfg.get("num_commands", 3) != 3:
@@ -111,17 +119,21 @@ class CfgKeys:
 
     def _missing(self, env_cfg: dict, obs_cfg: dict, reward_cfg: dict, command_cfg: dict) -> list[str]:
         scales = obs_cfg.get("obs_scales", {})
-        return ([f"env_cfg[{k!r}]" for k in self.env if k not in env_cfg]
-                + [f"obs_cfg['obs_scales'][{k!r}]" for k in self.obs_scales if k not in scales]
-                + [f"command_cfg[{k!r}]" for k in self.command_ranges if k not in command_cfg]
-                + ([] if "reward_scales" in reward_cfg else ["reward_cfg['reward_scales']"]))  # fmt: skip
+        return (
+            [f"env_cfg[{k!r}]" for k in self.env if k not in env_cfg]
+            + [f"obs_cfg['obs_scales'][{k!r}]" for k in self.obs_scales if k not in scales]
+            + [f"command_cfg[{k!r}]" for k in self.command_ranges if k not in command_cfg]
+            + ([] if "reward_scales" in reward_cfg else ["reward_cfg['reward_scales']"])
+        )
 
 
 def refuse(task_id: str, why: str) -> UnsupportedError:
     """The one-line refusal of a config that zoo's definition of ``task_id`` cannot honour."""
-    return UnsupportedError(f"{task_id}: {why}",
-                            hint="zoo's definition follows Genesis' example env; evaluate this run with its own env "
-                                 "(--env-factory module:function)")  # fmt: skip
+    return UnsupportedError(
+        f"{task_id}: {why}",
+        hint="zoo's definition follows Genesis' example env; evaluate this run with its own env "
+        "(--env-factory module:function)",
+    )
 
 
 class EpisodeVideo:

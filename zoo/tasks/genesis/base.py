@@ -49,8 +49,14 @@ class GenesisTask(ABC):
         obs = spaces.Dict({DEFAULT_GROUP: spaces.Box(-np.inf, np.inf, (cls.obs_dim,), np.float32)})
         return obs, spaces.Box(-clip, clip, (cls.num_actions,), np.float32)
 
-    def __init__(self, num_envs: int, device: str, seed: int, cfgs: list[dict[str, Any]] | None = None,
-                 video_dir: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        num_envs: int,
+        device: str,
+        seed: int,
+        cfgs: list[dict[str, Any]] | None = None,
+        video_dir: str | None = None,
+    ):
         import torch
 
         cfgs = copy.deepcopy(self._checked(cfgs))
@@ -98,7 +104,8 @@ class GenesisTask(ABC):
         """The buffers both examples keep; a task adds its own after these."""
         n, dev, f = self.num_envs, self.device, gs.tc_float
         self.base_pos, self.base_lin_vel, self.base_ang_vel, self.base_euler = (
-            torch.zeros((n, 3), dtype=f, device=dev) for _ in range(4))  # fmt: skip
+            torch.zeros((n, 3), dtype=f, device=dev) for _ in range(4)
+        )
         self.base_quat = torch.zeros((n, 4), dtype=f, device=dev)
         self.actions = torch.zeros((n, self.num_actions), dtype=f, device=dev)
         self.last_actions = torch.zeros_like(self.actions)

@@ -40,27 +40,63 @@ COMMAND_KEYS = ("lin_vel_x_range", "lin_vel_y_range", "ang_vel_range")
 #: What the env reads of the cfgs (the rewards: ``_reward_<name>``, and the reward_cfg keys each one reads).
 CFG_KEYS = CfgKeys(
     GO2_WALKING,
-    env=("num_actions", "default_joint_angles", "kp", "kd", "termination_if_roll_greater_than",
-         "termination_if_pitch_greater_than", "base_init_pos", "base_init_quat", "episode_length_s",
-         "resampling_time_s", "action_scale", "clip_actions"),
+    env=(
+        "num_actions",
+        "default_joint_angles",
+        "kp",
+        "kd",
+        "termination_if_roll_greater_than",
+        "termination_if_pitch_greater_than",
+        "base_init_pos",
+        "base_init_quat",
+        "episode_length_s",
+        "resampling_time_s",
+        "action_scale",
+        "clip_actions",
+    ),
     obs_scales=("lin_vel", "ang_vel", "dof_pos", "dof_vel"),
     command_ranges=COMMAND_KEYS,
-    rewards={"tracking_lin_vel": ("tracking_sigma",), "tracking_ang_vel": ("tracking_sigma",), "lin_vel_z": (),
-             "action_rate": (), "similar_to_default": (), "base_height": ("base_height_target",)},
-)  # fmt: skip
+    rewards={
+        "tracking_lin_vel": ("tracking_sigma",),
+        "tracking_ang_vel": ("tracking_sigma",),
+        "lin_vel_z": (),
+        "action_rate": (),
+        "similar_to_default": (),
+        "base_height": ("base_height_target",),
+    },
+)
 
 #: ``[env_cfg, obs_cfg, reward_cfg, command_cfg, train_cfg]`` as go2_train.py (v0.4.5) builds them.
 DEFAULT_CFGS: list[dict[str, Any]] = [
     {
         "num_actions": 12,
         "default_joint_angles": {
-            "FL_hip_joint": 0.0, "FR_hip_joint": 0.0, "RL_hip_joint": 0.0, "RR_hip_joint": 0.0,
-            "FL_thigh_joint": 0.8, "FR_thigh_joint": 0.8, "RL_thigh_joint": 1.0, "RR_thigh_joint": 1.0,
-            "FL_calf_joint": -1.5, "FR_calf_joint": -1.5, "RL_calf_joint": -1.5, "RR_calf_joint": -1.5,
+            "FL_hip_joint": 0.0,
+            "FR_hip_joint": 0.0,
+            "RL_hip_joint": 0.0,
+            "RR_hip_joint": 0.0,
+            "FL_thigh_joint": 0.8,
+            "FR_thigh_joint": 0.8,
+            "RL_thigh_joint": 1.0,
+            "RR_thigh_joint": 1.0,
+            "FL_calf_joint": -1.5,
+            "FR_calf_joint": -1.5,
+            "RL_calf_joint": -1.5,
+            "RR_calf_joint": -1.5,
         },
         "joint_names": [
-            "FR_hip_joint", "FR_thigh_joint", "FR_calf_joint", "FL_hip_joint", "FL_thigh_joint", "FL_calf_joint",
-            "RR_hip_joint", "RR_thigh_joint", "RR_calf_joint", "RL_hip_joint", "RL_thigh_joint", "RL_calf_joint",
+            "FR_hip_joint",
+            "FR_thigh_joint",
+            "FR_calf_joint",
+            "FL_hip_joint",
+            "FL_thigh_joint",
+            "FL_calf_joint",
+            "RR_hip_joint",
+            "RR_thigh_joint",
+            "RR_calf_joint",
+            "RL_hip_joint",
+            "RL_thigh_joint",
+            "RL_calf_joint",
         ],
         "kp": 20.0,
         "kd": 0.5,
@@ -79,17 +115,38 @@ DEFAULT_CFGS: list[dict[str, Any]] = [
         "tracking_sigma": 0.25,
         "base_height_target": 0.3,
         "feet_height_target": 0.075,
-        "reward_scales": {"tracking_lin_vel": 1.0, "tracking_ang_vel": 0.2, "lin_vel_z": -1.0, "base_height": -50.0,
-                          "action_rate": -0.005, "similar_to_default": -0.1},
+        "reward_scales": {
+            "tracking_lin_vel": 1.0,
+            "tracking_ang_vel": 0.2,
+            "lin_vel_z": -1.0,
+            "base_height": -50.0,
+            "action_rate": -0.005,
+            "similar_to_default": -0.1,
+        },
     },
     {"num_commands": 3, "lin_vel_x_range": [0.5, 0.5], "lin_vel_y_range": [0, 0], "ang_vel_range": [0, 0]},
     {
-        "algorithm": {"class_name": "PPO", "clip_param": 0.2, "desired_kl": 0.01, "entropy_coef": 0.01, "gamma": 0.99,
-                      "lam": 0.95, "learning_rate": 0.001, "max_grad_norm": 1.0, "num_learning_epochs": 5,
-                      "num_mini_batches": 4, "schedule": "adaptive", "use_clipped_value_loss": True,
-                      "value_loss_coef": 1.0},
-        "actor": {"class_name": "MLPModel", "hidden_dims": [512, 256, 128], "activation": "elu",
-                  "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}},
+        "algorithm": {
+            "class_name": "PPO",
+            "clip_param": 0.2,
+            "desired_kl": 0.01,
+            "entropy_coef": 0.01,
+            "gamma": 0.99,
+            "lam": 0.95,
+            "learning_rate": 0.001,
+            "max_grad_norm": 1.0,
+            "num_learning_epochs": 5,
+            "num_mini_batches": 4,
+            "schedule": "adaptive",
+            "use_clipped_value_loss": True,
+            "value_loss_coef": 1.0,
+        },
+        "actor": {
+            "class_name": "MLPModel",
+            "hidden_dims": [512, 256, 128],
+            "activation": "elu",
+            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"},
+        },
         "critic": {"class_name": "MLPModel", "hidden_dims": [512, 256, 128], "activation": "elu"},
         "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
         "num_steps_per_env": 24,
@@ -97,7 +154,7 @@ DEFAULT_CFGS: list[dict[str, Any]] = [
         "run_name": "go2-walking",
         "logger": "tensorboard",
     },
-]  # fmt: skip
+]
 
 
 def reward_scales(env_cfg: dict[str, Any], reward_cfg: dict[str, Any]) -> dict[str, float]:
@@ -145,11 +202,16 @@ class Go2Walking(GenesisTask):
         _env_cfg, obs_cfg, *_ = cls._checked(cfgs)
         scales = obs_cfg["obs_scales"]
         lin, ang = float(scales["lin_vel"]), float(scales["ang_vel"])
-        return {DEFAULT_GROUP: terms_of(
-            ("base_ang_vel", 3, ang, None), ("projected_gravity", 3, 1.0, None), ("commands", 3, (lin, lin, ang), None),
-            ("dof_pos", 12, float(scales["dof_pos"]), None), ("dof_vel", 12, float(scales["dof_vel"]), None),
-            ("actions", 12, 1.0, None),
-        )}  # fmt: skip
+        return {
+            DEFAULT_GROUP: terms_of(
+                ("base_ang_vel", 3, ang, None),
+                ("projected_gravity", 3, 1.0, None),
+                ("commands", 3, (lin, lin, ang), None),
+                ("dof_pos", 12, float(scales["dof_pos"]), None),
+                ("dof_vel", 12, float(scales["dof_vel"]), None),
+                ("actions", 12, 1.0, None),
+            )
+        }
 
     @classmethod
     def deployment_notes(cls, cfgs: list[dict[str, Any]] | None) -> list[str]:
@@ -171,16 +233,26 @@ class Go2Walking(GenesisTask):
         """The example's scene: a plane and the Go2 from Genesis' assets, 2 substeps of 0.01 s per step."""
         self.scene = gs.Scene(
             sim_options=gs.options.SimOptions(dt=self.dt, substeps=2),
-            rigid_options=gs.options.RigidOptions(enable_self_collision=False, tolerance=1e-5, max_collision_pairs=20),
-            viewer_options=gs.options.ViewerOptions(camera_pos=(2.0, 0.0, 2.5), camera_lookat=(0.0, 0.0, 0.5),
-                                                    camera_fov=40, refresh_rate=int(1.0 / self.dt)),
+            rigid_options=gs.options.RigidOptions(
+                enable_self_collision=False, tolerance=1e-5, max_collision_pairs=20
+            ),
+            viewer_options=gs.options.ViewerOptions(
+                camera_pos=(2.0, 0.0, 2.5),
+                camera_lookat=(0.0, 0.0, 0.5),
+                camera_fov=40,
+                refresh_rate=int(1.0 / self.dt),
+            ),
             vis_options=gs.options.VisOptions(rendered_envs_idx=[0]),
             show_viewer=False,
-        )  # fmt: skip
+        )
         self.scene.add_entity(gs.morphs.URDF(file="urdf/plane/plane.urdf", fixed=True))
-        self.robot = self.scene.add_entity(gs.morphs.URDF(file="urdf/go2/urdf/go2.urdf",
-                                                          pos=self.env_cfg["base_init_pos"],
-                                                          quat=self.env_cfg["base_init_quat"]))  # fmt: skip
+        self.robot = self.scene.add_entity(
+            gs.morphs.URDF(
+                file="urdf/go2/urdf/go2.urdf",
+                pos=self.env_cfg["base_init_pos"],
+                quat=self.env_cfg["base_init_quat"],
+            )
+        )
         if self.video:
             self.video.add_camera(self.scene, pos=(2.0, 0.0, 1.5), lookat=(0.0, 0.0, 0.3), follow=self.robot)
         self.scene.build(n_envs=self.num_envs)
@@ -193,8 +265,9 @@ class Go2Walking(GenesisTask):
         self.resampling_steps = int(self.env_cfg["resampling_time_s"] / self.dt)
         names = joint_names(self.env_cfg)
         angles = self.env_cfg["default_joint_angles"]
-        self.motors_dof_idx = torch.tensor([self.robot.get_joint(name).dof_start for name in names],
-                                           dtype=gs.tc_int, device=dev)  # fmt: skip
+        self.motors_dof_idx = torch.tensor(
+            [self.robot.get_joint(name).dof_start for name in names], dtype=gs.tc_int, device=dev
+        )
         self.actions_dof_idx = torch.argsort(self.motors_dof_idx)
         self.robot.set_dofs_kp([self.env_cfg["kp"]] * self.num_actions, self.motors_dof_idx)
         self.robot.set_dofs_kv([self.env_cfg["kd"]] * self.num_actions, self.motors_dof_idx)
@@ -213,8 +286,10 @@ class Go2Walking(GenesisTask):
         self.commands_scale = torch.tensor(
             [scales["lin_vel"], scales["lin_vel"], scales["ang_vel"]], dtype=f, device=dev
         )
-        self.commands_limits = tuple(torch.tensor(values, dtype=f, device=dev)
-                                     for values in zip(*(self.command_cfg[k] for k in COMMAND_KEYS), strict=True))  # fmt: skip
+        self.commands_limits = tuple(
+            torch.tensor(values, dtype=f, device=dev)
+            for values in zip(*(self.command_cfg[k] for k in COMMAND_KEYS), strict=True)
+        )
         self.projected_gravity = torch.zeros((n, 3), dtype=f, device=dev)
         self.dof_pos = torch.zeros((n, self.num_actions), dtype=f, device=dev)
         self.dof_vel = torch.zeros_like(self.dof_pos)
@@ -304,14 +379,17 @@ class Go2Walking(GenesisTask):
         import torch
 
         scales = self.obs_cfg["obs_scales"]
-        self.obs_buf = torch.concatenate((
-            self.base_ang_vel * scales["ang_vel"],
-            self.projected_gravity,
-            self.commands * self.commands_scale,
-            (self.dof_pos - self.default_dof_pos) * scales["dof_pos"],
-            self.dof_vel * scales["dof_vel"],
-            self.actions,
-        ), dim=-1)  # fmt: skip
+        self.obs_buf = torch.concatenate(
+            (
+                self.base_ang_vel * scales["ang_vel"],
+                self.projected_gravity,
+                self.commands * self.commands_scale,
+                (self.dof_pos - self.default_dof_pos) * scales["dof_pos"],
+                self.dof_vel * scales["dof_vel"],
+                self.actions,
+            ),
+            dim=-1,
+        )
 
     # ------------------------------------------------------------------ rewards (the example's, unchanged)
     def _reward_tracking_lin_vel(self):

@@ -36,14 +36,24 @@ COMMAND_KEYS = ("pos_x_range", "pos_y_range", "pos_z_range")
 #: What the env reads of the cfgs (the rewards: ``_reward_<name>``, and the reward_cfg keys each one reads).
 CFG_KEYS = CfgKeys(
     DRONE_HOVER,
-    env=("num_actions", "termination_if_roll_greater_than", "termination_if_pitch_greater_than",
-         "termination_if_close_to_ground", "termination_if_x_greater_than", "termination_if_y_greater_than",
-         "termination_if_z_greater_than", "base_init_pos", "base_init_quat", "episode_length_s",
-         "at_target_threshold", "clip_actions"),
+    env=(
+        "num_actions",
+        "termination_if_roll_greater_than",
+        "termination_if_pitch_greater_than",
+        "termination_if_close_to_ground",
+        "termination_if_x_greater_than",
+        "termination_if_y_greater_than",
+        "termination_if_z_greater_than",
+        "base_init_pos",
+        "base_init_quat",
+        "episode_length_s",
+        "at_target_threshold",
+        "clip_actions",
+    ),
     obs_scales=("rel_pos", "lin_vel", "ang_vel"),
     command_ranges=COMMAND_KEYS,
     rewards={"target": (), "smooth": (), "yaw": ("yaw_lambda",), "angular": (), "crash": ()},
-)  # fmt: skip
+)
 
 #: ``[env_cfg, obs_cfg, reward_cfg, command_cfg, train_cfg]`` as hover_train.py (v0.4.5) builds them.
 DEFAULT_CFGS: list[dict[str, Any]] = [
@@ -67,15 +77,33 @@ DEFAULT_CFGS: list[dict[str, Any]] = [
         "max_visualize_FPS": 60,
     },
     {"obs_scales": {"rel_pos": 1 / 3.0, "lin_vel": 1 / 3.0, "ang_vel": 1 / 3.14159}},
-    {"yaw_lambda": -10.0, "reward_scales": {"target": 10.0, "smooth": -1e-4, "yaw": 0.01, "angular": -2e-4, "crash": -10.0}},
+    {
+        "yaw_lambda": -10.0,
+        "reward_scales": {"target": 10.0, "smooth": -1e-4, "yaw": 0.01, "angular": -2e-4, "crash": -10.0},
+    },
     {"num_commands": 3, "pos_x_range": [-1.0, 1.0], "pos_y_range": [-1.0, 1.0], "pos_z_range": [1.0, 1.0]},
     {
-        "algorithm": {"class_name": "PPO", "clip_param": 0.2, "desired_kl": 0.01, "entropy_coef": 0.004, "gamma": 0.99,
-                      "lam": 0.95, "learning_rate": 0.0003, "max_grad_norm": 1.0, "num_learning_epochs": 5,
-                      "num_mini_batches": 4, "schedule": "adaptive", "use_clipped_value_loss": True,
-                      "value_loss_coef": 1.0},
-        "actor": {"class_name": "MLPModel", "hidden_dims": [128, 128], "activation": "tanh",
-                  "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}},
+        "algorithm": {
+            "class_name": "PPO",
+            "clip_param": 0.2,
+            "desired_kl": 0.01,
+            "entropy_coef": 0.004,
+            "gamma": 0.99,
+            "lam": 0.95,
+            "learning_rate": 0.0003,
+            "max_grad_norm": 1.0,
+            "num_learning_epochs": 5,
+            "num_mini_batches": 4,
+            "schedule": "adaptive",
+            "use_clipped_value_loss": True,
+            "value_loss_coef": 1.0,
+        },
+        "actor": {
+            "class_name": "MLPModel",
+            "hidden_dims": [128, 128],
+            "activation": "tanh",
+            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"},
+        },
         "critic": {"class_name": "MLPModel", "hidden_dims": [128, 128], "activation": "tanh"},
         "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
         "num_steps_per_env": 100,
@@ -83,7 +111,7 @@ DEFAULT_CFGS: list[dict[str, Any]] = [
         "run_name": "drone-hovering",
         "logger": "tensorboard",
     },
-]  # fmt: skip
+]
 
 
 class DroneHover(GenesisTask):
@@ -107,11 +135,15 @@ class DroneHover(GenesisTask):
     def obs_terms(cls, cfgs: list[dict[str, Any]] | None) -> dict[str, tuple[Term, ...]]:
         """The policy group's terms; rel_pos is the target's position minus the drone's, in the world frame."""
         scales = cls._checked(cfgs)[1]["obs_scales"]
-        return {DEFAULT_GROUP: terms_of(
-            ("rel_pos", 3, float(scales["rel_pos"]), 1.0), ("base_quat", 4, 1.0, None),
-            ("base_lin_vel", 3, float(scales["lin_vel"]), 1.0), ("base_ang_vel", 3, float(scales["ang_vel"]), 1.0),
-            ("last_actions", 4, 1.0, None),
-        )}  # fmt: skip
+        return {
+            DEFAULT_GROUP: terms_of(
+                ("rel_pos", 3, float(scales["rel_pos"]), 1.0),
+                ("base_quat", 4, 1.0, None),
+                ("base_lin_vel", 3, float(scales["lin_vel"]), 1.0),
+                ("base_ang_vel", 3, float(scales["ang_vel"]), 1.0),
+                ("last_actions", 4, 1.0, None),
+            )
+        }
 
     @classmethod
     def deployment_notes(cls, cfgs: list[dict[str, Any]] | None) -> list[str]:
@@ -128,16 +160,20 @@ class DroneHover(GenesisTask):
         """The example's scene: a plane and the Crazyflie (cf2x), 2 substeps of 0.005 s per step."""
         self.scene = gs.Scene(
             sim_options=gs.options.SimOptions(dt=self.dt, substeps=2),
-            viewer_options=gs.options.ViewerOptions(refresh_rate=self.env_cfg.get("max_visualize_FPS", 60),
-                                                    camera_pos=(3.0, 0.0, 3.0), camera_lookat=(0.0, 0.0, 1.0),
-                                                    camera_fov=40),
+            viewer_options=gs.options.ViewerOptions(
+                refresh_rate=self.env_cfg.get("max_visualize_FPS", 60),
+                camera_pos=(3.0, 0.0, 3.0),
+                camera_lookat=(0.0, 0.0, 1.0),
+                camera_fov=40,
+            ),
             vis_options=gs.options.VisOptions(rendered_envs_idx=[0]),
             # the example's RigidOptions(dt=0.01) meant 0.01 / substeps up to v0.4.5; Genesis 1.x reads a rigid
             # dt as the substep, so the SimOptions' substep (0.005 s) is left to apply, as it did then
-            rigid_options=gs.options.RigidOptions(constraint_solver=gs.constraint_solver.Newton,
-                                                  enable_collision=True, enable_joint_limit=True),
+            rigid_options=gs.options.RigidOptions(
+                constraint_solver=gs.constraint_solver.Newton, enable_collision=True, enable_joint_limit=True
+            ),
             show_viewer=False,
-        )  # fmt: skip
+        )
         self.scene.add_entity(gs.morphs.Plane())
         self.drone = self.scene.add_entity(gs.morphs.Drone(file="urdf/drones/cf2x.urdf"))
         if self.video:
@@ -153,7 +189,8 @@ class DroneHover(GenesisTask):
         self.base_init_quat = torch.tensor(self.env_cfg["base_init_quat"], dtype=f, device=dev)
         self.inv_base_init_quat = inv_quat(self.base_init_quat)
         self.last_base_pos, self.rel_pos, self.last_rel_pos = (
-            torch.zeros((n, 3), dtype=f, device=dev) for _ in range(3))  # fmt: skip
+            torch.zeros((n, 3), dtype=f, device=dev) for _ in range(3)
+        )
 
     # ------------------------------------------------------------------ the example's step, piece by piece
     def _apply_actions(self) -> None:
@@ -244,13 +281,16 @@ class DroneHover(GenesisTask):
         import torch
 
         scales = self.obs_cfg["obs_scales"]
-        self.obs_buf = torch.cat([
-            torch.clip(self.rel_pos * scales["rel_pos"], -1, 1),
-            self.base_quat,
-            torch.clip(self.base_lin_vel * scales["lin_vel"], -1, 1),
-            torch.clip(self.base_ang_vel * scales["ang_vel"], -1, 1),
-            self.last_actions,
-        ], dim=-1)  # fmt: skip
+        self.obs_buf = torch.cat(
+            [
+                torch.clip(self.rel_pos * scales["rel_pos"], -1, 1),
+                self.base_quat,
+                torch.clip(self.base_lin_vel * scales["lin_vel"], -1, 1),
+                torch.clip(self.base_ang_vel * scales["ang_vel"], -1, 1),
+                self.last_actions,
+            ],
+            dim=-1,
+        )
 
     # ------------------------------------------------------------------ rewards (the example's, unchanged)
     def _reward_target(self):
