@@ -44,6 +44,41 @@ def test_adapter_declares_its_facts(name):
     assert adapter.train_return_tags and all(isinstance(t, str) and t for t in adapter.train_return_tags)
     assert isinstance(adapter.layout_hint, str) and adapter.layout_hint.split(":")[0]
     assert isinstance(adapter.packages, tuple)
+    assert adapter.extra is None or adapter.extra in adapter.extra_modules, "extra must be one it states"
+    assert all(isinstance(m, tuple) and m for m in adapter.extra_modules.values())
+    assert isinstance(adapter.training_command, str) and isinstance(adapter.training_script, str)
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_adapter_extras_are_zoo_extras_and_its_training_command_fills_from_a_config(name):
+    """The extras an adapter states exist in pyproject.toml; doctor's handoff can fill its command."""
+    import tomllib
+
+    extras = tomllib.loads((ZOO.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    adapter = get_adapter(name)
+    assert set(adapter.extra_modules) <= set(extras)
+    config = {
+        "framework": name,
+        "algorithm": "ppo",
+        "env_id": "CartPole-v1",
+        "seed": 1,
+        "total_timesteps": 1000,
+        "num_envs": 2,
+        "wall_time_minutes": 5,
+        "output_dir": "out",
+    }
+    fields = {
+        **config,
+        "script": adapter.training_script.format(**config),
+        "config": "exp.yaml",
+        "checkpoint_every": 100,
+        "eval_every": 100,
+        "eval_episodes": 10,
+        "iterations": 3,
+        "hyperparams": "",
+    }
+    command = adapter.training_command.format(**fields)
+    assert "CartPole-v1" in command or "exp.yaml" in command
 
 
 @pytest.mark.parametrize("name", ADAPTERS)
@@ -89,6 +124,55 @@ def test_the_core_never_names_a_framework():
         leaked = [m for m in _imports(path) if m.startswith("zoo.frameworks.") and m != "zoo.frameworks.base"]
         assert not leaked, f"{path.relative_to(ZOO)} imports {leaked}"
         assert "getattr(adapter" not in text and "getattr(get_adapter" not in text, path
+
+
+#: Core string constants equal to a framework name that are not facts of that framework, each with why.
+NAMED_IN_THE_CORE = {
+    # Stable-Baselines3's own callback (ZooEvalCallback) runs inside SB3 training, for SB3 runs only:
+    # it is SB3 code by nature, outside zoo's core paths (no command imports it).
+    ("integrations/sb3.py", "sb3"),
+}
+
+
+def _string_constants(tree: ast.AST) -> list[ast.Constant]:
+    """Every str constant of a module but its docstrings (prose that names a library is no fact)."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_the_core_writes_no_framework_name():
+    """Every per-framework fact comes from the adapter: a framework's name written as a string in a core
+    module (a choice list, a dict of commands, an ``if framework == ...``) is a fact kept out of its adapter."""
+    names = set(framework_names())
+    found = []
+    for path in sorted(ZOO.rglob("*.py")):
+        where = path.relative_to(ZOO)
+        if where.parts[0] == "frameworks":
+            continue
+        for node in _string_constants(ast.parse(path.read_text())):
+            if node.value in names and (where.as_posix(), node.value) not in NAMED_IN_THE_CORE:
+                found.append(f"{where}:{node.lineno}: {node.value!r}")
+    assert not found, "framework names in the core (state them in the adapter):\n" + "\n".join(found)
+
+
+def test_the_name_check_sees_a_framework_name_in_a_list():
+    """The check above finds what it is for: a name in a choice list or a dict key, not in a docstring."""
+    source = (
+        '"""Loads sb3 runs."""\nCHOICES = ["cleanrl", "sb3-zip"]\nCOMMANDS = {"skrl": "python train.py"}\n'
+    )
+    values = [n.value for n in _string_constants(ast.parse(source)) if n.value in set(framework_names())]
+    assert values == ["cleanrl", "skrl"]
 
 
 def test_adapters_do_not_import_each_other():

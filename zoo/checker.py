@@ -23,7 +23,7 @@ from zoo.artifacts.forking import fork_is_safe
 from zoo.artifacts.report import WARNING, RememberedReport, RunReport
 from zoo.artifacts.runs import Run, RunFilter, shared_listings
 from zoo.errors import ZooError
-from zoo.frameworks import BEST_MODEL, get_adapter
+from zoo.frameworks import BEST_MODEL, framework_names, get_adapter, plugin_sources
 from zoo.registry import Entry, Registry
 from zoo.strict_json import dumps, jsonable
 
@@ -113,7 +113,10 @@ def check_paths(
     never a library caller's: it forks the calling process).
     """
     paths = unique_paths(paths)
-    memo = CheckMemo(context(registry.sources), enabled=use_cache, detached=detached_save)
+    packages = [pkg for name in framework_names() for pkg in get_adapter(name).packages]
+    memo = CheckMemo(
+        context(registry.sources, packages, plugin_sources()), enabled=use_cache, detached=detached_save
+    )
     found, returns = _meant(paths, *_found(paths, registry, memo), registry, run_filter)
     keep = list(range(len(found)))
     unnamed = next((p for p in paths if p.is_file()), None) if run_filter.exp_name is None else None

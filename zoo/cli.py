@@ -834,9 +834,10 @@ def enjoy_cmd(
 @cli.command("doctor")
 @click.option(
     "--framework",
-    type=click.Choice(["sb3", "cleanrl", "skrl", "rsl_rl", "custom"]),
+    metavar="NAME",
     default=None,
-    help="Check this framework's setup (without it: what is installed).",
+    help="Check this framework's setup: an adapter zoo has or an installed plug-in (without it: what is "
+    "installed, every framework listed).",
 )
 @click.option(
     "--policy",

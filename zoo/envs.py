@@ -13,7 +13,7 @@ import dataclasses
 import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -81,24 +81,24 @@ def extras_for_env(env_id: str) -> list[str]:
     return []
 
 
-#: The module each optional extra is known by (its presence means the extra is installed).
+#: The modules each env extra is known by (their presence means the extra is installed). A framework's extras
+#: are its adapter's (:attr:`zoo.frameworks.Adapter.extra_modules`, looked up by :func:`zoo.frameworks.extra_modules`).
 EXTRA_MODULES = {
     "mujoco": ("mujoco",),
     "atari": ("ale_py",),
     "video": ("moviepy", "pygame"),
-    "sb3": ("stable_baselines3",),
-    "skrl": ("skrl",),
-    "rsl": ("rsl_rl",),
     "genesis": ("genesis", "tensordict"),
     "myosuite": ("myosuite",),
 }
 
 
-def missing_modules_for_extras(extras: list[str]) -> list[str]:
-    """Extras whose import module is absent (find_spec, nothing imported)."""
+def missing_modules_for_extras(
+    extras: list[str], modules: Mapping[str, tuple[str, ...] | None] = EXTRA_MODULES
+) -> list[str]:
+    """Extras whose import module is absent (find_spec, nothing imported); ``modules``: each extra's modules."""
     from importlib.util import find_spec
 
-    return [e for e in extras if any(find_spec(m) is None for m in EXTRA_MODULES.get(e, ()))]
+    return [e for e in extras if any(find_spec(m) is None for m in modules.get(e) or ())]
 
 
 _MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")

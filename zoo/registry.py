@@ -1,9 +1,12 @@
 """The experiment registry: ``registry.yaml`` loaded, merged and validated.
 
 The bundled file ships inside the wheel (``zoo/_bundled``) and sits at the repo
-root in a checkout. A user file (``--registry FILE`` or ``ZOO_REGISTRY``) is
-merged over it entry by entry and checked with the same rules, so that a typo
-fails on load with the entry and field named, not later in a rollout.
+root in a checkout. A plug-in adapter may ship its own entries
+(:attr:`~zoo.frameworks.Adapter.registry_file`): they are added after the
+bundled ones, for its framework only and under names not yet taken. A user file
+(``--registry FILE`` or ``ZOO_REGISTRY``) is merged over them entry by entry and
+checked with the same rules, so that a typo fails on load with the entry and
+field named, not later in a rollout.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from zoo.errors import ZooError
 from zoo.frameworks import Adapter, framework_names, get_adapter
 
 FORMATS = ("torch-state-dict", "torch-checkpoint", "sb3-zip", "flax-msgpack", "safetensors", "pickle")
-KNOWN_EXTRAS = ("mujoco", "atari", "video", "sb3", "skrl", "rsl")
+#: The env extras an entry may list; a framework's extras are its adapter's (``Adapter.extra_modules``).
+ENV_EXTRAS = ("mujoco", "atari", "video")
 _EVAL_KEYS = {"episodes": int, "deterministic": bool, "epsilon": float, "exploration_noise": float}
 
 
@@ -116,8 +120,24 @@ def _require(source: Path, name: str, raw: dict, key: str, kind: type) -> Any:
 def _adapter(source: Path, name: str, framework: str) -> Adapter:
     """The framework's adapter (``zoo/frameworks/<framework>``): it checks its own fields."""
     if framework not in framework_names():
-        raise _fail(source, name, "framework", f"{framework!r} has no adapter in zoo/frameworks/")
+        raise _fail(
+            source, name, "framework", f"{framework!r} has no adapter in zoo/frameworks/ nor a plug-in"
+        )
     return get_adapter(framework)
+
+
+def _known_extra(extra: Any, adapter: Adapter) -> bool:
+    """An env extra, one of the entry's own adapter's, or (asked last: it imports them) another adapter's."""
+    if not isinstance(extra, str):
+        return False
+    if extra in ENV_EXTRAS or extra in adapter.extra_modules:
+        return True
+    return any(extra in get_adapter(other).extra_modules for other in framework_names())
+
+
+def known_extras() -> list[str]:
+    """Every extra an entry may list, env extras first."""
+    return [*ENV_EXTRAS, *(e for other in framework_names() for e in get_adapter(other).extra_modules)]
 
 
 def _one_of(source: Path, name: str, key: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -160,8 +180,8 @@ def validate_entry(source: Path, name: str, raw: Any) -> Entry:
     evaluation.setdefault("episodes", 10)
     evaluation.setdefault("deterministic", True)
     extras = raw.get("extras", [])
-    if not isinstance(extras, list) or any(e not in KNOWN_EXTRAS for e in extras):
-        raise _fail(source, name, "extras", f"expected a list drawn from {', '.join(KNOWN_EXTRAS)}")
+    if not isinstance(extras, list) or not all(_known_extra(e, adapter) for e in extras):
+        raise _fail(source, name, "extras", f"expected a list drawn from {', '.join(known_extras())}")
     hub = raw.get("hub", {})
     if not isinstance(hub, dict) or not isinstance(hub.get("repo", ""), str):
         raise _fail(source, name, "hub.repo", "expected a string pattern")
@@ -198,14 +218,39 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
+def _plugin_entries(entries: dict[str, Entry]) -> list[Path]:
+    """Add the entries each plug-in adapter ships (its framework only, names not yet taken); their files."""
+    sources = []
+    for framework in framework_names():
+        source = get_adapter(framework).registry_file
+        if source is None:
+            continue
+        sources.append(Path(source))
+        for name, raw in _read_yaml(Path(source)).items():
+            if str(name) in entries:
+                raise _fail(Path(source), str(name), "-", "an entry zoo already has by that name (rename it)")
+            entry = validate_entry(Path(source), str(name), raw)
+            if entry.framework != framework:
+                raise _fail(
+                    Path(source),
+                    entry.name,
+                    "framework",
+                    f"the {framework} adapter ships {framework} entries only",
+                )
+            entries[entry.name] = entry
+    return sources
+
+
 def load_registry(user_file: str | os.PathLike | None = None) -> Registry:
-    """The bundled registry merged with ``user_file`` (or ``$ZOO_REGISTRY``)."""
-    sources = [bundled_path()]
+    """The bundled registry, the plug-in adapters' entries, then ``user_file`` (or ``$ZOO_REGISTRY``) merged over."""
+    bundled = bundled_path()
+    entries = {
+        str(name): validate_entry(bundled, str(name), raw) for name, raw in _read_yaml(bundled).items()
+    }
+    sources = [bundled, *_plugin_entries(entries)]
     user = user_file or os.environ.get("ZOO_REGISTRY")
     if user:
         sources.append(Path(user))
-    entries: dict[str, Entry] = {}
-    for source in sources:
-        for name, raw in _read_yaml(source).items():
-            entries[str(name)] = validate_entry(source, str(name), raw)
+        for name, raw in _read_yaml(Path(user)).items():
+            entries[str(name)] = validate_entry(Path(user), str(name), raw)
     return Registry(entries, sources)

@@ -23,14 +23,12 @@ import zoo
 from zoo.artifacts.forking import fork_is_safe
 
 _SCHEMA = 3
-#: Distributions whose version (or absence) changes what ``zoo check`` says about a run.
+#: Distributions whose version (or absence) changes what ``zoo check`` says about a run, whatever the
+#: framework; the caller adds each adapter's :attr:`~zoo.frameworks.Adapter.packages` (:func:`context`).
 CONTEXT_PACKAGES = (
     "torch",
     "numpy",
     "gymnasium",
-    "stable-baselines3",
-    "skrl",
-    "rsl-rl-lib",
     "tensordict",
     "ale-py",
     "mujoco",
@@ -60,15 +58,18 @@ def stamp(paths: Iterable[Path | None]) -> str:
     return "|".join(parts)
 
 
-def context(registry_sources: Iterable[Path]) -> str:
-    """A digest of what a verdict depends on besides the run's own files."""
+def context(
+    registry_sources: Iterable[Path], packages: Iterable[str] = (), sources: Iterable[Path] = ()
+) -> str:
+    """A digest of what a verdict depends on besides the run's own files: zoo's sources and ``sources`` (the
+    plug-in adapters'), the registry files, and the versions of :data:`CONTEXT_PACKAGES` and ``packages``
+    (the adapters' libraries)."""
     from importlib.metadata import PackageNotFoundError, version
 
     digest = hashlib.sha256(f"{_SCHEMA}:{zoo.__version__}".encode())
     package = Path(zoo.__file__).parent
-    sources = sorted(package.rglob("*.py"))
-    digest.update(stamp([*sources, *registry_sources]).encode())
-    for name in CONTEXT_PACKAGES:
+    digest.update(stamp([*sorted(package.rglob("*.py")), *sources, *registry_sources]).encode())
+    for name in dict.fromkeys([*CONTEXT_PACKAGES, *packages]):
         try:
             digest.update(f"{name}={version(name)};".encode())
         except PackageNotFoundError:

@@ -78,9 +78,7 @@ def framework_packages(adapter, *, loading: bool, training: bool, script: str | 
     scripts need torch and gymnasium, not a cleanrl package)."""
     checks = []
     if loading and adapter.extra:
-        from zoo.envs import EXTRA_MODULES
-
-        for module in EXTRA_MODULES.get(adapter.extra, ()):
+        for module in adapter.extra_modules.get(adapter.extra, ()):
             checks.append(
                 module_check(
                     module,

@@ -21,7 +21,6 @@ from zoo.errors import BrokenFile, UsageError
 LAUNCHERS = ("local", "hydra-local", "submitit", "slurm")
 #: Launchers that put work on other machines: over the guardrail unless allowed by name.
 CLUSTER_LAUNCHERS = ("submitit", "slurm")
-FRAMEWORKS = ("sb3", "cleanrl", "skrl", "rsl_rl", "custom")
 
 
 @dataclass(frozen=True)
@@ -123,6 +122,7 @@ def _fields(values: dict, schema: dict, where: str, report: ConfigReport, requir
 def read_config(path: Path, launcher: str | None = None) -> ConfigReport:
     """Parse and type-check ``path``; ``launcher`` (``--launcher``) overrides the config's own."""
     from zoo import safeyaml
+    from zoo.frameworks import framework_names
 
     if not path.is_file():
         raise UsageError(f"--config {path}: no such file", hint="give the experiment's YAML config")
@@ -142,8 +142,10 @@ def read_config(path: Path, launcher: str | None = None) -> ConfigReport:
     report.problems += [
         f"{key}: unknown field (known: {', '.join(sorted(known))})" for key in values if key not in known
     ]
-    if isinstance(values.get("framework"), str) and values["framework"] not in FRAMEWORKS:
-        report.problems.append(f"framework: {values['framework']!r} is not one of {', '.join(FRAMEWORKS)}")
+    if isinstance(values.get("framework"), str) and values["framework"] not in framework_names():
+        report.problems.append(
+            f"framework: {values['framework']!r} is not one of {', '.join(framework_names())}"
+        )
     if launcher is not None:
         report.values["launcher"] = launcher
     chosen = report.values.get("launcher", "local")

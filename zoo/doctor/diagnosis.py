@@ -135,10 +135,17 @@ def diagnose(
 
 
 def _usage(framework, policy, config, launcher, probe_env, env_id) -> None:
+    from zoo.frameworks import framework_names
+
     if framework is None and (policy or config or launcher or probe_env):
         raise UsageError(
             "--policy, --config, --launcher and --probe-env check a framework's setup",
-            hint="add --framework sb3|cleanrl|skrl|rsl_rl|custom",
+            hint=f"add --framework {'|'.join(framework_names())}",
+        )
+    if framework is not None and framework not in framework_names():
+        raise UsageError(
+            f"--framework {framework}: not one of {', '.join(framework_names())}",
+            hint="give the framework of an adapter zoo has or a plug-in installed here (zoo doctor lists them)",
         )
     if probe_env and env_id is None and policy is None and config is None:
         raise UsageError(

@@ -15,40 +15,24 @@ from pathlib import Path
 
 from zoo.doctor.diagnosis import Diagnosis
 
-#: Training entry points by framework, as each library's own docs launch a run. ``{...}`` fields come
-#: from the config; a config's ``script`` replaces the script.
-TRAIN_COMMANDS = {
-    "sb3": "python -m rl_zoo3.train --algo {algorithm} --env {env_id} -n {total_timesteps} --seed {seed} "
-    "-f {output_dir} --save-freq {checkpoint_every} --eval-freq {eval_every} --eval-episodes {eval_episodes} "
-    "--vec-env dummy --hyperparams n_envs:{num_envs}{hyperparams}",
-    "cleanrl": "python {script} --env-id {env_id} --total-timesteps {total_timesteps} --seed {seed} "
-    "--num-envs {num_envs} --save-model",
-    "skrl": "python {script} --task {env_id} --num_envs {num_envs} --seed {seed} --max_iterations {iterations} "
-    "--headless",
-    "rsl_rl": "python {script} --task {env_id} --num_envs {num_envs} --seed {seed} --max_iterations {iterations} "
-    "--headless",
-    "custom": "python {script} --config {config}",
-}
-DEFAULT_SCRIPTS = {
-    "cleanrl": "cleanrl/{algorithm}.py",
-    "skrl": "scripts/reinforcement_learning/skrl/train.py",
-    "rsl_rl": "scripts/reinforcement_learning/rsl_rl/train.py",
-    "custom": "train.py",
-}
-
 
 def _training(diagnosis: Diagnosis) -> dict | None:
-    """The training plan: the config as resolved, its cadence, protocol, stop conditions and command."""
+    """The training plan: the config as resolved, its cadence, protocol, stop conditions and command (the
+    adapter's :attr:`~zoo.frameworks.Adapter.training_command`, as the library's own docs launch a run; a
+    config's ``script`` replaces the adapter's :attr:`~zoo.frameworks.Adapter.training_script`)."""
+    from zoo.frameworks import get_adapter
+
     report = diagnosis.config
     if report is None or report.problems:
         return None
     v = dict(report.values)
+    adapter = get_adapter(v["framework"])
     evaluation = {"every": v["total_timesteps"] // 10, "episodes": 10, "seed": 0, **(v.get("eval") or {})}
     checkpoint_every = v.get("checkpoint_every") or evaluation["every"]
     steps_per_env = (v.get("hyperparams") or {}).get("num_steps_per_env", 24)  # rsl_rl / Isaac Lab's default
     fields = {
         **v,
-        "script": v.get("script") or DEFAULT_SCRIPTS.get(v["framework"], "train.py").format(**v),
+        "script": v.get("script") or adapter.training_script.format(**v),
         "checkpoint_every": checkpoint_every,
         "eval_every": evaluation["every"],
         "eval_episodes": evaluation["episodes"],
@@ -56,7 +40,7 @@ def _training(diagnosis: Diagnosis) -> dict | None:
         "iterations": math.ceil(v["total_timesteps"] / (v["num_envs"] * steps_per_env)),
         "hyperparams": "".join(f" {k}:{val!r}" for k, val in (v.get("hyperparams") or {}).items()),
     }
-    command = TRAIN_COMMANDS[v["framework"]].format(**fields)
+    command = adapter.training_command.format(**fields)
     wall = v["wall_time_minutes"]
     launcher = v.get("launcher", "local")
     if launcher == "slurm":

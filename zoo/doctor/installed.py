@@ -51,10 +51,10 @@ def extras() -> list[Extra]:
     """zoo's extras from its own metadata (``Requires-Dist: x; extra == "name"``), each checked: every
     distribution it requires is installed, with what the extras it asks of them require (``gymnasium[mujoco]``
     is gymnasium *and* mujoco), and the modules zoo imports from it are found (``find_spec``, nothing imported:
-    :data:`zoo.envs.EXTRA_MODULES`). An extra counts as installed when ``import`` would find all of it."""
+    :func:`zoo.frameworks.extra_modules`). An extra counts as installed when ``import`` would find all of it."""
     from importlib.util import find_spec
 
-    from zoo.envs import EXTRA_MODULES
+    from zoo.frameworks import extra_modules
 
     try:
         meta = distribution(DIST).metadata
@@ -65,7 +65,7 @@ def extras() -> list[Extra]:
         for requirement in _requirements(meta, name):
             _expand(requirement, extra, EXTRA_DEPTH)
         extra.missing += [
-            m for m in EXTRA_MODULES.get(name, ()) if m not in extra.missing and find_spec(m) is None
+            m for m in extra_modules(name) or () if m not in extra.missing and find_spec(m) is None
         ]
     return list(found.values())
 

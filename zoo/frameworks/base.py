@@ -121,9 +121,21 @@ class Adapter(ABC):
     packages: ClassVar[tuple[str, ...]] = ()
     #: The zoo extra whose modules loading this framework's models needs (None: torch alone does).
     extra: ClassVar[str | None] = None
+    #: zoo's extras this framework owns, ``{extra: the modules it is known by}`` (found, never imported: their
+    #: presence means the extra is installed); registry entries may list them under ``extras:``. The env
+    #: extras (mujoco, atari, ...) are :data:`zoo.envs.EXTRA_MODULES`. A plug-in's own dependencies come with it.
+    extra_modules: ClassVar[dict[str, tuple[str, ...]]] = {}
     #: What a training run of this framework imports, ``{module: the pip requirement that provides it}``:
     #: ``zoo doctor --config`` finds each (without importing it). The env's own extra is checked apart.
     training_modules: ClassVar[dict[str, str]] = {}
+    #: How the library's own docs launch a training run, for ``zoo doctor --handoff``: ``{...}`` fields are
+    #: the config's (docs/doctor.md), plus ``script``, ``config``, ``iterations``, ``checkpoint_every``, ...
+    training_command: ClassVar[str] = "python {script} --config {config}"
+    #: The training script when the config names none (``{...}``: the config's fields).
+    training_script: ClassVar[str] = "train.py"
+    #: Registry entries this adapter ships (a plug-in's own ``registry.yaml``; zoo's bundled registry holds
+    #: the built-in adapters' entries): read after the bundled file and before the user's.
+    registry_file: ClassVar[Path | None] = None
     #: TensorBoard tags under which training logs its episode return; the first one found is shown.
     train_return_tags: ClassVar[tuple[str, ...]] = ()
     #: What a run of this framework looks like on disk (the hint when ``zoo check`` finds nothing).
@@ -381,9 +393,10 @@ class Adapter(ABC):
     def missing_extra(self, entry: Entry, env_id: str | None) -> str | None:
         """The first optional extra that the entry (first) or the env needs and that is not installed."""
         from zoo.envs import extras_for_env, missing_modules_for_extras
+        from zoo.frameworks import extra_modules
 
         needed = list(dict.fromkeys([*entry.extras, *(extras_for_env(env_id) if env_id else [])]))
-        missing = missing_modules_for_extras(needed)
+        missing = missing_modules_for_extras(needed, {e: extra_modules(e, self) for e in needed})
         return missing[0] if missing else None
 
     def fitting_spaces(self, entry: Entry, env_id: str, kinds: SpaceKinds, spec: Any = None) -> tuple | None:

@@ -86,6 +86,11 @@ class CleanRLAdapter(Adapter):
     packages = ("cleanrl",)
     #: CleanRL's scripts run from a clone of its repo: no cleanrl package, only what they import.
     training_modules = {"torch": "torch", "gymnasium": "gymnasium"}
+    training_command = (
+        "python {script} --env-id {env_id} --total-timesteps {total_timesteps} --seed {seed} "
+        "--num-envs {num_envs} --save-model"
+    )
+    training_script = "cleanrl/{algorithm}.py"
     train_return_tags = ("charts/episodic_return",)
     layout_hint = "CleanRL: runs/{env_id}__{exp_name}__{seed}__{time}/{exp_name}.cleanrl_model"
     hub = HubNaming(

@@ -90,7 +90,13 @@ class RslRlAdapter(Adapter):
     name = "rsl_rl"
     packages = ("rsl-rl-lib",)
     training_modules = {"rsl_rl": "rsl-rl-lib"}
+    training_command = (
+        "python {script} --task {env_id} --num_envs {num_envs} --seed {seed} --max_iterations {iterations} "
+        "--headless"
+    )
+    training_script = "scripts/reinforcement_learning/rsl_rl/train.py"
     extra = "rsl"
+    extra_modules = {"rsl": ("rsl_rl",)}
     train_return_tags = ("Train/mean_reward",)
     layout_hint = (
         "rsl_rl: logs/rsl_rl/{experiment}/{date_time}/model_{iter}.pt (params/agent.yaml or cfgs.pkl)"

@@ -48,7 +48,13 @@ class SB3Adapter(Adapter):
     name = "sb3"
     packages = ("stable-baselines3", "sb3-contrib", "rl_zoo3")
     training_modules = {"stable_baselines3": "stable-baselines3"}
+    training_command = (
+        "python -m rl_zoo3.train --algo {algorithm} --env {env_id} -n {total_timesteps} --seed {seed} "
+        "-f {output_dir} --save-freq {checkpoint_every} --eval-freq {eval_every} --eval-episodes {eval_episodes} "
+        "--vec-env dummy --hyperparams n_envs:{num_envs}{hyperparams}"
+    )
     extra = "sb3"
+    extra_modules = {"sb3": ("stable_baselines3",)}
     train_return_tags = ("rollout/ep_rew_mean",)
     layout_hint = "SB3: a model .zip (data + policy.pth), e.g. rl_zoo3's logs/{algo}/{env_id}_{n}/"
     hub = HubNaming(

@@ -95,6 +95,13 @@ class SkrlAdapter(Adapter):
     name = "skrl"
     packages = ("skrl",)
     training_modules = {"skrl": "skrl"}
+    #: zoo reads skrl files without skrl (no ``extra``): entries name the skrl extra for its tests and training.
+    extra_modules = {"skrl": ("skrl",)}
+    training_command = (
+        "python {script} --task {env_id} --num_envs {num_envs} --seed {seed} --max_iterations {iterations} "
+        "--headless"
+    )
+    training_script = "scripts/reinforcement_learning/skrl/train.py"
     train_return_tags = ("Reward / Total reward (mean)",)
     layout_hint = "skrl: {experiment}/checkpoints/agent_{step}.pt (params/agent.yaml beside checkpoints/)"
     #: A hub repo of an skrl experiment holds its checkpoints and params/: ``zoo enjoy`` fetches both.
