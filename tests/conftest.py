@@ -39,6 +39,7 @@ TRAINING_FIXTURES = frozenset(
         "sb3_run",
         "go2_run",
         "short_run",
+        "tinyrl_run",
         "skrl_go2_run",
         "genesis_hover_run",
         "mismatch_runs",
