@@ -13,12 +13,15 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from importlib.metadata import EntryPoint
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.errors import ZooError
 from zoo.frameworks.base import BEST_MODEL, Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint
 from zoo.frameworks.kinds import SpaceKinds, SpaceMismatch
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = [
     "BEST_MODEL",
