@@ -1,5 +1,6 @@
 """A fork server for the docs test's ``zoo`` and ``python``: each command is a fresh fork of a process that has
-already imported torch, so that it does not pay that import (about 3 s of CPU) again.
+already imported torch and exported a tiny model, so that it does not pay that import (about 3 s of CPU) and the
+exporters' first-call setup again.
 
 The docs test runs a page's commands as written, in bash; ``zoo`` and ``python`` there are small shims that run
 this file as a client (stdlib only, ``python -I -S``: it starts in milliseconds). The client hands the server
@@ -11,7 +12,7 @@ to the client, which exits with it, and a signal the client gets (``kill -TERM``
 other way of calling ``python`` (``-c``, other flags) makes the child ``exec`` the real interpreter.
 
 Only modules that read nothing of the environment a command may change are imported in advance (torch,
-numpy, gymnasium, scipy, matplotlib); zoo itself, huggingface_hub (``HF_ENDPOINT``) and the user's modules are
+numpy, gymnasium, scipy, matplotlib, the exporters); zoo itself, huggingface_hub (``HF_ENDPOINT``) and the user's modules are
 imported by each command. ``ZOO_DOCS_FORKSERVER=0`` makes the shims start real processes instead.
 """
 
@@ -25,7 +26,50 @@ import socket
 import sys
 import time
 
-PRELOAD = ("numpy", "torch", "gymnasium", "scipy.stats", "matplotlib", "yaml", "rich", "click")
+PRELOAD = (
+    "numpy",
+    "torch",
+    "gymnasium",
+    "scipy.stats",
+    "matplotlib",
+    "yaml",
+    "rich",
+    "click",
+    "torch.export",
+    "torch.onnx",
+    "onnx",
+    "onnxscript",
+    "onnxruntime",
+    "safetensors.torch",
+)
+
+
+def _warm_up_export() -> None:
+    """Run torch.export, the dynamo ONNX exporter, TorchScript and the meta device once on a tiny MLP, so that
+    each forked ``zoo push`` (which writes and proves the release forms) does not pay their first-call setup
+    (about 3 s of CPU)."""
+    import io
+    import warnings
+
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    example = (torch.zeros(1, 4),)
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.export.export(model, example)
+        program = torch.onnx.export(
+            model, example, None, dynamo=True, dynamic_axes={"input": {0: "batch"}}, input_names=["input"]
+        )
+        program.model_proto.SerializeToString()
+        torch.jit.script(model)(*example)
+        model.to("meta")(torch.zeros(1, 4, device="meta"))
+    tqdm = sys.modules.get(
+        "tqdm"
+    )  # the exporter's progress bars leave tqdm's monitor thread, not to be forked
+    if tqdm is not None and tqdm.tqdm.monitor is not None:
+        tqdm.tqdm.monitor.exit()
+        tqdm.tqdm.monitor = None
 
 
 # ------------------------------------------------------------------------------------------------ client
@@ -66,6 +110,8 @@ def serve(path: str, repo: str) -> None:
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    with contextlib.suppress(ImportError):
+        _warm_up_export()
     # what the imports set for themselves (gymnasium: PYGAME_HIDE_SUPPORT_PROMPT), which a real process has too
     set_on_import = {k: v for k, v in os.environ.items() if before.get(k) != v}
     own = set(os.environ.get("PYTHONPATH", "").split(os.pathsep)) | {sys.path[0]}
