@@ -1,7 +1,6 @@
 """The ``zoo`` command's consoles and shared rendering: results on stdout, everything else on stderr.
 
-A module of its own so that command modules beside :mod:`zoo.cli` (``zoo eval --all``'s :mod:`zoo.cli_sweep`)
-render the same way without importing the CLI back.
+Every command module of :mod:`zoo.cli` renders through it, so all of them look the same.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 
 from zoo import __version__
-from zoo import cli_options as opt
-from zoo.cli_console import err, escape, out, print_json, row_names, table_of
+from zoo.cli import options as opt
+from zoo.cli.render import err, escape, out, print_json, row_names, table_of
 from zoo.doctor.config import Guardrail
 from zoo.errors import EXIT_PROBLEM, UsageError, WriteError, ZooError
 
@@ -510,7 +510,7 @@ def eval_cmd(
                 f"{given[0]} evaluates one run; --all evaluates every run into its own eval.json",
                 hint=f"drop {given[0]}, or name one run instead of --all",
             )
-        from zoo.cli_sweep import sweep as run_sweep
+        from zoo.cli.sweep import sweep as run_sweep
 
         run_sweep(
             target,

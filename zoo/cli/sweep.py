@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from zoo.cli_console import err, escape, out, print_json, row_names, table_of
+from zoo.cli.render import err, escape, out, print_json, row_names, table_of
 
 _STYLE = {"evaluated": "green", "skipped": "cyan", "failed": "red"}
 
