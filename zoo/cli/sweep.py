@@ -6,9 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from zoo.cli.render import err, escape, out, print_json, row_names, table_of
-
-_STYLE = {"evaluated": "green", "skipped": "cyan", "failed": "red"}
+from zoo.cli.render import err, escape, print_json, render_sweep, sweep_summary
 
 
 def sweep(target: Path, *, as_json: bool, quiet: bool, **settings) -> None:
@@ -36,9 +34,9 @@ def sweep(target: Path, *, as_json: bool, quiet: bool, **settings) -> None:
     if as_json:
         print_json(result.to_json())
     elif not quiet or result.exit_code:
-        _render(result, target, quiet)
+        render_sweep(result, target, quiet)
     if not quiet or result.exit_code:
-        console.print(_summary(result))
+        console.print(sweep_summary(result))
     sys.exit(result.exit_code)
 
 
@@ -74,38 +72,3 @@ def _with_progress(console, target: Path, count, settings: dict):
             )
 
         return api.evaluate_all(target, on_planned=planned, on_run=decided, on_episode=episode, **settings)
-
-
-def _render(result, target: Path, quiet: bool) -> None:
-    shown = [o for o in result.outcomes if not (quiet and o.status != "failed")]
-    names = row_names([o.run_dir for o in shown], [target])
-    table = table_of("status", "run", "experiment", "env", "return", "episodes", "time", "note")
-    for outcome, name in zip(shown, names, strict=True):
-        score = (
-            "-" if outcome.return_mean is None else f"{outcome.return_mean:.2f} +/- {outcome.return_std:.2f}"
-        )
-        table.add_row(
-            f"[{_STYLE[outcome.status]}]{outcome.status}[/]",
-            escape(name),
-            escape(outcome.exp_name or "-"),
-            escape(outcome.env_id or "-"),
-            score,
-            str(outcome.episodes or "-"),
-            f"{outcome.seconds:.1f}s" if outcome.status == "evaluated" else "-",
-            escape(outcome.message or ""),
-        )
-    if shown:
-        out().print(table)
-
-
-def _summary(result) -> str:
-    workers = (
-        f" on {result.workers} Ray worker{'s' if result.workers != 1 else ''}"
-        if result.executor == "ray"
-        else ""
-    )
-    return (
-        f"{len(result.outcomes)} run{'s' if len(result.outcomes) != 1 else ''}: {result.count('evaluated')} "
-        f"evaluated, {result.count('skipped')} skipped, {result.count('failed')} failed in "
-        f"{result.wall_clock_seconds:.1f}s{workers}"
-    )
