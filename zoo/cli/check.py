@@ -77,21 +77,9 @@ def check_cmd(ctx, paths, exp_name, env_id, run_seed, as_json, quiet, no_cache) 
 @opt.device
 @opt.bounds
 @click.pass_context
+@opt.typed()
 def leaderboard_cmd(
-    ctx,
-    paths,
-    exp_name,
-    env_id,
-    as_json,
-    as_csv,
-    as_markdown,
-    evaluate_missing,
-    episodes,
-    seed,
-    num_envs,
-    device,
-    max_steps,
-    max_seconds,
+    ctx, paths, exp_name, env_id, as_json, as_csv, as_markdown, evaluate_missing, settings
 ) -> None:
     """Rank the runs under PATHS per env id from their eval.json files, aggregated over seeds.
 
@@ -129,12 +117,7 @@ def leaderboard_cmd(
         exp_name=exp_name,
         env_id=env_id,
         evaluate_missing=evaluate_missing,
-        episodes=episodes,
-        seed=seed,
-        num_envs=num_envs,
-        device=device,
-        max_steps=max_steps,
-        max_seconds=max_seconds,
+        settings=settings,
         registry=registry_of(ctx),
         on_run=on_run,
     )

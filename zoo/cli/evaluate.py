@@ -31,28 +31,15 @@ from zoo.errors import UsageError
 )
 @opt.quiet
 @click.pass_context
+@opt.typed()
 def eval_cmd(
     ctx,
     target,
     exp_name,
     env_id,
     run_seed,
-    seed,
-    episodes,
-    num_envs,
-    device,
-    deterministic,
-    capture_video,
-    max_steps,
-    max_seconds,
-    trust_pickle,
-    trust_wrappers,
-    env_factory,
     env_module,
-    policy_class,
     out_path,
-    model_config,
-    engine,
     sweep,
     force,
     executor,
@@ -61,6 +48,8 @@ def eval_cmd(
     num_gpus,
     as_json,
     quiet,
+    settings,
+    load,
 ) -> None:
     """Evaluate TARGET (a run dir, model file, or a policy.onnx/policy.ts from zoo export) and write eval.json.
 
@@ -71,7 +60,7 @@ def eval_cmd(
     """
     from zoo import api
 
-    if target is None and policy_class is None:  # TARGET is optional only for a policy class
+    if target is None and load.policy_class is None:  # TARGET is optional only for a policy class
         raise click.MissingParameter(ctx=ctx, param_type="argument", param_hint="'TARGET'")
     sweep_flags = {
         "--force": force,
@@ -89,10 +78,10 @@ def eval_cmd(
     else:
         single = {
             "--out": out_path,
-            "--capture-video": capture_video,
-            "--policy-class": policy_class,
-            "--env-factory": env_factory,
-            "--model-config": model_config,
+            "--capture-video": settings.capture_video,
+            "--policy-class": load.policy_class,
+            "--env-factory": load.env_factory,
+            "--model-config": load.model_config,
         }
         given = [flag for flag, value in single.items() if value]
         if given:
@@ -104,20 +93,12 @@ def eval_cmd(
 
         run_sweep(
             target,
+            settings=settings,
+            load=load,
             exp_name=exp_name,
             env_id=env_id,
             run_seed=run_seed,
-            seed=seed,
-            episodes=episodes,
-            num_envs=num_envs,
-            device=device,
-            deterministic=deterministic,
-            trust_pickle=trust_pickle,
-            trust_wrappers=trust_wrappers,
             env_module=env_module,
-            engine=engine,
-            max_steps=max_steps,
-            max_seconds=max_seconds,
             force=force,
             executor=executor,
             address=address,
@@ -130,25 +111,13 @@ def eval_cmd(
         return
     plan = api.plan(
         target,
+        settings,
+        load,
+        out=out_path or "default",
         exp_name=exp_name,
         env_id=env_id,
         run_seed=run_seed,
-        seed=seed,
-        episodes=episodes,
-        num_envs=num_envs,
-        device=device,
-        deterministic=deterministic,
-        capture_video=capture_video,
-        trust_pickle=trust_pickle,
-        model_config=model_config,
-        out=out_path or "default",
-        trust_wrappers=trust_wrappers,
-        env_factory=env_factory,
         env_module=env_module,
-        policy_class=policy_class,
-        engine=engine,
-        max_steps=max_steps,
-        max_seconds=max_seconds,
         registry=registry_of(ctx),
     )
     _evaluate(plan, quiet, as_json)
@@ -232,6 +201,7 @@ def _evaluate(plan, quiet: bool, as_json: bool, seeds: str | None = None) -> Non
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json on stdout.")
 @opt.quiet
 @click.pass_context
+@opt.typed()
 def enjoy_cmd(
     ctx,
     exp_name,
@@ -241,21 +211,13 @@ def enjoy_cmd(
     hf_repository,
     revision,
     runs_dir,
-    seed,
-    episodes,
-    num_envs,
-    device,
-    deterministic,
-    capture_video,
-    max_steps,
-    max_seconds,
-    trust_wrappers,
-    env_factory,
     env_module,
     out_path,
     allow_download,
     as_json,
     quiet,
+    settings,
+    load,
 ) -> None:
     """Evaluate a published model: local run first, then the HF cache, then (with consent) the hub.
 
@@ -267,27 +229,19 @@ def enjoy_cmd(
     plan, source = api.enjoy(
         exp_name,
         env_id,
+        settings,
+        load,
         run_seed=run_seed,
-        seed=seed,
+        out=out_path or "default",
+        env_module=env_module,
         hf_entity=hf_entity,
         hf_repository=hf_repository,
         revision=revision,
         runs_dir=runs_dir,
         allow_download=allow_download,
         registry=registry_of(ctx),
-        episodes=episodes,
-        num_envs=num_envs,
-        device=device,
-        deterministic=deterministic,
-        capture_video=capture_video,
-        max_steps=max_steps,
-        max_seconds=max_seconds,
-        trust_wrappers=trust_wrappers,
-        env_factory=env_factory,
-        env_module=env_module,
-        out=out_path or "default",
         notify=None if quiet else lambda line: err().print(escape(line)),
     )
     if not quiet:
         err().print(f"model: {source.describe()}")
-    _evaluate(plan, quiet, as_json, seeds=f"run seed {run_seed}, eval seed {seed}")
+    _evaluate(plan, quiet, as_json, seeds=f"run seed {run_seed}, eval seed {settings.seed}")

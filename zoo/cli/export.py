@@ -55,6 +55,7 @@ from zoo.cli.shared import registry_of
 @click.option("--json", "as_json", is_flag=True, help="Print the sidecar on stdout.")
 @opt.quiet
 @click.pass_context
+@opt.typed()
 def export_cmd(
     ctx,
     target,
@@ -66,15 +67,12 @@ def export_cmd(
     exp_name,
     env_id,
     run_seed,
-    trust_pickle,
-    trust_wrappers,
-    env_factory,
     env_module,
-    model_config,
     revision,
     allow_download,
     as_json,
     quiet,
+    load,
 ) -> None:
     """Export TARGET's policy as TorchScript or ONNX: raw observation in, env action out.
 
@@ -92,13 +90,10 @@ def export_cmd(
         opset=opset,
         exporter=exporter,
         tolerance=tolerance,
+        load=load,
         exp_name=exp_name,
         env_id=env_id,
         run_seed=run_seed,
-        trust_pickle=trust_pickle,
-        model_config=model_config,
-        trust_wrappers=trust_wrappers,
-        env_factory=env_factory,
         env_module=env_module,
         revision=revision,
         allow_download=allow_download,

@@ -42,6 +42,7 @@ from zoo.cli.shared import registry_of
 @opt.allow_download
 @opt.as_json
 @click.pass_context
+@opt.typed(device="cpu")
 def push_cmd(
     ctx,
     run,
@@ -55,15 +56,13 @@ def push_cmd(
     create_pr,
     private,
     commit_message,
-    episodes,
-    seed,
-    capture_video,
     allow_large,
     max_file_mb,
     stage_dir,
     strip_unsafe,
     allow_download,
     as_json,
+    settings,
 ) -> None:
     """Stage RUN with a generated model card (dry run), or upload it in one commit with --yes.
 
@@ -86,9 +85,7 @@ def push_cmd(
         create_pr=create_pr,
         private=private,
         commit_message=commit_message,
-        episodes=episodes,
-        seed=seed,
-        capture_video=capture_video,
+        settings=settings,
         allow_large=allow_large,
         max_file_mb=max_file_mb,
         stage_dir=stage_dir,

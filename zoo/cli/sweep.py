@@ -9,8 +9,9 @@ from pathlib import Path
 from zoo.cli.render import err, escape, print_json, render_sweep, sweep_summary
 
 
-def sweep(target: Path, *, as_json: bool, quiet: bool, **settings) -> None:
-    """Run :func:`zoo.api.evaluate_all` on ``target`` with a progress bar (on a terminal), print the table and
+def sweep(target: Path, *, as_json: bool, quiet: bool, **arguments) -> None:
+    """Run :func:`zoo.api.evaluate_all` on ``target`` (with ``arguments``: its settings, load options, ...) with a
+    progress bar (on a terminal), print the table and
     a summary, and exit 1 if a run failed (130 on Ctrl-C, saying how many eval.json files were written)."""
     from zoo import api
 
@@ -23,9 +24,9 @@ def sweep(target: Path, *, as_json: bool, quiet: bool, **settings) -> None:
     console = err()
     try:
         if quiet or not console.is_terminal:
-            result = api.evaluate_all(target, on_run=count, **settings)
+            result = api.evaluate_all(target, on_run=count, **arguments)
         else:
-            result = _with_progress(console, target, count, settings)
+            result = _with_progress(console, target, count, arguments)
     except KeyboardInterrupt:
         console.print(
             f"interrupted: {written} eval.json written in full; the other runs were left as they were"
@@ -40,7 +41,7 @@ def sweep(target: Path, *, as_json: bool, quiet: bool, **settings) -> None:
     sys.exit(result.exit_code)
 
 
-def _with_progress(console, target: Path, count, settings: dict):
+def _with_progress(console, target: Path, count, arguments: dict):
     """The sweep with two bars: runs decided, and the episodes of the run being evaluated (local executor)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -71,4 +72,4 @@ def _with_progress(console, target: Path, count, settings: dict):
                 episodes, description=name, completed=done, total=item.plan.episodes, visible=True
             )
 
-        return api.evaluate_all(target, on_planned=planned, on_run=decided, on_episode=episode, **settings)
+        return api.evaluate_all(target, on_planned=planned, on_run=decided, on_episode=episode, **arguments)
