@@ -145,8 +145,8 @@ def test_video_paths_are_absolute_however_the_run_is_named(dqn_run, monkeypatch)
     import zoo as api
 
     monkeypatch.chdir(dqn_run.parent)
-    relative = api.plan(Path(".") / dqn_run.name, capture_video=True, out=None)
-    absolute = api.plan(dqn_run, capture_video=True, out=None)
+    relative = api.plan(Path(".") / dqn_run.name, settings=api.EvalSettings(capture_video=True), out=None)
+    absolute = api.plan(dqn_run, settings=api.EvalSettings(capture_video=True), out=None)
     assert (
         relative.video_dir == absolute.video_dir == dqn_run.parent.parent / "videos" / f"{dqn_run.name}-eval"
     )

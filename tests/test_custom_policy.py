@@ -171,7 +171,9 @@ def test_the_python_api_loads_and_evaluates_a_class_with_no_file(tmp_path, monke
     assert actions.shape == (3,) and state is None
     monkeypatch.chdir(tmp_path)
     result = api.evaluate(
-        policy_class="custom_policies:SpacesAct", env_id="Pendulum-v1", episodes=2, num_envs=2
+        settings=api.EvalSettings(episodes=2, num_envs=2),
+        load=api.LoadOptions(policy_class="custom_policies:SpacesAct"),
+        env_id="Pendulum-v1",
     )
     assert (
         result.checkpoint == "custom_policies:SpacesAct"

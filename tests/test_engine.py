@@ -28,7 +28,7 @@ def _run(runs, prefix: str):
 def test_discrete_actions_give_the_torch_episodes_and_eval_json_says_which_engine(runs, tmp_path):
     dqn = _run(runs, "CartPole-v1__dqn")
     torch_json, ort_json = tmp_path / "torch.json", tmp_path / "ort.json"
-    zoo_api.evaluate(dqn, episodes=6, deterministic=True, out=torch_json)
+    zoo_api.evaluate(dqn, settings=zoo_api.EvalSettings(episodes=6, deterministic=True), out=torch_json)
     result = zoo("eval", dqn, "-n", "6", "--deterministic", "--engine", "onnxruntime", "--out", ort_json)
     assert result.exit_code == 0 and "engine onnxruntime" in result.stderr
     ort, exact = json.loads(ort_json.read_text()), json.loads(torch_json.read_text())
@@ -41,10 +41,15 @@ def test_discrete_actions_give_the_torch_episodes_and_eval_json_says_which_engin
 
 def test_continuous_actions_are_within_the_exporters_tolerance_and_say_so(runs):
     td3 = _run(runs, "Pendulum-v1__td3_continuous_action")
-    result = zoo_api.evaluate(td3, episodes=4, deterministic=True, engine="onnxruntime", out=None)
+    result = zoo_api.evaluate(
+        td3,
+        settings=zoo_api.EvalSettings(episodes=4, deterministic=True),
+        load=zoo_api.LoadOptions(engine="onnxruntime"),
+        out=None,
+    )
     parity = result.settings["engine_parity"]
     assert 0 <= parity["max_abs_diff"] <= parity["tolerance"] == 1e-5
-    exact = zoo_api.evaluate(td3, episodes=4, deterministic=True, out=None)
+    exact = zoo_api.evaluate(td3, settings=zoo_api.EvalSettings(episodes=4, deterministic=True), out=None)
     assert [e.length for e in result.episodes] == [e.length for e in exact.episodes]
     assert result.metrics["return_mean"] == pytest.approx(exact.metrics["return_mean"], rel=1e-6)
 
@@ -59,7 +64,12 @@ def test_an_engine_that_does_not_act_like_the_policy_is_refused(runs, tmp_path, 
     real_export = exporter.export_policy
     monkeypatch.setattr(exporter, "export_policy", lambda policy, **kw: real_export(wrong, **kw))
     with pytest.raises(ZooError, match="does not act like the torch policy"):
-        zoo_api.evaluate(dqn, episodes=4, deterministic=True, engine="onnxruntime", out=tmp_path / "e.json")
+        zoo_api.evaluate(
+            dqn,
+            settings=zoo_api.EvalSettings(episodes=4, deterministic=True),
+            load=zoo_api.LoadOptions(engine="onnxruntime"),
+            out=tmp_path / "e.json",
+        )
     assert not (tmp_path / "e.json").exists()
 
 
@@ -74,9 +84,21 @@ def test_the_engine_is_refused_where_it_cannot_be_proven(runs, tmp_path):
 
 
 def test_a_sweep_with_the_engine_resumes(runs):
-    first = zoo_api.evaluate_all(runs, exp_name="dqn", episodes=3, deterministic=True, engine="onnxruntime")
+    first = zoo_api.evaluate_all(
+        runs,
+        settings=zoo_api.EvalSettings(episodes=3, deterministic=True),
+        load=zoo_api.LoadOptions(engine="onnxruntime"),
+        exp_name="dqn",
+    )
     assert [o.status for o in first.outcomes] == ["evaluated"]
-    again = zoo_api.evaluate_all(runs, exp_name="dqn", episodes=3, deterministic=True, engine="onnxruntime")
+    again = zoo_api.evaluate_all(
+        runs,
+        settings=zoo_api.EvalSettings(episodes=3, deterministic=True),
+        load=zoo_api.LoadOptions(engine="onnxruntime"),
+        exp_name="dqn",
+    )
     assert [o.status for o in again.outcomes] == ["skipped"]
-    torch = zoo_api.evaluate_all(runs, exp_name="dqn", episodes=3, deterministic=True)
+    torch = zoo_api.evaluate_all(
+        runs, settings=zoo_api.EvalSettings(episodes=3, deterministic=True), exp_name="dqn"
+    )
     assert [o.status for o in torch.outcomes] == ["evaluated"]  # another engine, another evaluation

@@ -269,7 +269,9 @@ def test_a_watch_keeps_one_scene_and_each_checkpoint_scores_as_a_fresh_eval(shor
 
     fresh = {
         name: zoo.evaluate(
-            short_run / name, episodes=4, num_envs=2, seed=3, deterministic=True, device=DEVICE, out=None
+            short_run / name,
+            settings=zoo.EvalSettings(episodes=4, num_envs=2, seed=3, deterministic=True, device=DEVICE),
+            out=None,
         ).episodes
         for name in ("model_0.pt", "model_1.pt")
     }

@@ -79,16 +79,18 @@ def tree(tmp_path_factory) -> Path:
     root.mkdir()
     for seed in (1, 2, 3):
         run = _copy(TD3, root, "Pendulum-v1", "td3_continuous_action", seed, 1700000000 + seed)
-        zoo_api.evaluate(run, episodes=5, seed=seed - 1)
+        zoo_api.evaluate(run, settings=zoo_api.EvalSettings(episodes=5, seed=seed - 1))
     for seed in (1, 2):
         run = _copy(TD3, root, "Pendulum-v1", "ddpg_continuous_action", seed, 1700000100 + seed)
         _ddpg_from_td3(run)
-        zoo_api.evaluate(run, episodes=5, seed=0)
+        zoo_api.evaluate(run, settings=zoo_api.EvalSettings(episodes=5, seed=0))
     for src, name in ((DQN, "dqn"), (C51, "c51")):
-        zoo_api.evaluate(_copy(src, root, "CartPole-v1", name, 1, 1700000200), episodes=5)
+        zoo_api.evaluate(
+            _copy(src, root, "CartPole-v1", name, 1, 1700000200), settings=zoo_api.EvalSettings(episodes=5)
+        )
     for seed in (1, 2):
         run = _copy(DQN, root, SUCCESS_ENV, "dqn", seed, 1700000300 + seed)
-        zoo_api.evaluate(run, episodes=12, num_envs=4, seed=seed)
+        zoo_api.evaluate(run, settings=zoo_api.EvalSettings(episodes=12, num_envs=4, seed=seed))
     return root
 
 

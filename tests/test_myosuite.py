@@ -134,7 +134,11 @@ def test_eval_writes_eval_json_and_matches_sb3_episode_for_episode(run):
     from zoo.evaluator import rollout
 
     result = zoo.evaluate(
-        run, env_id=ENV_ID, episodes=EPISODES, num_envs=NUM_ENVS, seed=SEED, deterministic=True, device="cpu"
+        run,
+        settings=zoo.EvalSettings(
+            episodes=EPISODES, num_envs=NUM_ENVS, seed=SEED, deterministic=True, device="cpu"
+        ),
+        env_id=ENV_ID,
     )
     data = json.loads((run / "eval.json").read_text())
     assert data["task"] == ENV_ID and data["framework"] == "sb3" and data["exp_name"] == "sb3_ppo"

@@ -43,7 +43,7 @@ def runs(tmp_path_factory):
     events.write_bytes(events.read_bytes()[: events.stat().st_size * 2 // 3])
     for run in made:
         if "__dqn__3__" not in run.name:
-            zoo_api.evaluate(run, episodes=5, num_envs=2, device="cpu")
+            zoo_api.evaluate(run, settings=zoo_api.EvalSettings(episodes=5, num_envs=2, device="cpu"))
     return root
 
 

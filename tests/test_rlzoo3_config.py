@@ -144,13 +144,14 @@ def rl_zoo3_returns(
     return [r for got in per_env for r in got]
 
 
-def zoo_returns(target: Path, episodes: int, num_envs: int, **settings) -> list[float]:
+def zoo_returns(target: Path, episodes: int, num_envs: int) -> list[float]:
     import zoo as api
 
-    settings.setdefault("deterministic", True)  # the reference acts with predict(obs, deterministic=True)
-    result = api.evaluate(
-        target, episodes=episodes, num_envs=num_envs, seed=0, out=None, device="cpu", **settings
+    # the reference acts with predict(obs, deterministic=True)
+    settings = api.EvalSettings(
+        episodes=episodes, num_envs=num_envs, seed=0, device="cpu", deterministic=True
     )
+    result = api.evaluate(target, settings, out=None)
     return [e.return_ for e in result.episodes]
 
 
@@ -182,7 +183,10 @@ def test_atari_models_sample_by_default_as_rl_zoo3_evaluates_them(rlzoo_runs):
 
     atari = api.plan(rlzoo_runs["atari"], out=None)
     assert (atari.deterministic, atari.mode_source) == (False, "rl_zoo3's Atari protocol")
-    assert api.plan(rlzoo_runs["atari"], out=None, deterministic=True).mode_source == "flag"
+    assert (
+        api.plan(rlzoo_runs["atari"], settings=api.EvalSettings(deterministic=True), out=None).mode_source
+        == "flag"
+    )
     pendulum = api.plan(rlzoo_runs["pendulum"], out=None)
     assert (pendulum.deterministic, pendulum.mode_source) == (True, "registry")
     sampled = api.evaluate(atari)

@@ -7,6 +7,7 @@ The envs are in tests/rollout_envs.py (registered with gymnasium on import, none
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import signal
@@ -129,8 +130,12 @@ def test_the_sb3_check_does_not_change_the_actions_of_a_sound_model(tmp_path):
 
     path = tmp_path / "DQN.zip"
     stable_baselines3.DQN("MlpPolicy", "CartPole-v1", seed=0).save(path)
-    first = zoo_api.evaluate(path, env_id="CartPole-v1", episodes=2, out=None, deterministic=True)
-    again = zoo_api.evaluate(path, env_id="CartPole-v1", episodes=2, out=None, deterministic=True)
+    first = zoo_api.evaluate(
+        path, settings=zoo_api.EvalSettings(episodes=2, deterministic=True), env_id="CartPole-v1", out=None
+    )
+    again = zoo_api.evaluate(
+        path, settings=zoo_api.EvalSettings(episodes=2, deterministic=True), env_id="CartPole-v1", out=None
+    )
     assert [e.return_ for e in first.episodes] == [e.return_ for e in again.episodes]
 
 
@@ -296,10 +301,9 @@ def test_without_max_steps_an_env_without_a_limit_gets_the_default_cap(tmp_path,
     with hang_guard(300):
         result = zoo_api.evaluate(
             TRAINED_DQN,
+            settings=zoo_api.EvalSettings(episodes=2, num_envs=2),
             exp_name="dqn",
             env_id="ZooEndless-v0",
-            episodes=2,
-            num_envs=2,
             out=tmp_path / "eval.json",
         )
     assert [(e.length, e.truncated) for e in result.episodes] == [(40, True), (40, True)]
@@ -322,9 +326,12 @@ def test_the_env_s_own_limit_is_the_default_and_is_never_wrapped():
 
 
 def test_bounds_that_are_not_hit_change_no_episode():
-    settings = {"exp_name": "dqn", "env_id": "CartPole-v1", "episodes": 4, "num_envs": 2, "out": None}
-    plain = zoo_api.evaluate(TRAINED_DQN, **settings)
-    bounded = zoo_api.evaluate(TRAINED_DQN, max_steps=501, max_seconds=3000, **settings)
+    where = {"exp_name": "dqn", "env_id": "CartPole-v1", "out": None}
+    settings = zoo_api.EvalSettings(episodes=4, num_envs=2)
+    plain = zoo_api.evaluate(TRAINED_DQN, settings, **where)
+    bounded = zoo_api.evaluate(
+        TRAINED_DQN, dataclasses.replace(settings, max_steps=501, max_seconds=3000), **where
+    )
     assert [(e.env_index, e.return_, e.length) for e in plain.episodes] == [
         (e.env_index, e.return_, e.length) for e in bounded.episodes
     ]
@@ -404,9 +411,9 @@ def test_bounds_that_bound_nothing_are_usage_errors(flag, value):
 
 def test_the_python_api_refuses_the_same_bounds():
     with pytest.raises(ZooError, match="--max-steps 0"):
-        zoo_api.plan(TRAINED_DQN, max_steps=0)
+        zoo_api.plan(TRAINED_DQN, settings=zoo_api.EvalSettings(max_steps=0))
     with pytest.raises(ZooError, match="--max-seconds nan"):
-        zoo_api.plan(TRAINED_DQN, max_seconds=math.nan)
+        zoo_api.plan(TRAINED_DQN, settings=zoo_api.EvalSettings(max_seconds=math.nan))
 
 
 def test_the_tensor_path_cuts_an_episode_at_max_steps_and_counts_the_env_s_next_one():

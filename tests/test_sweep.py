@@ -43,11 +43,13 @@ def test_each_run_gets_the_eval_json_zoo_eval_gives_it_and_each_env_is_built_onc
         session, "make_vector_env", lambda spec, n: built.append(spec.env_id) or real_make(spec, n)
     )
     runs = _runs(tmp_path)
-    result = zoo_api.evaluate_all(runs, episodes=4, seed=3)
+    result = zoo_api.evaluate_all(runs, settings=zoo_api.EvalSettings(episodes=4, seed=3))
     assert [o.status for o in result.outcomes] == ["evaluated"] * 4 and result.exit_code == 0
     assert sorted(built) == ["CartPole-v1", "Pendulum-v1"]  # one env per env id, kept for all its runs
     for outcome in result.outcomes:
-        alone = zoo_api.evaluate(outcome.run_dir, episodes=4, seed=3, out=tmp_path / "alone.json")
+        alone = zoo_api.evaluate(
+            outcome.run_dir, settings=zoo_api.EvalSettings(episodes=4, seed=3), out=tmp_path / "alone.json"
+        )
         swept = _untimed(Path(outcome.eval_json))
         assert swept == _untimed(tmp_path / "alone.json")
         assert swept["model_sha256"] is not None and outcome.return_mean == alone.metrics["return_mean"]
@@ -55,17 +57,17 @@ def test_each_run_gets_the_eval_json_zoo_eval_gives_it_and_each_env_is_built_onc
 
 def test_a_rerun_skips_what_eval_json_holds_and_evaluates_what_changed(tmp_path):
     runs = _runs(tmp_path)
-    zoo_api.evaluate_all(runs, episodes=3)
+    zoo_api.evaluate_all(runs, settings=zoo_api.EvalSettings(episodes=3))
     files = sorted(runs.glob("*/eval.json"))
     stamps = [p.stat().st_mtime_ns for p in files]
 
-    again = zoo_api.evaluate_all(runs, episodes=3)
+    again = zoo_api.evaluate_all(runs, settings=zoo_api.EvalSettings(episodes=3))
     assert {o.status for o in again.outcomes} == {"skipped"}
     assert [p.stat().st_mtime_ns for p in files] == stamps  # not rewritten
 
     other = next(runs.glob("CartPole-v1__dqn__2__*"))
     save_model(other / "dqn.cleanrl_model", "dqn", "CartPole-v1", seed=7)  # new bytes for one run
-    changed = zoo_api.evaluate_all(runs, episodes=3)
+    changed = zoo_api.evaluate_all(runs, settings=zoo_api.EvalSettings(episodes=3))
     assert {o.run_dir: o.status for o in changed.outcomes}[str(other)] == "evaluated"
     assert [o.status for o in changed.outcomes].count("skipped") == 3
     assert (
@@ -73,10 +75,13 @@ def test_a_rerun_skips_what_eval_json_holds_and_evaluates_what_changed(tmp_path)
         != json.loads(next(runs.glob("CartPole-v1__dqn__1__*/eval.json")).read_text())["model_sha256"]
     )
 
-    assert {o.status for o in zoo_api.evaluate_all(runs, episodes=4).outcomes} == {
-        "evaluated"
-    }  # new settings
-    assert {o.status for o in zoo_api.evaluate_all(runs, episodes=4, force=True).outcomes} == {"evaluated"}
+    assert {
+        o.status for o in zoo_api.evaluate_all(runs, settings=zoo_api.EvalSettings(episodes=4)).outcomes
+    } == {"evaluated"}  # new settings
+    assert {
+        o.status
+        for o in zoo_api.evaluate_all(runs, settings=zoo_api.EvalSettings(episodes=4), force=True).outcomes
+    } == {"evaluated"}
 
 
 def test_failing_runs_are_rows_and_the_sweep_goes_on(tmp_path):
@@ -106,10 +111,12 @@ def test_failing_runs_are_rows_and_the_sweep_goes_on(tmp_path):
 
 def test_filters_narrow_the_sweep(tmp_path):
     runs = _runs(tmp_path)
-    result = zoo_api.evaluate_all(runs, exp_name="dqn", episodes=2)
+    result = zoo_api.evaluate_all(runs, settings=zoo_api.EvalSettings(episodes=2), exp_name="dqn")
     assert [Path(o.run_dir).name.split("__")[1] for o in result.outcomes] == ["dqn", "dqn"]
     assert (
-        zoo_api.evaluate_all(runs, env_id="Pendulum-v1", episodes=2).outcomes[0].exp_name
+        zoo_api.evaluate_all(runs, settings=zoo_api.EvalSettings(episodes=2), env_id="Pendulum-v1")
+        .outcomes[0]
+        .exp_name
         == "td3_continuous_action"
     )
 
@@ -138,7 +145,7 @@ def test_ctrl_c_leaves_every_eval_json_whole(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        zoo_api.evaluate_all(runs, episodes=2, on_run=stop)
+        zoo_api.evaluate_all(runs, settings=zoo_api.EvalSettings(episodes=2), on_run=stop)
     written = list(runs.glob("*/eval.json"))
     assert len(written) == 1 and json.loads(written[0].read_text())["num_episodes"] == 2
     assert not list(runs.glob("*/*.tmp*"))
@@ -177,8 +184,10 @@ def local_ray():
 @pytest.mark.slow
 def test_ray_writes_the_local_sweeps_files(tmp_path, local_ray):
     local, remote = _runs(tmp_path / "local"), _runs(tmp_path / "ray")
-    zoo_api.evaluate_all(local, episodes=4, seed=5)
-    result = zoo_api.evaluate_all(remote, episodes=4, seed=5, executor="ray", num_cpus=2)
+    zoo_api.evaluate_all(local, settings=zoo_api.EvalSettings(episodes=4, seed=5))
+    result = zoo_api.evaluate_all(
+        remote, settings=zoo_api.EvalSettings(episodes=4, seed=5), executor="ray", num_cpus=2
+    )
     assert result.workers == 2 and [o.status for o in result.outcomes] == ["evaluated"] * 4
     for mine in sorted(local.glob("*/eval.json")):
         theirs = _untimed(remote / mine.parent.name / "eval.json")
@@ -198,7 +207,9 @@ def test_a_ray_worker_that_dies_fails_only_its_run(tmp_path, local_ray):
         dqn, runs / dqn.name.replace("CartPole-v1", "Dying-v1")
     )  # its env's reset ends the process
     shutil.copytree(dqn, runs / dqn.name.replace("__1__", "__2__"))
-    result = zoo_api.evaluate_all(runs, episodes=3, env_module="dying_env", executor="ray", num_cpus=2)
+    result = zoo_api.evaluate_all(
+        runs, settings=zoo_api.EvalSettings(episodes=3), env_module="dying_env", executor="ray", num_cpus=2
+    )
     rows = {Path(o.run_dir).name.split("__")[0] + o.run_dir[-1]: o for o in result.outcomes}
     dying = next(o for o in result.outcomes if "Dying" in o.run_dir)
     assert dying.status == "failed" and dying.message.startswith("the Ray worker died")
@@ -214,7 +225,9 @@ def test_ctrl_c_stops_the_ray_work(tmp_path, local_ray):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        zoo_api.evaluate_all(runs, episodes=2, executor="ray", num_cpus=2, on_run=stop)
+        zoo_api.evaluate_all(
+            runs, settings=zoo_api.EvalSettings(episodes=2), executor="ray", num_cpus=2, on_run=stop
+        )
     import time
 
     for _ in range(100):  # the killed actors give their CPUs back

@@ -116,33 +116,24 @@ def test_same_seed_same_episodes_and_eval_json_records_the_factory(pendulum_runs
     run = pendulum_runs["mlp"]
     a = zoo.evaluate(
         run.run_dir,
+        settings=zoo.EvalSettings(episodes=4, num_envs=2, seed=3, device=DEVICE),
+        load=zoo.LoadOptions(env_factory=FACTORY),
         env_id="Pendulum-v1",
-        env_factory=FACTORY,
-        episodes=4,
-        num_envs=2,
-        seed=3,
         out=tmp_path / "a.json",
-        device=DEVICE,
     )
     b = zoo.evaluate(
         run.run_dir,
+        settings=zoo.EvalSettings(episodes=4, num_envs=2, seed=3, device=DEVICE),
+        load=zoo.LoadOptions(env_factory=FACTORY),
         env_id="Pendulum-v1",
-        env_factory=FACTORY,
-        episodes=4,
-        num_envs=2,
-        seed=3,
         out=None,
-        device=DEVICE,
     )
     c = zoo.evaluate(
         run.run_dir,
+        settings=zoo.EvalSettings(episodes=4, num_envs=2, seed=4, device=DEVICE),
+        load=zoo.LoadOptions(env_factory=FACTORY),
         env_id="Pendulum-v1",
-        env_factory=FACTORY,
-        episodes=4,
-        num_envs=2,
-        seed=4,
         out=None,
-        device=DEVICE,
     )
     returns = [e.return_ for e in a.episodes]
     assert returns == [e.return_ for e in b.episodes] and returns != [e.return_ for e in c.episodes]
@@ -321,7 +312,11 @@ def test_push_then_enjoy_an_rsl_rl_run_fetches_its_config_and_evaluates_it(pendu
     assert again.returncode == 0, again.stderr
     assert "model: HF cache of" in again.stderr
     local = zoo.evaluate(
-        run, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, out=None, device="cpu"
+        run,
+        settings=zoo.EvalSettings(episodes=4, num_envs=2, device="cpu"),
+        load=zoo.LoadOptions(env_factory=FACTORY),
+        env_id="Pendulum-v1",
+        out=None,
     )
     for data in (remote, json.loads((tmp_path / "cached.json").read_text())):
         assert [e["return"] for e in data["episodes"]] == [e.return_ for e in local.episodes]
@@ -404,6 +399,10 @@ def test_push_then_enjoy_an_skrl_experiment_on_a_tensor_env(skrl_pendulum, tmp_p
     remote = json.loads((tmp_path / "remote.json").read_text())
     assert remote["framework"] == "skrl" and remote["checkpoint"].endswith("agent_256.pt")
     local = zoo.evaluate(
-        run, env_id="Pendulum-v1", env_factory=FACTORY, episodes=4, num_envs=2, out=None, device="cpu"
+        run,
+        settings=zoo.EvalSettings(episodes=4, num_envs=2, device="cpu"),
+        load=zoo.LoadOptions(env_factory=FACTORY),
+        env_id="Pendulum-v1",
+        out=None,
     )
     assert [e["return"] for e in remote["episodes"]] == [e.return_ for e in local.episodes]

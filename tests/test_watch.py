@@ -288,7 +288,7 @@ def test_the_watcher_lowers_its_own_priority_by_default():
     import inspect
     import multiprocessing
 
-    from zoo.cli import watch_cmd
+    from zoo.cli.watch import watch_cmd
     from zoo.watcher.priority import lower_priority
 
     defaults = {p.name: p.default for p in watch_cmd.params}

@@ -3,7 +3,8 @@
 The library API is :mod:`zoo.api`, re-exported here (imported on first use, so that ``import zoo``
 and ``zoo --help`` stay fast): ``zoo.check``, ``zoo.evaluate``, ``zoo.evaluate_all`` (``zoo eval runs/ --all``), ``zoo.export``, ``zoo.push``,
 ``zoo.enjoy``, ``zoo.load_policy``, ``zoo.resolve``, ``zoo.plan``, ``zoo.diagnose`` (``zoo doctor``),
-``zoo.watch``, ``zoo.leaderboard``, ``zoo.report``. See docs/python-api.md.
+``zoo.watch``, ``zoo.leaderboard``, ``zoo.report``, and the typed options they take, ``zoo.EvalSettings`` (how an
+evaluation runs) and ``zoo.LoadOptions`` (what may be loaded and run). See docs/python-api.md.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ _API = (
     "resolve",
     "run_plan",
     "watch",
+    "EvalSettings",
+    "LoadOptions",
     "PushResult",
 )
 __all__ = ["__version__", *_API]

@@ -1,13 +1,15 @@
 """zoo's Python API: what the ``zoo`` command does, as functions (the CLI is a thin shell over these).
 
 Every function takes what the matching command takes, under the same names (``run_seed`` is the
-training seed that picks a run, ``seed`` the evaluation seed), and raises a :class:`zoo.errors.ZooError`
+training seed that picks a run, ``seed`` the evaluation seed); an evaluation's settings travel as one
+:class:`~zoo.eval_settings.EvalSettings` and what may be loaded as one :class:`~zoo.frameworks.LoadOptions`
+(both exported as ``zoo.EvalSettings``, ``zoo.LoadOptions``). Each raises a :class:`zoo.errors.ZooError`
 subclass for every expected failure. They are importable from the package itself::
 
     import zoo
 
     reports = zoo.check(["runs/"])
-    result = zoo.evaluate("runs/CartPole-v1__dqn__1__1700000000", episodes=20, seed=0)
+    result = zoo.evaluate("runs/CartPole-v1__dqn__1__1700000000", zoo.EvalSettings(episodes=20, seed=0))
     print(result.metrics["return_mean"])
 """
 
@@ -20,7 +22,10 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from zoo.eval_settings import EvalSettings
+from zoo.frameworks import LoadOptions
 
 if TYPE_CHECKING:
     from zoo.artifacts.report import RunReport
@@ -165,85 +170,85 @@ def _target(
 
 def plan(
     target: PathLike | Target | None = None,
+    settings: EvalSettings | None = None,
+    load: LoadOptions | None = None,
     *,
-    episodes: int | None = None,
-    seed: int = 0,
-    num_envs: int = 8,
-    deterministic: bool | None = None,
-    device: str = "auto",
     out: PathLike | None | str = "default",
-    capture_video: bool = False,
-    trust_pickle: bool = False,
-    model_config: PathLike | None = None,
     exp_name: str | None = None,
     env_id: str | None = None,
     run_seed: int | None = None,
+    env_module: str | None = None,
     registry: Registry | PathLike | None = None,
     source: dict | None = None,
     video_dir: PathLike | None = None,
-    trust_wrappers: Iterable[str] = (),
-    env_factory: str | None = None,
-    env_module: str | None = None,
-    policy_class: str | None = None,
-    engine: str = "torch",
-    max_steps: int | None = None,
-    max_seconds: float | None = None,
 ) -> EvalPlan:
     """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
 
-    ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
-    file: ``FILE.eval.json``), None writes nothing. ``source``: where the model came from, for eval.json.
-    ``video_dir``: where ``capture_video`` records (default: the framework's layout beside the run).
-    ``env_factory``: ``module:function`` building the user's batched tensor env, which replaces the eval
-    env (user code: it runs when the rollout starts, see docs/tensor-envs.md). ``env_module``: the package that
-    registers the env id, imported by every ``gym.make`` of it (the id becomes ``module:EnvId``).
-    ``policy_class``: ``module:Class``, the user's own policy (user code: it runs when the policy is loaded);
-    with it ``target`` may be None (eval.json then goes to ``./eval.json``), see docs/frameworks/custom.md.
-    ``engine``: ``"torch"`` (exact, the default) or ``"onnxruntime"``, the policy exported in memory and proven
+    ``settings``: the :class:`~zoo.eval_settings.EvalSettings` (episodes, seed, num_envs, device, deterministic,
+    capture_video, max_steps, max_seconds; default: all the registry's). ``load``: the
+    :class:`~zoo.frameworks.LoadOptions` saying what may be loaded and run: ``trust_pickle``, ``model_config``,
+    ``trusted_wrappers``; ``env_factory``, ``module:function`` building the user's batched tensor env, which
+    replaces the eval env (user code: it runs when the rollout starts, see docs/tensor-envs.md);
+    ``policy_class``, ``module:Class``, the user's own policy (user code: it runs when the policy is loaded), with
+    which ``target`` may be None (eval.json then goes to ``./eval.json``), see docs/frameworks/custom.md;
+    ``engine``, ``"torch"`` (exact, the default) or ``"onnxruntime"``, the policy exported in memory and proven
     to act the same on the run's own observations before it is used (deterministic only; docs/eval.md).
-    ``max_steps``: steps an episode may run before it is cut and recorded as truncated (None: the env's own time
-    limit, else 100,000); ``max_seconds``: the rollout's wall-time budget (None: an hour), after which the
-    evaluation fails with a :class:`~zoo.errors.RolloutError` (docs/eval.md, "Bounds")."""
+
+    ``out``: where eval.json goes; ``"default"`` is the run dir's ``eval.json`` (beside an exported
+    file: ``FILE.eval.json``), None writes nothing. ``env_module``: the package that registers the env id,
+    imported by every ``gym.make`` of it (the id becomes ``module:EnvId``). ``source``: where the model came
+    from, for eval.json. ``video_dir``: where ``capture_video`` records (default: the framework's layout beside
+    the run)."""
     from zoo.targets import DEFAULT_OUT, plan_eval
 
-    resolved = _target(target, exp_name, env_id, run_seed, registry, env_module, policy_class)
+    load = load or LoadOptions()
+    resolved = _target(target, exp_name, env_id, run_seed, registry, env_module, load.policy_class)
     out_path = DEFAULT_OUT if out == "default" else (Path(out) if out is not None else None)
     return plan_eval(
         resolved,
-        episodes=episodes,
-        num_envs=num_envs,
-        seed=seed,
-        deterministic=deterministic,
-        device=device,
+        settings or EvalSettings(),
+        load,
         out=out_path,
-        capture_video=capture_video,
-        trust_pickle=trust_pickle,
-        model_config=Path(model_config) if model_config else None,
         source=source,
         video_dir=Path(video_dir) if video_dir else None,
-        trusted_wrappers=frozenset(trust_wrappers),
-        env_factory=env_factory,
-        policy_class=policy_class,
-        engine=engine,
-        max_steps=max_steps,
-        max_seconds=max_seconds,
     )
 
 
 def evaluate(
     target: PathLike | Target | EvalPlan | None = None,
+    settings: EvalSettings | None = None,
+    load: LoadOptions | None = None,
     *,
+    out: PathLike | None | str = "default",
+    exp_name: str | None = None,
+    env_id: str | None = None,
+    run_seed: int | None = None,
+    env_module: str | None = None,
+    registry: Registry | PathLike | None = None,
     on_episode: Callable[[int], None] | None = None,
-    **settings: Any,
 ) -> EvalResult:
-    """``zoo eval``: seeded, vectorized rollouts of the target's policy; writes eval.json (see
-    :func:`plan` for the settings and their defaults) and returns the :class:`~zoo.evaluator.EvalResult`.
+    """``zoo eval``: seeded, vectorized rollouts of the target's policy; writes eval.json (``out``, as for
+    :func:`plan`, which says what ``settings`` and ``load`` hold) and returns the
+    :class:`~zoo.evaluator.EvalResult`. A planned :class:`~zoo.targets.EvalPlan` runs as it was planned.
 
     The same seed gives the same result, bit for bit. ``result.videos`` lists the replays written with
     ``capture_video=True``; ``result.warnings`` says what went wrong on the side (a video not recorded)."""
     from zoo.targets import EvalPlan
 
-    planned = target if isinstance(target, EvalPlan) else plan(target, **settings)
+    if isinstance(target, EvalPlan):
+        planned = target
+    else:
+        planned = plan(
+            target,
+            settings,
+            load,
+            out=out,
+            exp_name=exp_name,
+            env_id=env_id,
+            run_seed=run_seed,
+            env_module=env_module,
+            registry=registry,
+        )
     return run_plan(planned, on_episode=on_episode)
 
 
@@ -291,22 +296,14 @@ def run_plan(
 
 def evaluate_all(
     paths: PathLike | Iterable[PathLike],
+    settings: EvalSettings | None = None,
+    load: LoadOptions | None = None,
     *,
     exp_name: str | None = None,
     env_id: str | None = None,
     run_seed: int | None = None,
-    episodes: int | None = None,
-    seed: int = 0,
-    num_envs: int = 8,
-    deterministic: bool | None = None,
-    device: str = "auto",
-    force: bool = False,
-    trust_pickle: bool = False,
-    trust_wrappers: Iterable[str] = (),
     env_module: str | None = None,
-    engine: str = "torch",
-    max_steps: int | None = None,
-    max_seconds: float | None = None,
+    force: bool = False,
     executor: str = "local",
     address: str | None = None,
     num_cpus: int | None = None,
@@ -317,37 +314,40 @@ def evaluate_all(
     on_episode: Callable[[SweepItem, int], None] | None = None,
 ) -> SweepResult:
     """``zoo eval runs/ --all``: every run under ``paths`` (narrowed by ``exp_name``/``env_id``/``run_seed``)
-    evaluated as :func:`evaluate` would evaluate it alone, each writing its own eval.json; ``result.outcomes``
-    says per run: evaluated, skipped or failed (with its one-line reason). A run that fails does not stop the
-    sweep, and a run whose eval.json was made from the same model bytes (sha256) with the same settings is
-    skipped unless ``force``. ``max_steps`` and ``max_seconds`` bound each run's rollouts as :func:`plan` says.
+        evaluated as :func:`evaluate` would evaluate it alone, each writing its own eval.json; ``result.outcomes``
+        says per run: evaluated, skipped or failed (with its one-line reason). A run that fails does not stop the
+        sweep, and a run whose eval.json was made from the same model bytes (sha256) with the same settings is
+        skipped unless ``force``. ``settings`` and ``load`` are :func:`plan`'s, the same for every run (each run
+    writes its own eval.json and records no video: ``capture_video`` and ``policy_class``, ``env_factory`` and
+    ``model_config`` are for one run).
 
-    ``executor="local"`` runs them in this process, each env built once and kept for all its runs;
-    ``"ray"`` as Ray actors on a local Ray (``num_cpus`` workers, ``num_gpus`` shared) or on the cluster at
-    ``address``: same seed, same eval.json files, timing aside (docs/scale-out.md)."""
+        ``executor="local"`` runs them in this process, each env built once and kept for all its runs;
+        ``"ray"`` as Ray actors on a local Ray (``num_cpus`` workers, ``num_gpus`` shared) or on the cluster at
+        ``address``: same seed, same eval.json files, timing aside (docs/scale-out.md)."""
     from zoo.artifacts.runs import RunFilter
+    from zoo.errors import UsageError
     from zoo.sweep.plan import SweepSettings
     from zoo.sweep.runner import run_sweep
 
+    settings, load = settings or EvalSettings(), load or LoadOptions()
+    one_run = {
+        "capture_video": settings.capture_video,
+        "policy_class": load.policy_class,
+        "env_factory": load.env_factory,
+        "model_config": load.model_config,
+    }
+    given = [name for name, value in one_run.items() if value]
+    if given:
+        raise UsageError(
+            f"{given[0]} evaluates one run; a sweep evaluates every run into its own eval.json",
+            hint=f"drop {given[0]}, or evaluate one run with zoo.evaluate",
+        )
     paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    settings = SweepSettings(
-        episodes=episodes,
-        num_envs=num_envs,
-        seed=seed,
-        deterministic=deterministic,
-        device=device,
-        trust_pickle=trust_pickle,
-        trust_wrappers=frozenset(trust_wrappers),
-        env_module=env_module,
-        engine=engine,
-        max_steps=max_steps,
-        max_seconds=max_seconds,
-    )
     return run_sweep(
         [Path(p) for p in paths],
         _registry(registry),
         RunFilter(exp_name, env_id, run_seed),
-        settings,
+        SweepSettings(settings, load, env_module),
         force=force,
         executor=executor,
         address=address,
@@ -365,21 +365,15 @@ def leaderboard(
     exp_name: str | None = None,
     env_id: str | None = None,
     evaluate_missing: bool = False,
-    episodes: int | None = None,
-    seed: int = 0,
-    num_envs: int = 8,
-    device: str = "auto",
-    max_steps: int | None = None,
-    max_seconds: float | None = None,
+    settings: EvalSettings | None = None,
     registry: Registry | PathLike | None = None,
     on_run: Callable[[Outcome], None] | None = None,
 ) -> Leaderboard:
     """``zoo leaderboard``: the runs under ``paths`` ranked per env id from their eval.json files, aggregated
     over seeds (``.rows``), with a line per run that could not be ranked (``.problems``); docs/leaderboard.md.
 
-    ``evaluate_missing`` (``--eval``) first evaluates, with :func:`evaluate_all`, the runs that have no eval.json
-    (``episodes``, ``seed``, ``num_envs``, ``device``, ``max_steps``, ``max_seconds``; ``on_run`` gets each
-    outcome); an existing eval.json is
+    ``evaluate_missing`` (``--eval``) first evaluates, with :func:`evaluate_all` and ``settings``, the runs that
+    have no eval.json (``on_run`` gets each outcome); an existing eval.json is
     never redone. No run found raises a ZooError; nothing rankable is ``result.exit_code == 1``."""
     from zoo.artifacts.runs import RunFilter
     from zoo.ranking import build_leaderboard, runs_without_eval
@@ -391,14 +385,9 @@ def leaderboard(
     if missing:
         sweep = evaluate_all(
             missing,
+            settings,
             exp_name=exp_name,
             env_id=env_id,
-            episodes=episodes,
-            seed=seed,
-            num_envs=num_envs,
-            device=device,
-            max_steps=max_steps,
-            max_seconds=max_seconds,
             force=False,
             registry=reg,
             on_run=on_run,
@@ -440,13 +429,10 @@ def export(
     opset: int | None = None,
     exporter: str = "auto",
     tolerance: float | None = None,
+    load: LoadOptions | None = None,
     exp_name: str | None = None,
     env_id: str | None = None,
     run_seed: int | None = None,
-    trust_pickle: bool = False,
-    model_config: PathLike | None = None,
-    trust_wrappers: Iterable[str] = (),
-    env_factory: str | None = None,
     env_module: str | None = None,
     revision: str | None = None,
     allow_download: bool = False,
@@ -462,12 +448,15 @@ def export(
     :func:`enjoy` fetches one, at ``revision`` (default main): the Hugging Face cache first, the hub only with
     ``allow_download``, verified against the hub's checksum, never unpickled beyond the allowlist. The file
     then goes to the current folder unless ``out`` says otherwise, and its sidecar records the ``source``.
-    ``notify`` hears each download before it starts, then where the model came from."""
+    ``notify`` hears each download before it starts, then where the model came from. ``load``: what may be
+    loaded (``trust_pickle``, ``model_config``, ``trusted_wrappers``, ``env_factory``), as for :func:`plan`; the
+    policy is traced on the CPU with seed 0."""
     from zoo.errors import UsageError, ZooError
     from zoo.exporter import DEFAULT_OPSET, export_paths, export_policy, onnx_exporters
-    from zoo.frameworks import LoadOptions
-    from zoo.targets import Target, env_spec
+    from zoo.targets import Target, env_spec, load_target_policy
+    from zoo.tensor_env import parse_factory
 
+    load = load or LoadOptions()
     source = None
     if isinstance(target, Target) or Path(target).exists():
         if revision is not None:
@@ -482,7 +471,7 @@ def export(
             exp_name=exp_name,
             env_id=env_id,
             run_seed=run_seed,
-            trust_pickle=trust_pickle,
+            trust_pickle=load.trust_pickle,
             revision=revision or "main",
             allow_download=allow_download,
             registry=registry,
@@ -505,18 +494,11 @@ def export(
     opset = DEFAULT_OPSET if opset is None else opset
     if fmt == "onnx":
         onnx_exporters(exporter, opset)  # refuse an opset no exporter writes before the checkpoint is read
-    policy = load_policy(
-        resolved,
-        device="cpu",
-        seed=0,
-        trust_pickle=trust_pickle,
-        model_config=model_config,
-        trust_wrappers=trust_wrappers,
-        env_factory=env_factory,
+    options = dataclasses.replace(
+        load, device="cpu", seed=0, env_factory=parse_factory(load.env_factory) if load.env_factory else None
     )
-    spec = env_spec(
-        resolved, options=LoadOptions(trusted_wrappers=frozenset(trust_wrappers), env_factory=env_factory)
-    )
+    policy = load_target_policy(resolved, options)
+    spec = env_spec(resolved, options=options)
     facts = {
         "task": resolved.env_id,
         "env": spec.to_json(),
@@ -645,9 +627,7 @@ def push(
     create_pr: bool = False,
     private: bool = False,
     commit_message: str | None = None,
-    episodes: int | None = None,
-    seed: int = 0,
-    capture_video: bool = False,
+    settings: EvalSettings | None = None,
     allow_large: bool = False,
     max_file_mb: float = 100,
     stage_dir: PathLike | None = None,
@@ -658,8 +638,8 @@ def push(
 ) -> PushResult:
     """``zoo push``: stage the run dir (or a lone model file with the companions evaluating it reads) with a
     generated model card; upload it in one commit unless ``dry_run`` (the default). The run dir is never
-    written to: an eval.json (``episodes``, ``seed``) or a replay (``capture_video``) that the run lacks is
-    made in a temp folder and staged from there.
+    written to: an eval.json or a replay (``settings.capture_video``) that the run lacks is made with ``settings``
+    (default: the registry's episodes, seed 0, on the CPU) in a temp folder and staged from there.
 
     The commit deletes every file the repo's previous zoo release listed (its ``zoo_release.json``) that
     this one does not stage; ``comparison`` says what was added, replaced, unchanged and deleted. A dry run
@@ -673,6 +653,7 @@ def push(
     from zoo.hub.consent import endpoint, require_network
     from zoo.hub.push import check_publishable, compare, latest_replay, prepare, release_forms, upload
 
+    settings = settings or EvalSettings(device="cpu")
     target = resolve(run, exp_name=exp_name, env_id=env_id, run_seed=run_seed, registry=registry)
     if repo_id is None:
         if not hf_entity:
@@ -691,16 +672,13 @@ def push(
     )
     with tempfile.TemporaryDirectory(prefix="zoo-push-") as work:  # what the push makes, until staged
         has_eval = "eval.json" in dict(sources)
-        need_video = capture_video and latest_replay(target) is None
+        need_video = settings.capture_video and latest_replay(target) is None
         made: dict[str, Path] = {}
         if not has_eval or need_video:
             planned = plan(
                 target,
-                episodes=episodes,
-                seed=seed,
-                device="cpu",
+                dataclasses.replace(settings, capture_video=need_video),
                 out=Path(work) / "eval.json",
-                capture_video=need_video,
                 video_dir=Path(work) / "videos",
             )
             lacks = (
@@ -765,9 +743,12 @@ def push(
 def enjoy(
     exp_name: str,
     env_id: str,
+    settings: EvalSettings | None = None,
+    load: LoadOptions | None = None,
     *,
     run_seed: int = 1,
-    seed: int = 0,
+    out: PathLike | None | str = "default",
+    env_module: str | None = None,
     hf_entity: str | None = None,
     hf_repository: str | None = None,
     revision: str = "main",
@@ -775,16 +756,16 @@ def enjoy(
     allow_download: bool = False,
     registry: Registry | PathLike | None = None,
     notify: Callable[[str], None] | None = None,
-    **settings: Any,
 ) -> tuple[EvalPlan, Source]:
     """``zoo enjoy`` without the rollout: the plan for a published model (a local run of ``runs_dir``
     first, then the Hugging Face cache, then, only with ``allow_download``, the hub) and where its model
-    comes from. ``evaluate(plan)`` runs it. ``settings`` are :func:`plan`'s (``episodes``, ``out``, ...);
-    ``notify`` hears which host is asked before a download starts."""
+    comes from. ``evaluate(plan)`` runs it. ``settings``, ``load``, ``out`` and ``env_module`` are :func:`plan`'s
+    (``out`` and videos default to the current folder for a model from the hub or its cache); ``notify`` hears which host is asked before a download starts."""
     from zoo.artifacts.runs import RunFilter
     from zoo.checker import discover_runs
     from zoo.hub.fetch import hub_file, resolve_model
 
+    settings, load = settings or EvalSettings(), load or LoadOptions()
     reg = _registry(registry)
     entry = reg.get(exp_name)
     where = hub_file(
@@ -803,33 +784,37 @@ def enjoy(
         ]
         local = max(runs, key=lambda r: r.started_at or 0) if runs else None
     source = resolve_model(
-        where, local, allow_download, notify, release=_release_first(entry, env_id, settings)
+        where, local, allow_download, notify, release=_release_first(entry, env_id, settings, load)
     )
     target = _fetched_target(source, entry, env_id, run_seed, reg)
-    out = settings.pop("out", "default")
+    video_dir = None
     if source.kind != "local-run":  # not into the Hugging Face cache: beside the caller
         out = Path("eval.json") if out == "default" else out
-        settings.setdefault("video_dir", Path("videos") / f"{where.repo_id.replace('/', '--')}-eval")
-    return plan(target, seed=seed, out=out, source=source.to_json(), **settings), source
+        video_dir = Path("videos") / f"{where.repo_id.replace('/', '--')}-eval"
+    planned = plan(
+        target,
+        settings,
+        load,
+        out=out,
+        env_module=env_module,
+        registry=reg,
+        source=source.to_json(),
+        video_dir=video_dir,
+    )
+    return planned, source
 
 
-def _release_first(entry, env_id: str, settings: dict) -> bool:
+def _release_first(entry, env_id: str, settings: EvalSettings, load: LoadOptions) -> bool:
     """Whether ``zoo enjoy`` fetches a release's framework-free form (model.safetensors + config.json) before its
     native file: when the evaluation is deterministic on the CPU with torch, all that form computes."""
     from zoo.frameworks import get_adapter
 
-    deterministic = settings.get("deterministic")
+    deterministic = settings.deterministic
     if deterministic is None:
         deterministic, _ = get_adapter(entry.framework).eval_mode(entry, env_id)
-    native_only = settings.get("engine", "torch") != "torch" or str(settings.get("device", "")).startswith(
-        "cuda"
-    )
+    native_only = load.engine != "torch" or settings.device.startswith("cuda")
     # the user's tensor env (--env-factory) states its spaces only once built: the native checkpoint is evaluated
-    return (
-        bool(deterministic)
-        and not native_only
-        and not any(settings.get(k) for k in ("policy_class", "env_factory"))
-    )
+    return bool(deterministic) and not native_only and not (load.policy_class or load.env_factory)
 
 
 def watch(
@@ -945,6 +930,8 @@ def diagnose(
 
 
 __all__ = [
+    "EvalSettings",
+    "LoadOptions",
     "PushResult",
     "diagnose",
     "check",

@@ -52,20 +52,20 @@ class EvalSession:
     def evaluate(self, model_file: Path) -> tuple[Target, EvalResult]:
         """Resolve, load and roll out the model in ``model_file``, as ``zoo eval FILE --deterministic
         --out none`` would: nothing is written. Raises what ``zoo eval`` raises for that file."""
+        from zoo.eval_settings import EvalSettings
         from zoo.targets import plan_eval, resolve_target
 
         target = resolve_target(model_file, self.registry, exp_name=self.exp_name, env_id=self.env_id)
-        planned = plan_eval(
-            target,
+        settings = EvalSettings(
             episodes=self.episodes,
             num_envs=self.num_envs,
             seed=self.seed,
             deterministic=True,
             device=self.device,
-            out=None,
             max_steps=self.max_steps,
             max_seconds=self.max_seconds,
         )
+        planned = plan_eval(target, settings, out=None)
         return target, self.run(planned)
 
     def run(self, planned: EvalPlan, on_episode: Callable[[int], None] | None = None) -> EvalResult:

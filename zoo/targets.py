@@ -15,6 +15,7 @@ from pathlib import Path
 from zoo.artifacts.runs import Run, RunFilter
 from zoo.checker import discover_runs, lone_file_run, named_model_file
 from zoo.errors import UnsupportedError, UsageError, ZooError
+from zoo.eval_settings import EvalSettings
 from zoo.frameworks import Adapter, LoadOptions, get_adapter
 from zoo.registry import Entry, Registry
 
@@ -238,33 +239,30 @@ DEFAULT_OUT = Path("<run dir>/eval.json")
 
 def plan_eval(
     target: Target,
+    settings: EvalSettings,
+    load: LoadOptions | None = None,
     *,
-    episodes: int | None = None,
-    num_envs: int = 8,
-    seed: int = 0,
-    deterministic: bool | None = None,
-    device: str = "auto",
     out: Path | None = DEFAULT_OUT,
-    capture_video: bool = False,
-    trust_pickle: bool = False,
-    model_config: Path | None = None,
     source: dict | None = None,
     video_dir: Path | None = None,
-    trusted_wrappers: frozenset[str] = frozenset(),
-    env_factory: str | None = None,
-    policy_class: str | None = None,
-    engine: str = "torch",
-    max_steps: int | None = None,
-    max_seconds: float | None = None,
 ) -> EvalPlan:
-    """Fill what the caller leaves open from the registry entry; outputs default to the run's folders
-    (``video_dir`` overrides where ``capture_video`` records, else the adapter's layout decides)."""
+    """Fill what ``settings`` leaves open from the registry entry; ``load`` says what may be loaded and run (its
+    device and seed are the settings'). Outputs default to the run's folders (``video_dir`` overrides where
+    ``capture_video`` records, else the adapter's layout decides)."""
     from zoo.artifacts.digest import sha256_file
     from zoo.atomic import check_writable
     from zoo.evaluator import resolve_device
     from zoo.rollout_guard import check_bounds
     from zoo.tensor_env import parse_factory
 
+    load, unset = load or LoadOptions(), LoadOptions()
+    if (load.device, load.seed) != (unset.device, unset.seed):
+        raise UsageError(
+            "an evaluation's device and seed are its EvalSettings', not its LoadOptions'",
+            hint="set device= and seed= in EvalSettings",
+        )
+    deterministic, device, engine = settings.deterministic, settings.device, load.engine
+    max_steps, max_seconds = settings.max_steps, settings.max_seconds
     check_bounds(max_steps, max_seconds)
     if is_release(target):
         target, deterministic, mode_source = release_or_native(
@@ -284,7 +282,7 @@ def plan_eval(
             )
         if deterministic is False:
             raise UsageError("an exported policy only acts deterministically", hint="drop --stochastic")
-        if policy_class is not None:
+        if load.policy_class is not None:
             raise UsageError("--policy-class: an exported file is its own policy", hint="drop --policy-class")
         if engine != "torch":
             raise UsageError("--engine: an exported file runs in its own runtime", hint="drop --engine")
@@ -301,15 +299,11 @@ def plan_eval(
     out_path = default_out if out == DEFAULT_OUT else out
     if out_path is not None:
         check_writable(out_path, "--out")  # before the rollout, not after minutes of it
-    options = LoadOptions(
+    options = dataclasses.replace(
+        load,
         device=resolve_device(device),
-        seed=seed,
-        trust_pickle=trust_pickle,
-        model_config=model_config,
-        trusted_wrappers=trusted_wrappers,
-        env_factory=parse_factory(env_factory) if env_factory else None,
-        policy_class=policy_class,
-        engine=engine,
+        seed=settings.seed,
+        env_factory=parse_factory(load.env_factory) if load.env_factory else None,
     )
     if engine not in ("torch", "onnxruntime"):
         raise UsageError(f"unknown engine {engine!r}", hint="use torch (exact) or onnxruntime")
@@ -320,16 +314,16 @@ def plan_eval(
         )
     if target.exported is None:
         target.adapter.check_options(options)
-    episodes = episodes or entry.eval["episodes"]
-    if capture_video:
+    episodes = settings.episodes or entry.eval["episodes"]
+    if settings.capture_video:
         video_dir = (video_dir or target.adapter.video_dir(run, target.model_file)).absolute()
     else:
         video_dir = None
     return EvalPlan(
         target=target,
         episodes=episodes,
-        num_envs=min(num_envs, episodes),
-        seed=seed,
+        num_envs=min(settings.num_envs, episodes),
+        seed=settings.seed,
         deterministic=deterministic,
         mode_source=mode_source,
         device=options.device,

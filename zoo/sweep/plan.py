@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zoo.eval_settings import EvalSettings
+from zoo.frameworks import LoadOptions
 from zoo.sweep.outcome import FAILED, SKIPPED, Outcome, failure_message
 
 if TYPE_CHECKING:
@@ -19,20 +21,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SweepSettings:
-    """The evaluation settings every run of a sweep gets; what is left None comes from each run's registry
-    entry, as for ``zoo eval RUN`` (episodes, the deterministic or stochastic protocol)."""
+    """What every run of a sweep is evaluated with: ``zoo eval RUN``'s settings (what is left None comes from each
+    run's registry entry), load options, and the package that registers the env ids (``--env-module``)."""
 
-    episodes: int | None = None
-    num_envs: int = 8
-    seed: int = 0
-    deterministic: bool | None = None
-    device: str = "auto"
-    trust_pickle: bool = False
-    trust_wrappers: frozenset[str] = field(default_factory=frozenset)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+    load: LoadOptions = field(default_factory=LoadOptions)
     env_module: str | None = None
-    engine: str = "torch"
-    max_steps: int | None = None
-    max_seconds: float | None = None
 
 
 @dataclass
@@ -112,17 +106,4 @@ def plan_run(run: Run, registry: Registry, settings: SweepSettings) -> EvalPlan:
     target = target_of_run(run, registry)
     if settings.env_module:
         target = dataclasses.replace(target, env_id=qualify_env_id(target.env_id, settings.env_module))
-    return plan_eval(
-        target,
-        episodes=settings.episodes,
-        num_envs=settings.num_envs,
-        seed=settings.seed,
-        deterministic=settings.deterministic,
-        device=settings.device,
-        out=DEFAULT_OUT,
-        trust_pickle=settings.trust_pickle,
-        trusted_wrappers=settings.trust_wrappers,
-        engine=settings.engine,
-        max_steps=settings.max_steps,
-        max_seconds=settings.max_seconds,
-    )
+    return plan_eval(target, settings.eval, settings.load, out=DEFAULT_OUT)

@@ -239,3 +239,37 @@ bounds = _stack(
 
 #: How one evaluation runs: zoo eval and zoo enjoy take exactly these.
 eval_options = _stack(seed, episodes, num_envs, device, mode, capture_video, bounds)
+
+
+#: The flags that fill a :class:`~zoo.frameworks.LoadOptions`, by their click names (``--trust-wrapper`` fills
+#: ``trusted_wrappers``); the flags of :class:`~zoo.eval_settings.EvalSettings` are named as its fields.
+_LOAD_FLAGS = ("trust_pickle", "trust_wrappers", "env_factory", "policy_class", "model_config", "engine")
+
+
+def typed(**fixed) -> Decorator:
+    """Gathers the evaluation flags a command was given into one ``settings`` (an
+    :class:`~zoo.eval_settings.EvalSettings`) and its loading flags into one ``load`` (a
+    :class:`~zoo.frameworks.LoadOptions`), built once here and carried as they are through :mod:`zoo.api`: a new
+    evaluation setting is a field there and a flag here. ``fixed``: settings the command has no flag for (``zoo
+    push`` evaluates on the CPU). Goes below ``click.pass_context``, so that aliases have filled their flags."""
+
+    def apply(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def command(*args, **kwargs):
+            from dataclasses import fields
+
+            from zoo.eval_settings import EvalSettings
+            from zoo.frameworks import LoadOptions
+
+            given = {f.name: kwargs.pop(f.name) for f in fields(EvalSettings) if f.name in kwargs}
+            if given or fixed:
+                kwargs["settings"] = EvalSettings(**given, **fixed)
+            load = {name: kwargs.pop(name) for name in _LOAD_FLAGS if name in kwargs}
+            if load:
+                load["trusted_wrappers"] = frozenset(load.pop("trust_wrappers", ()))
+                kwargs["load"] = LoadOptions(**load)
+            return func(*args, **kwargs)
+
+        return command
+
+    return apply
