@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from zoo.errors import UsageError, ZooError
 from zoo.tensor_env import TensorEnvSpec, extra_for, is_task
@@ -536,7 +537,7 @@ def env_spec_for(entry, env_id: str, video_dir: str | None = None):
     return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
 
 
-def probe_spaces(spec):
+def probe_spaces(spec: EnvSpec | TensorEnvSpec) -> tuple[Any, Any] | None:
     """``(single_observation_space, single_action_space)`` of the wrapped env, built once per env stack.
 
     A tensor task states its spaces without being built; a user's tensor env (``--env-factory``) is
