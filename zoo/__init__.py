@@ -8,6 +8,8 @@ and ``zoo --help`` stay fast): ``zoo.check``, ``zoo.evaluate``, ``zoo.evaluate_a
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 _API = (
@@ -30,7 +32,7 @@ _API = (
 __all__ = ["__version__", *_API]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _API:
         from zoo import api
 
