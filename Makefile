@@ -8,7 +8,7 @@ test:
 	python3 dev.py test
 
 lint:
-	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+	python3 dev.py lint
 
 bench:
 	.venv/bin/python benchmarks/check_scale.py

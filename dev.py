@@ -5,9 +5,13 @@
                           # `zoo report` on the bundled example runs,
                           # `zoo export` one to ONNX and `zoo eval` the exported file, and offline
                           # sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
-    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray], then the whole test suite;
+    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray], then the lint
+                          # gate (below), then the whole test suite;
                           # then .venv-myosuite + zoo[dev,sb3,myosuite] and tests/test_myosuite.py in it
-    python3 dev.py test --fast   # the main venv's suite without the tests that train, build Genesis scenes or are slow
+    python3 dev.py test --fast   # the gate, then the main venv's suite without the tests that train, build Genesis
+                                 # scenes or are slow
+    python3 dev.py lint   # .venv + zoo[dev], then the gate alone: `ruff check .`, `ruff format --check .` and `mypy`
+                          # (pinned in the dev extra, configured in pyproject.toml); a failure stops `test` before pytest
 
 torch is installed first and pinned (2.13.0, a CPU build): any open requirement would pull a
 multi-GB CUDA build of a newer release. Re-running is cheap: pip skips what is installed.
@@ -32,6 +36,13 @@ MYOSUITE_VENV = ROOT / ".venv-myosuite"
 MYOSUITE_TESTS = "tests/test_myosuite.py"
 TORCH = "torch==2.13.0"
 EXAMPLES = Path("examples") / "runs"  # relative to ROOT, where every command runs
+#: The static checks ``dev.py lint`` runs and ``dev.py test`` runs first: (name, tool in the venv, its arguments).
+#: mypy reads its files and flags from pyproject.toml and keeps its cache in .mypy_cache (a warm run takes seconds).
+LINTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("ruff check", "ruff", ("check", ".")),
+    ("ruff format --check", "ruff", ("format", "--check", ".")),
+    ("mypy", "mypy", ()),
+)
 
 
 def run(*cmd: str | Path, check: bool = True) -> int:
@@ -160,6 +171,15 @@ def hub_loop(zoo: Path, out: Path) -> int:
         print("+ hub stopped", flush=True)
 
 
+def lint(then: str = "") -> int:
+    """Every check in :data:`LINTS`, each run even when one before it failed; 1 after a line naming the ones
+    that failed (and ``then``, what that stopped)."""
+    failed = [name for name, tool, args in LINTS if run(BIN / tool, *args, check=False)]
+    if failed:
+        print(f"error: {', '.join(failed)} failed (see above){then}", file=sys.stderr, flush=True)
+    return 1 if failed else 0
+
+
 def ensure_chromium() -> None:
     """tests/test_report.py and tests/test_hub_web.py open their pages in a real headless Chromium: as root,
     install Debian's chromium and chromium-driver when either is missing; otherwise say what to install (the
@@ -194,8 +214,9 @@ def _is_myosuite_test(arg: str) -> bool:
 
 
 def test() -> int:
-    """The whole suite, then tests/test_myosuite.py in .venv-myosuite; ``--fast`` leaves out the tests that
-    train (the MyoSuite ones too), build Genesis scenes or are slow (a development loop). Exit 0 only if both pass."""
+    """The lint gate, the whole suite, then tests/test_myosuite.py in .venv-myosuite; ``--fast`` leaves out the
+    tests that train (the MyoSuite ones too), build Genesis scenes or are slow (a development loop). Exit 0 only if
+    all pass; a failing gate stops the run before pytest (seconds, not the suite's minutes)."""
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     args = sys.argv[2:]
     fast = "--fast" in args
@@ -207,6 +228,8 @@ def test() -> int:
     status = 0
     if not paths or len(myosuite_named) < len(paths):
         setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray")
+        if lint(then="; the tests did not run"):
+            return 1
         main = [a for a in args if a not in myosuite_named]
         ensure_chromium()
         cmd = [
@@ -247,6 +270,8 @@ def myosuite_test(env: dict, tests: list[str]) -> int:
 
 if __name__ == "__main__":
     task = sys.argv[1] if len(sys.argv) > 1 else ""
-    if task not in ("demo", "test"):
-        sys.exit("usage: python3 dev.py demo|test [pytest args]")
-    sys.exit(demo() if task == "demo" else test())
+    if task not in ("demo", "test", "lint"):
+        sys.exit("usage: python3 dev.py demo|lint|test [pytest args]")
+    if task == "lint":
+        setup("dev")
+    sys.exit(demo() if task == "demo" else lint() if task == "lint" else test())

@@ -460,3 +460,18 @@ def test_a_custom_policy_is_not_exported(mjrl_pickle, tmp_path):
     )
     assert result.exit_code == 1 and "custom policies cannot be exported yet" in _one_error(result.stderr)
     assert not (tmp_path / "p.onnx").exists()
+
+
+def test_exporting_a_policy_class_target_says_there_is_no_model_file(tmp_path, monkeypatch):
+    """A class target (the user's policy class, nothing on disk) handed to ``zoo.export`` is a usage error
+    naming the class (it used to reach the exporter and be told to pass the policy class it had)."""
+    import zoo as api
+    from zoo.errors import UsageError
+    from zoo.registry import load_registry
+    from zoo.targets import class_target
+
+    monkeypatch.chdir(tmp_path)
+    target = class_target(load_registry(), "custom_policies:EnvPredict", env_id="CartPole-v1")
+    with pytest.raises(UsageError, match="custom_policies:EnvPredict is a policy class, not a model file"):
+        api.export(target, tmp_path / "p.onnx")
+    assert not (tmp_path / "p.onnx").exists()

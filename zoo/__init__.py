@@ -9,6 +9,8 @@ evaluation runs) and ``zoo.LoadOptions`` (what may be loaded and run). See docs/
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 _API = (
@@ -33,7 +35,7 @@ _API = (
 __all__ = ["__version__", *_API]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _API:
         from zoo import api
 

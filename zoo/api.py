@@ -22,13 +22,13 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zoo.eval_settings import EvalSettings
 from zoo.frameworks import LoadOptions
 
 if TYPE_CHECKING:
-    from zoo.artifacts.report import RunReport
+    from zoo.artifacts.report import RememberedReport, RunReport
     from zoo.doctor.config import Guardrail
     from zoo.doctor.diagnosis import Diagnosis
     from zoo.evaluator import EvalResult
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from zoo.targets import EvalPlan, Target
     from zoo.watcher.loop import WatchResult
 
-PathLike = str | os.PathLike
+PathLike = str | os.PathLike[str]
 
 
 def _registry(registry: Registry | PathLike | None) -> Registry:
@@ -63,7 +63,7 @@ def check(
     use_cache: bool = True,
     registry: Registry | PathLike | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-) -> list[RunReport]:
+) -> list[RunReport | RememberedReport]:
     """``zoo check``: one report per run found under ``paths`` (``.status`` is ok, warning or error;
     ``.reason``, ``.hint``, ``.details``). Nothing is executed; "ok" means :func:`load_policy` succeeds.
     ``exp_name``/``env_id`` say what a path that holds one run (a run dir, a model file) is, as for
@@ -140,11 +140,11 @@ def load_policy(
 
 
 def _target(
-    target,
-    exp_name,
-    env_id,
-    run_seed,
-    registry,
+    target: Target | PathLike | None,
+    exp_name: str | None,
+    env_id: str | None,
+    run_seed: int | None,
+    registry: Registry | PathLike | None,
     env_module: str | None = None,
     policy_class: str | None = None,
 ) -> Target:
@@ -179,7 +179,7 @@ def plan(
     run_seed: int | None = None,
     env_module: str | None = None,
     registry: Registry | PathLike | None = None,
-    source: dict | None = None,
+    source: dict[str, Any] | None = None,
     video_dir: PathLike | None = None,
 ) -> EvalPlan:
     """Every setting :func:`evaluate` would use, resolved (registry defaults filled in), nothing run.
@@ -378,10 +378,10 @@ def leaderboard(
     from zoo.artifacts.runs import RunFilter
     from zoo.ranking import build_leaderboard, runs_without_eval
 
-    paths = [Path(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
+    roots = [Path(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
     reg, run_filter = _registry(registry), RunFilter(exp_name, env_id)
     failed: dict[str, str] = {}
-    missing = runs_without_eval(paths, reg, run_filter) if evaluate_missing else []
+    missing = runs_without_eval(roots, reg, run_filter) if evaluate_missing else []
     if missing:
         sweep = evaluate_all(
             missing,
@@ -395,7 +395,7 @@ def leaderboard(
         failed = {
             os.path.abspath(o.run_dir): o.message or "failed" for o in sweep.outcomes if o.status == "failed"
         }
-    return build_leaderboard(paths, reg, run_filter, failed=failed)
+    return build_leaderboard(roots, reg, run_filter, failed=failed)
 
 
 def report(
@@ -415,10 +415,10 @@ def report(
     from zoo.ranking.records import discover
     from zoo.reporting import write_report
 
-    paths = [Path(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
+    roots = [Path(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
     reg = _registry(registry)
-    board = leaderboard(paths, exp_name=exp_name, env_id=env_id, registry=reg)
-    return write_report(board, discover(paths, reg, RunFilter(exp_name, env_id)), Path(out))
+    board = leaderboard(roots, exp_name=exp_name, env_id=env_id, registry=reg)
+    return write_report(board, discover(roots, reg, RunFilter(exp_name, env_id)), Path(out))
 
 
 def export(
@@ -482,6 +482,11 @@ def export(
         raise ZooError(
             f"{resolved.model_file} is already an exported policy",
             hint="export the run dir or checkpoint it came from",
+        )
+    if resolved.model_file is None:
+        raise UsageError(
+            f"nothing to export: {resolved.label} is a policy class, not a model file",
+            hint="export the run dir or checkpoint it was trained into",
         )
     # a file fetched from the hub is exported into the current folder, never into the Hugging Face cache
     beside = resolved.model_file if source is None else Path(resolved.model_file.name)
@@ -593,12 +598,14 @@ class PushResult:
     repo_id: str
     staging: Staging
     made: list[str]  # files made for this push (an eval.json, a replay), staged but not written to the run
-    upload: dict | None = None  # upload()'s answer: status, summary, commit_url, pr_url; None for a dry run
+    upload: dict[str, Any] | None = (
+        None  # upload()'s answer: status, summary, commit_url, pr_url; None for a dry run
+    )
     #: ``changes`` (each file added, replaced, unchanged or deleted) and ``compared_with`` (repo, revision,
     #: commit, where the previous release's list came from); None for a dry run without ``allow_download``.
-    comparison: dict | None = None
+    comparison: dict[str, Any] | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         staged = [{"name": f.name, "size": f.size, "what": f.what} for f in self.staging.files]
         return {
             "repo_id": self.repo_id,
@@ -688,14 +695,14 @@ def push(
             )
             why = lacks if not has_eval else "to record a replay video"
             if notify:
-                episodes = f"{planned.episodes} episode{'' if planned.episodes == 1 else 's'}"
-                notify(f"evaluating first ({why}): {episodes}, seed {planned.seed}, {planned.mode}")
-            result = run_plan(planned)
+                count = f"{planned.episodes} episode{'' if planned.episodes == 1 else 's'}"
+                notify(f"evaluating first ({why}): {count}, seed {planned.seed}, {planned.mode}")
+            evaluated = run_plan(planned)
             if not has_eval:
                 made["eval.json"] = Path(work) / "eval.json"
-            if result.videos:
-                made["replay.mp4"] = Path(result.videos[-1])
-            for warning in result.warnings:
+            if evaluated.videos:
+                made["replay.mp4"] = Path(evaluated.videos[-1])
+            for warning in evaluated.warnings:
                 if notify:
                     notify(f"warning: {warning}")
         hub_work = Path(work) / "hub"
@@ -804,7 +811,7 @@ def enjoy(
     return planned, source
 
 
-def _release_first(entry, env_id: str, settings: EvalSettings, load: LoadOptions) -> bool:
+def _release_first(entry: Entry, env_id: str, settings: EvalSettings, load: LoadOptions) -> bool:
     """Whether ``zoo enjoy`` fetches a release's framework-free form (model.safetensors + config.json) before its
     native file: when the evaluation is deterministic on the CPU with torch, all that form computes."""
     from zoo.frameworks import get_adapter
@@ -837,7 +844,7 @@ def watch(
     exp_name: str | None = None,
     env_id: str | None = None,
     registry: Registry | PathLike | None = None,
-    on_eval: Callable[[dict], None] | None = None,
+    on_eval: Callable[[dict[str, Any]], None] | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> WatchResult:
     """``zoo watch``: follow the training run saving checkpoints into ``run_dir``; evaluate every ``every``-th

@@ -17,9 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from zoo.errors import UsageError, ZooError
 from zoo.tensor_env import TensorEnvSpec, extra_for, is_task
+
+if TYPE_CHECKING:
+    from zoo.registry import Entry
 
 #: Env families that need an optional extra, recognised by id without importing gymnasium.
 MUJOCO_ENVS = (
@@ -528,7 +532,7 @@ def reset_restores(spec) -> bool:
     return spec.preset == "classic" or (spec.preset == "run_config" and not spec.wrappers)
 
 
-def env_spec_for(entry, env_id: str, video_dir: str | None = None):
+def env_spec_for(entry: Entry, env_id: str, video_dir: str | None = None) -> EnvSpec | TensorEnvSpec:
     """A registry entry's eval env: its preset on ``env_id`` (every adapter's ``env_spec``), or zoo's
     tensor task of that id (:data:`zoo.tensor_env.TASKS`) with the task's default config."""
     if is_task(env_id):
@@ -536,7 +540,7 @@ def env_spec_for(entry, env_id: str, video_dir: str | None = None):
     return EnvSpec(env_id=env_id, preset=entry.env["wrappers"], video_dir=video_dir)
 
 
-def probe_spaces(spec):
+def probe_spaces(spec: EnvSpec | TensorEnvSpec) -> tuple[Any, Any] | None:
     """``(single_observation_space, single_action_space)`` of the wrapped env, built once per env stack.
 
     A tensor task states its spaces without being built; a user's tensor env (``--env-factory``) is

@@ -126,7 +126,7 @@ def user_error(exc: BaseException, called: str, who: str = "your policy class") 
     frames = traceback.extract_tb(exc.__traceback__)
     skipped = (_ZOO_SOURCE, *{sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")})
     mine = [f for f in frames if not f.filename.startswith(skipped)]
-    frame = (mine or frames or [None])[-1]
+    frame = (mine or frames)[-1] if frames else None
     where = f"{os.path.basename(frame.filename)}:{frame.lineno}, in {frame.name}; " if frame else ""
     return ZooError(
         f"{who} raised: {type(exc).__name__}{': ' + first if first else ''}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.artifacts.runs import Run, RunFilter
 from zoo.checker import discover_runs, lone_file_run, named_model_file
@@ -18,6 +19,9 @@ from zoo.errors import UnsupportedError, UsageError, ZooError
 from zoo.eval_settings import EvalSettings
 from zoo.frameworks import Adapter, LoadOptions, get_adapter
 from zoo.registry import Entry, Registry
+
+if TYPE_CHECKING:
+    from zoo.policy import Policy
 
 
 @dataclass
@@ -377,7 +381,7 @@ def _export_source(meta: dict | None) -> dict | None:
     }
 
 
-def load_target_policy(target: Target, options: LoadOptions):
+def load_target_policy(target: Target, options: LoadOptions) -> Policy:
     """The target's policy, loaded safely (refusals and bad files raise before any rollout)."""
     if target.exported is not None:
         from zoo.exporter.runtime import load_exported

@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import zoo
@@ -44,7 +44,7 @@ def cache_dir() -> Path:
     return Path(base)
 
 
-def stamp(paths: Iterable[Path | None]) -> str:
+def stamp(paths: Iterable[str | os.PathLike[str] | None]) -> str:
     """The identity of the files a verdict was read from (absent files included, as absent)."""
     parts = []
     for path in paths:
@@ -127,7 +127,7 @@ class CheckMemo:
         )
         return db
 
-    def _write(self, sql: str, rows: list[tuple]) -> None:
+    def _write(self, sql: str, rows: Sequence[tuple[str, ...]]) -> None:
         """Into the open write transaction (the first write opens it); a failing cache just stops writing."""
         if not (self.enabled and rows):
             return

@@ -31,7 +31,7 @@ class NonFinite:
     count: int
     numel: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str | int]:
         return {"tensor": self.name, "non_finite": self.count, "values": self.numel}
 
 

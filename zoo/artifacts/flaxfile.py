@@ -144,7 +144,8 @@ def _dtype(name: bytes) -> np.dtype:
             import ml_dtypes  # numpy's extension types for jax's narrow dtypes (onnx depends on it)
         except ImportError:
             raise _Refused(f"an array of dtype {text}, which needs the ml_dtypes package") from None
-        return np.dtype(getattr(ml_dtypes, text))
+        dtype: np.dtype[Any] = np.dtype(getattr(ml_dtypes, text))
+        return dtype
     raise _Refused(
         f"an array of dtype {text[:40]!r}, which is not a numeric dtype flax writes for parameters"
     )
@@ -234,13 +235,13 @@ class _Decoder:
             f"msgpack extension type {code}, which flax does not write (1 array, 2 complex, 3 numpy scalar)"
         )
 
-    def container(self, value: dict | list) -> dict | list:
+    def container(self, value: dict[Any, Any] | list[Any]) -> dict[Any, Any] | list[Any]:
         self._count(len(value))
         return value
 
 
 # ---------------------------------------------------------------------------------------------- structure
-def _indexed(value: Any, what: str) -> list:
+def _indexed(value: Any, what: str) -> list[Any]:
     """flax's ``_dict_to_tuple``: the values of a dict keyed ``"0"`` ... ``"n-1"``, in order."""
     items = as_sequence(value) if isinstance(value, dict) else None
     if items is None:
@@ -248,7 +249,7 @@ def _indexed(value: Any, what: str) -> list:
     return items
 
 
-def _unchunk(value: dict) -> np.ndarray:
+def _unchunk(value: dict[str, Any]) -> np.ndarray:
     """flax's ``_unchunk``, after checking the chunks are 1-D arrays of one dtype that fill the shape."""
     if set(value) != {CHUNKED, "shape", "chunks"} or value[CHUNKED] is not True:
         raise _Refused(f"a chunked array ({CHUNKED}) not laid out as flax writes it")
@@ -396,7 +397,7 @@ def refuse_broken(info: FlaxFileInfo) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def as_sequence(value: Any) -> list | None:
+def as_sequence(value: Any) -> list[Any] | None:
     """The list a dict keyed ``"0"`` ... ``"n-1"`` stands for (how ``to_bytes`` writes lists and tuples:
     ``[vars(args), params]`` comes back as ``{"0": args, "1": params}``); a list as it is; else None."""
     if isinstance(value, list):

@@ -22,8 +22,9 @@ import _compat_pickle
 import io
 import pickle
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 #: What zoo says about a pickle that names a known-dangerous global, wherever it is found.
 UNSAFE_HINT = "do not load it: it runs code when it is loaded"
@@ -131,39 +132,39 @@ class Inert:
 
     __slots__ = ()
 
-    def __new__(cls, *args, **kwargs):
+    def __new__(cls, *args: object, **kwargs: object) -> Inert:
         return object.__new__(Inert)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: object, **kwargs: object) -> None:
         pass
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: object, **kwargs: object) -> Inert:
         return object.__new__(Inert)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Inert:
         if name.startswith("__"):
             raise AttributeError(name)
         return object.__new__(Inert)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         pass
 
-    def __setstate__(*args):
+    def __setstate__(*args: object) -> None:
         pass
 
-    def __setitem__(*args):
+    def __setitem__(*args: object) -> None:
         pass
 
-    def append(*args):
+    def append(*args: object) -> None:
         pass
 
-    def extend(*args):
+    def extend(*args: object) -> None:
         pass
 
-    def add(*args):
+    def add(*args: object) -> None:
         pass
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<Inert>"
 
 
@@ -173,13 +174,22 @@ class HardenedUnpickler(pickle._Unpickler):
     Shared by the scanner below and by :mod:`zoo.artifacts.restricted_pickle`.
     """
 
-    dispatch = dict(pickle._Unpickler.dispatch)
+    #: Opcode -> handler, each called with the machine itself (typeshed types it with the C ``Unpickler``).
+    dispatch: ClassVar[dict[int, Callable[[Any], None]]] = dict(pickle._Unpickler.dispatch)
+
+    if TYPE_CHECKING:  # the pure-Python machine's working state, which typeshed does not declare
+
+        def read(self, n: int) -> bytes: ...
+        def append(self, value: object) -> None: ...
+        def load_build(self) -> None: ...
+
+        stack: list[Any]
 
     def __init__(self, file: io.BytesIO, limit: int):
         super().__init__(file, encoding="ASCII")
         self._limit = limit
 
-    def get_extension(self, code: int):
+    def get_extension(self, code: int) -> None:
         raise pickle.UnpicklingError(f"extension code {code} (EXT opcode) refused: it bypasses the allowlist")
 
     def _load_bytearray8(self) -> None:
@@ -191,13 +201,15 @@ class HardenedUnpickler(pickle._Unpickler):
     dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
 
 
-def _capturing(key: tuple[str, str], calls: list[tuple[tuple[str, str], tuple]]) -> type:
+def _capturing(key: tuple[str, str], calls: list[tuple[tuple[str, str], tuple[object, ...]]]) -> type:
     """An :class:`Inert` class that records the arguments it is called with (``REDUCE``, ``NEWOBJ``)."""
 
     class Captured(Inert):
         __slots__ = ()
 
-        def __new__(cls, *args, **kwargs):
+        # Any, not Captured: the object built is a plain Inert (only the call is recorded), and mypy
+        # wants __new__ to return its own class or Any.
+        def __new__(cls, *args: object, **kwargs: object) -> Any:
             calls.append((key, args))
             return object.__new__(Inert)
 
@@ -225,7 +237,7 @@ class PickleScan:
 
     globals: list[tuple[str, str]] = field(default_factory=list)
     #: ``((module, name), args)`` of each call of a global the scan was asked to capture.
-    calls: list[tuple[tuple[str, str], tuple]] = field(default_factory=list)
+    calls: list[tuple[tuple[str, str], tuple[object, ...]]] = field(default_factory=list)
     error: str | None = None
     end: int = 0  # offset just past the last pickle scanned
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zoo.artifacts.runs import Run
+
+if TYPE_CHECKING:
+    from zoo.artifacts.finite import NonFinite
+    from zoo.artifacts.torchfile import TorchFileInfo
 
 OK, WARNING, ERROR = "ok", "warning", "error"
 _RANK = {OK: 0, WARNING: 1, ERROR: 2}
@@ -31,7 +35,7 @@ class RunReport:
         elif status != OK:
             self.notes.append(reason if not hint else f"{reason} ({hint})")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "reason": self.reason,
@@ -42,7 +46,7 @@ class RunReport:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> RunReport:
+    def from_json(cls, data: dict[str, Any]) -> RunReport:
         return cls(
             Run.from_json(data["run"]),
             data["status"],
@@ -72,8 +76,9 @@ class RememberedReport:
     def __getattr__(self, name: str) -> Any:  # run, reason, hint, details, notes
         return getattr(self._report, name)
 
-    def to_json(self) -> dict:
-        return json.loads(self._text)
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self._text)
+        return data
 
     def json_text(self) -> str:
         return self._text
@@ -84,7 +89,7 @@ _BROKEN = ("empty", "not-torch", "truncated", "missing", "unreadable")
 
 def flag_torch_file(
     report: RunReport,
-    info,
+    info: TorchFileInfo,
     label: str | None = None,
     not_torch_hint: str = "is this a model file of this framework?",
 ) -> bool:
@@ -135,7 +140,7 @@ def flag_torch_file(
     return True
 
 
-def flag_nonfinite(report: RunReport, found: list, prefix: str = "") -> None:
+def flag_nonfinite(report: RunReport, found: list[NonFinite], prefix: str = "") -> None:
     """An error naming the tensors that hold NaN or Inf (the loader takes them: the policy would act on
     garbage), the first tensors' counts in ``details["non_finite"]``."""
     from zoo.artifacts import finite

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Run:
     eval_json: Path | None = None
     name_problem: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """Plain JSON values (built field by field: ``asdict`` deep-copies, and ``zoo check`` does this per run)."""
         data = {f: getattr(self, f) for f in _FIELDS}
         for key in _PATHS:
@@ -37,7 +38,7 @@ class Run:
         return data
 
     @classmethod
-    def from_json(cls, data: dict) -> Run:
+    def from_json(cls, data: dict[str, Any]) -> Run:
         """The run :meth:`to_json` described (``zoo check``'s remembered verdicts hold it)."""
         fields = {**data, **{k: Path(data[k]) if data[k] is not None else None for k in _PATHS}}
         fields["other_model_files"] = [Path(p) for p in data["other_model_files"]]
@@ -59,7 +60,7 @@ class RunFilter:
     def active(self) -> bool:
         return any(v is not None for v in (self.exp_name, self.env_id, self.seed))
 
-    def matches(self, run: Run | dict) -> bool:
+    def matches(self, run: Run | dict[str, Any]) -> bool:
         """Does the run (or its :meth:`Run.to_json`) match every filter given?"""
         fields = run if isinstance(run, dict) else vars(run)
         return (
@@ -78,7 +79,7 @@ class Listings:
     """The folders discovery listed (each listed once) and the files whose content it read."""
 
     def __init__(self) -> None:
-        self.folders: dict[str, list[os.DirEntry] | OSError] = {}
+        self.folders: dict[str, list[os.DirEntry[str]] | OSError] = {}
         self.names: dict[str, frozenset[str]] = {}
         self.subdirs: dict[tuple[str, str], list[Path]] = {}  # (walk root, folder) -> what scan_tree descends
         self.files: set[str] = set()
@@ -104,7 +105,7 @@ def shared_listings() -> Iterator[Listings]:
         _LISTINGS = outer
 
 
-def listdir(folder: str | os.PathLike) -> list[os.DirEntry]:
+def listdir(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
     """``list(os.scandir(folder))``, remembered inside :func:`shared_listings` (errors too)."""
     if _LISTINGS is None:
         return list(os.scandir(folder))
@@ -120,7 +121,7 @@ def listdir(folder: str | os.PathLike) -> list[os.DirEntry]:
     return found
 
 
-def listed_names(folder: str | os.PathLike) -> frozenset[str]:
+def listed_names(folder: str | os.PathLike[str]) -> frozenset[str]:
     """The names in ``folder`` (none when it cannot be listed), built once per folder inside
     :func:`shared_listings`."""
     key = os.fspath(folder)
@@ -135,13 +136,13 @@ def listed_names(folder: str | os.PathLike) -> frozenset[str]:
     return names
 
 
-def note_read(path: str | os.PathLike) -> None:
+def note_read(path: str | os.PathLike[str]) -> None:
     """Discovery looked inside ``path`` (a zip's directory, an ``args.yml``): its result depends on it."""
     if _LISTINGS is not None:
         _LISTINGS.files.add(os.fspath(path))
 
 
-def is_folder(entry: os.DirEntry) -> bool:
+def is_folder(entry: os.DirEntry[str]) -> bool:
     """``entry.is_dir()``, False for a symlink that loops (``DirEntry`` raises there).
 
     Discovery takes every non-folder with a model's name as the model: a dangling or looping link
@@ -153,7 +154,7 @@ def is_folder(entry: os.DirEntry) -> bool:
         return False
 
 
-def scan_tree(root: Path) -> Iterator[tuple[Path, list[os.DirEntry], list[Path]]]:
+def scan_tree(root: Path) -> Iterator[tuple[Path, list[os.DirEntry[str]], list[Path]]]:
     """Depth-first ``(folder, entries, subdirs)`` in name order, from directory listings only.
 
     Like ``os.walk(topdown=True)``: a caller that recognises a run in ``folder`` clears ``subdirs``
@@ -175,7 +176,7 @@ def scan_tree(root: Path) -> Iterator[tuple[Path, list[os.DirEntry], list[Path]]
         stack.extend(reversed(subdirs))
 
 
-def _subdirs(root: Path, folder: Path, entries: list[os.DirEntry], followed: set[str]) -> list[Path]:
+def _subdirs(root: Path, folder: Path, entries: list[os.DirEntry[str]], followed: set[str]) -> list[Path]:
     """The folders :func:`scan_tree` descends into from ``folder``, in name order; worked out once per
     walk root inside :func:`shared_listings` (every adapter walks the same tree)."""
     key = (os.fspath(root), os.fspath(folder))
@@ -189,7 +190,7 @@ def _subdirs(root: Path, folder: Path, entries: list[os.DirEntry], followed: set
     return subdirs
 
 
-def _descend(entry: os.DirEntry, root: Path, followed: set[str]) -> bool:
+def _descend(entry: os.DirEntry[str], root: Path, followed: set[str]) -> bool:
     """Is ``entry`` a folder to walk into? Plain folders are; symlinks only to a new place outside ``root``."""
     if not entry.is_symlink():
         return entry.is_dir(follow_symlinks=False)

@@ -15,12 +15,13 @@ from typing import Any
 
 #: How the spaces of an eval env are found: ``probe(spec) -> (observation_space, action_space)``, or
 #: None when no env may be created (the comparison is then skipped, not failed).
-SpaceProbe = Callable[[Any], tuple]
+Spaces = tuple[Any, Any]
+SpaceProbe = Callable[[Any], Spaces | None]
 
 _PROBE: ContextVar[SpaceProbe | None | str] = ContextVar("zoo_space_probe", default="default")
 
 
-def env_spaces(spec: Any) -> tuple | None:
+def env_spaces(spec: Any) -> Spaces | None:
     """The eval env's spaces as the scope allows: zoo's probe by default, the scope's own, or None."""
     probe = _PROBE.get()
     if probe == "default":

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
+
+#: A decoded ``tensorboard.compat.proto.event_pb2.Event`` (protobuf messages carry no static types).
+_Event = Any
 
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
@@ -97,11 +101,11 @@ def _framed(
         say(f"cut short at byte {at}")
 
 
-def _events(path: str | Path, needle: bytes):
+def _events(path: str | Path, needle: bytes) -> Iterator[_Event]:
     yield from _decoded(_payloads(path, needle))
 
 
-def _scalar(value) -> float | None:
+def _scalar(value: Any) -> float | None:
     if value.HasField("simple_value"):
         return float(value.simple_value)
     if value.HasField("tensor") and value.tensor.float_val:
@@ -143,7 +147,7 @@ def scalars(events_file: str | Path, tag: str, problems: list[str] | None = None
     return points
 
 
-def _decoded(payloads):
+def _decoded(payloads: Iterable[bytes]) -> Iterator[_Event]:
     from google.protobuf.message import DecodeError
     from tensorboard.compat.proto.event_pb2 import Event
 
@@ -154,7 +158,7 @@ def _decoded(payloads):
             return
 
 
-def _last_in(events_newest_first, tag: str) -> tuple[int, float] | None:
+def _last_in(events_newest_first: Iterable[_Event], tag: str) -> tuple[int, float] | None:
     for event in events_newest_first:
         for value in reversed(event.summary.value):
             if value.tag == tag and (scalar := _scalar(value)) is not None:
@@ -167,5 +171,6 @@ def text_summary(events_file: str | Path, tag: str = "hyperparameters") -> str |
     for event in _events(events_file, tag.encode()):
         for value in event.summary.value:
             if value.tag.startswith(tag) and value.HasField("tensor") and value.tensor.string_val:
-                return value.tensor.string_val[0].decode("utf-8", "replace")
+                text: str = value.tensor.string_val[0].decode("utf-8", "replace")
+                return text
     return None

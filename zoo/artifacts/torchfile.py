@@ -24,14 +24,18 @@ import re
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from zoo.artifacts import finite, limits, weights_only
 from zoo.artifacts.pickles import UNSAFE_HINT, classify, scan_pickles
 from zoo.artifacts.zipcheck import end_records_problem
 from zoo.errors import BrokenFile, RefusedError, ZooError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _PICKLE_START = (b"\x80", b"(", b"}", b"]", b"c", b"K", b"J", b"\x8a")
@@ -165,7 +169,7 @@ def _records(zf: zipfile.ZipFile) -> tuple[str, dict[str, zipfile.ZipInfo]]:
 
 
 def _entry(
-    zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, raw: bytes | None, keep: bool = True
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, raw: memoryview | None, keep: bool = True
 ) -> bytes:
     """An entry's bytes, CRC-checked; bounded before anything is inflated (``b""`` unless ``keep``).
 
@@ -191,7 +195,7 @@ def _stored_slice(raw: memoryview, info: zipfile.ZipInfo) -> memoryview | None:
     """A stored entry's bytes read off its local header (a view: no copy), or None when the header is
     not the plain case."""
     at = info.header_offset
-    if info.compress_type != zipfile.ZIP_STORED or raw[at : at + 4] != b"PK\x03\x04":
+    if info.compress_type != zipfile.ZIP_STORED or raw[at : at + 4].tobytes() != b"PK\x03\x04":
         return None
     name_len, extra_len = struct.unpack_from("<HH", raw, at + 26)
     encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
@@ -203,7 +207,7 @@ def _stored_slice(raw: memoryview, info: zipfile.ZipInfo) -> memoryview | None:
 
 
 def _metadata_problem(
-    zf: zipfile.ZipFile, records: dict[str, zipfile.ZipInfo], raw: bytes | None
+    zf: zipfile.ZipFile, records: dict[str, zipfile.ZipInfo], raw: memoryview | None
 ) -> str | None:
     """The version, byteorder, alignment and serialization-id records, as torch's reader parses them."""
     version = records.get(".data/version") or records.get("version")
@@ -260,13 +264,13 @@ def _verify_zip(info: TorchFileInfo, zf: zipfile.ZipFile, raw: memoryview | None
             "corruption cannot be detected"
         )
         for record in records.values():
-            record.CRC = None  # zipfile then skips the check
+            record.CRC = None  # type: ignore[assignment]  # zipfile then skips the check (typeshed: CRC is an int)
     problem = _metadata_problem(zf, records, raw)
     if problem:
         raise _Broken(problem)
     data = _entry(zf, records["data.pkl"], limits.MAX_PICKLE_BYTES, raw)
 
-    def storage(dtype: str, key: str, numel: int):
+    def storage(dtype: str, key: str, numel: int) -> weights_only._Storage:
         record = records.get(f"data/{key}")
         if record is None:
             raise weights_only.NotLoadable(f"storage {key} is missing from the archive")
@@ -316,7 +320,7 @@ def _float_tensors(content: object) -> dict[str, list[tuple[str, weights_only.Te
 
 
 #: :func:`_float_tensors` by ``id(content)``, the content kept alive beside its result (so an id is never reused).
-_FLOAT_MEMO: dict[int, tuple[object, dict]] = {}
+_FLOAT_MEMO: dict[int, tuple[object, dict[str, list[tuple[str, weights_only.TensorInfo]]]]] = {}
 
 
 def _nonfinite(
@@ -330,7 +334,7 @@ def _nonfinite(
     def values(name: str) -> np.ndarray:
         dtype = _NUMPY_DTYPES.get((name, big))
         if dtype is None:
-            order = ">" if big else "<"
+            order: Literal[">", "<"] = ">" if big else "<"
             dtype = np.dtype(f"{order}u2") if name == "bfloat16" else np.dtype(name).newbyteorder(order)
             _NUMPY_DTYPES[(name, big)] = dtype
         return np.frombuffer(data, dtype, count=len(data) // dtype.itemsize)
@@ -354,15 +358,19 @@ def _nonfinite(
 
 
 #: numpy dtypes by (torch dtype name, big-endian), made once.
-_NUMPY_DTYPES: dict[tuple[str, bool], object] = {}
+_NUMPY_DTYPES: dict[tuple[str, bool], np.dtype[Any]] = {}
 
 
 #: Twin results by ``data.pkl`` content and storage sizes. The runs of one experiment save byte-identical
 #: ``data.pkl`` files (same module, same shapes), so a tree of hundreds of them is interpreted once.
-_TWIN_MEMO: dict[tuple[bytes, tuple], tuple[object, list[str]] | Exception] = {}
+_TWIN_MEMO: dict[tuple[bytes, tuple[tuple[str, int], ...]], tuple[object, list[str]] | Exception] = {}
 
 
-def _twin(data: bytes, records: dict[str, zipfile.ZipInfo], storage) -> tuple[object, list[str]]:
+def _twin(
+    data: bytes,
+    records: dict[str, zipfile.ZipInfo],
+    storage: Callable[[str, str, int], weights_only._Storage],
+) -> tuple[object, list[str]]:
     """``weights_only.load`` memoized by sha256 (a cryptographic key: a crafted pickle cannot collide);
     the decoded structure is shared between files, and nothing downstream changes it."""
     import hashlib
@@ -477,7 +485,7 @@ def refuse_unsafe(info: TorchFileInfo, trust_pickle: bool) -> None:
         )
 
 
-def _numpy_safe_globals() -> list:
+def _numpy_safe_globals() -> list[object]:
     """The objects behind :data:`NUMPY_GLOBALS` (and each dtype's class, which torch BUILDs), for torch."""
     import numpy as np
     from numpy._core import multiarray

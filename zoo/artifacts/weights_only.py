@@ -21,6 +21,7 @@ import struct
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
 #: Element sizes of the dtypes a storage class or ``torch.<dtype>`` names.
 ITEMSIZE = {
@@ -171,10 +172,12 @@ def _rebuild(
         raise NotLoadable(f"tensor storage offset {offset!r} is invalid")
     shape, strides = _ints(size, "size"), _ints(stride, "stride")
     if not strides and shape:  # () means contiguous
-        strides, step = [], 1
+        contiguous: list[int] = []
+        step = 1
         for dim in reversed(shape):
-            strides.insert(0, step)
+            contiguous.insert(0, step)
             step *= dim
+        strides = tuple(contiguous)
     if len(strides) != len(shape):
         raise NotLoadable(f"unequal size length ({len(shape)}) and stride length ({len(strides)})")
     dtype = dtype or storage.dtype
@@ -206,8 +209,9 @@ def _hooks(value: object) -> None:
         raise NotModelled("a tensor with serialized backward hooks")
 
 
-def _call(func: _Global, args: tuple) -> object:
-    """REDUCE of a modelled global, with torch's effect (or failure) on these arguments."""
+def _call(func: _Global, args: tuple[Any, ...]) -> object:
+    """REDUCE of a modelled global, with torch's effect (or failure) on these arguments (any values a pickle
+    holds: a call that does not take them raises TypeError or ValueError, as in torch)."""
     path = func.path
     try:
         if path in ("torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3"):
@@ -265,11 +269,11 @@ def _call(func: _Global, args: tuple) -> object:
     return _not_modelled(path)
 
 
-def _not_modelled(path: str):
+def _not_modelled(path: str) -> NoReturn:
     raise NotModelled(f"{path} called in a form torch.save does not write")
 
 
-def _device(args: tuple) -> str:
+def _device(args: tuple[object, ...]) -> str:
     text = args[0] if args else None
     if not isinstance(text, str) or text.split(":")[0] not in _DEVICE_TYPES:
         raise NotLoadable(f"torch.device{args!r:.60} is not a device")
@@ -395,12 +399,12 @@ class _Twin:
                 stack.append(_CONSTANTS[code]())
             elif code in (0x73, 0x75):  # SETITEM, SETITEMS
                 if code == 0x73:
-                    value, key = stack.pop(), stack.pop()
-                    items = [key, value]
+                    item, key = stack.pop(), stack.pop()
+                    items = [key, item]
                 else:
                     items, stack = stack, marks.pop()
                 target = stack[-1]
-                if type(target) not in (dict, OrderedDict):
+                if not isinstance(target, dict) or type(target) not in (dict, OrderedDict):
                     raise NotLoadable(f"SETITEM on a {type(target).__name__}: torch sets items only on dicts")
                 if len(items) % 2:
                     raise NotLoadable("SETITEMS with an odd number of items (IndexError)")

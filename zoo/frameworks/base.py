@@ -44,9 +44,11 @@ from zoo.frameworks.kinds import SpaceKinds, SpaceMismatch
 if TYPE_CHECKING:
     from zoo.artifacts.findings import Finding
     from zoo.artifacts.runs import Run
+    from zoo.artifacts.scope import Spaces
     from zoo.envs import EnvSpec
     from zoo.policy import Policy
     from zoo.registry import Entry, Registry
+    from zoo.tensor_env import TensorEnvSpec
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ class Adapter(ABC):
 
     # ------------------------------------------------------------------ registry
     @abstractmethod
-    def entry_problem(self, raw: dict) -> tuple[str, str] | None:
+    def entry_problem(self, raw: dict[str, Any]) -> tuple[str, str] | None:
         """``(field, problem)`` for the first framework-specific field of a raw registry entry that is wrong."""
 
     # ------------------------------------------------------------------ discovery
@@ -292,7 +294,7 @@ class Adapter(ABC):
         *,
         model_file: Path | None = None,
         trusted_wrappers: frozenset[str] = frozenset(),
-    ) -> EnvSpec:
+    ) -> EnvSpec | TensorEnvSpec:
         """The eval env: the entry's wrapper preset on ``env_id``.
 
         An adapter whose runs carry their own env config (rl_zoo3's ``config.yml``) reads it beside
@@ -308,7 +310,7 @@ class Adapter(ABC):
         options: LoadOptions,
         model_file: Path | None = None,
         video_dir: str | None = None,
-    ):
+    ) -> EnvSpec | TensorEnvSpec:
         """The env an evaluation steps: the user's tensor env when ``options.env_factory`` names one
         (it replaces the eval env; its code runs only when the rollout builds it), else :meth:`env_spec`."""
         if options.env_factory:
@@ -383,7 +385,7 @@ class Adapter(ABC):
         raise UnsupportedError(f"zoo cannot strip {path.name}")
 
     # ------------------------------------------------------------------ helpers
-    def unused_fields(self, raw: dict, fields: tuple[str, ...], why: str) -> tuple[str, str] | None:
+    def unused_fields(self, raw: dict[str, Any], fields: tuple[str, ...], why: str) -> tuple[str, str] | None:
         """For ``entry_problem``: the first of ``fields`` an entry sets although this framework reads it
         from the checkpoint (a field that would be silently ignored is a typo waiting to bite)."""
         given = next((key for key in fields if raw.get(key)), None)
@@ -399,7 +401,7 @@ class Adapter(ABC):
         missing = missing_modules_for_extras(needed, {e: extra_modules(e, self) for e in needed})
         return missing[0] if missing else None
 
-    def fitting_spaces(self, entry: Entry, env_id: str, kinds: SpaceKinds, spec: Any = None) -> tuple | None:
+    def fitting_spaces(self, entry: Entry, env_id: str, kinds: SpaceKinds, spec: Any = None) -> Spaces | None:
         """The fit check of every command, before any shape is compared: the eval env's ``(observation_space,
         action_space)`` (of ``spec``, else the entry's preset), refused in one line
         (:class:`~zoo.frameworks.kinds.SpaceMismatch`) when they are not of the ``kinds`` the policy acts on
@@ -408,7 +410,7 @@ class Adapter(ABC):
 
     def env_spaces_or_warn(
         self, report: RunReport, entry: Entry, env_id: str, kinds: SpaceKinds, spec: EnvSpec | None = None
-    ) -> tuple | None:
+    ) -> Spaces | None:
         """:meth:`fitting_spaces` for ``zoo check``: None after a warning saying why there are none (a missing
         extra, an env that cannot be built here), or when the inspection scope creates no env (``zoo doctor``
         without ``--probe-env``). Spaces of another kind than ``kinds`` raise: the run's error."""

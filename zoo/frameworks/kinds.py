@@ -11,9 +11,12 @@ model constructor raises on a space it was not written for (``'Box' object has n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zoo.errors import LayoutMismatch
+
+if TYPE_CHECKING:
+    from zoo.artifacts.scope import Spaces
 
 #: An action space kind (gymnasium's class name) in the words of an error's hint.
 ACTION_WORDS = {
@@ -70,7 +73,7 @@ class SpaceKinds:
         """The kinds of the spaces a model was saved with (an SB3 zip states them)."""
         return cls(action_kind(action_space), observation_kind(observation_space))
 
-    def fitting(self, spec: Any, name: str, env_id: str) -> tuple | None:
+    def fitting(self, spec: Any, name: str, env_id: str) -> Spaces | None:
         """``spec``'s ``(observation_space, action_space)``, refused in one line when they are not of these kinds;
         None when the inspection scope creates no env (:mod:`zoo.artifacts.scope`) or ``spec`` is the user's
         tensor env, which is not built before the rollout. An env a preset cannot wrap (the atari preset on
@@ -87,7 +90,7 @@ class SpaceKinds:
             raise problem
         return spaces
 
-    def mismatch(self, name: str, env_id: str, spaces: tuple) -> SpaceMismatch | None:
+    def mismatch(self, name: str, env_id: str, spaces: Spaces) -> SpaceMismatch | None:
         """The one-line error when ``env_id``'s ``(observation_space, action_space)`` are of other kinds
         than ``name`` (the experiment) acts on and reads; None when they are of the same kinds."""
         observation_space, action_space = spaces
