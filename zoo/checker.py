@@ -17,6 +17,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.artifacts.cache import CheckMemo, context, stamp
 from zoo.artifacts.forking import fork_is_safe
@@ -26,6 +27,9 @@ from zoo.errors import ZooError
 from zoo.frameworks import BEST_MODEL, framework_names, get_adapter, plugin_sources
 from zoo.registry import Entry, Registry
 from zoo.strict_json import dumps, jsonable
+
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Event
 
 #: Runs to read before more than one process is worth its start-up.
 PARALLEL_FROM = 64
@@ -234,8 +238,8 @@ def _found(paths: list[Path], registry: Registry, memo: CheckMemo) -> tuple[Foun
     """``(run key, input paths)`` of every run under ``paths`` (remembered while nothing discovery read
     changed, else discovered and remembered), and the training returns read on the way.
 
-    Discovery runs in a forked process. If it is still going after a moment (a big tree), this process
-    meanwhile imports the libraries reading the runs will need, so that the workers forked later share
+    Discovery runs in a forked process. If it is still going after a moment (a big tree) and has met a model
+    file, this process meanwhile imports the libraries reading the runs will need, so that the workers forked later share
     them; the discovering process, once done, reads training returns until this one is ready.
     """
     roots = "\n".join(os.path.abspath(p) for p in paths)
@@ -251,21 +255,31 @@ def _found(paths: list[Path], registry: Registry, memo: CheckMemo) -> tuple[Foun
     return found, returns
 
 
-def _discover(paths: list[Path], registry: Registry) -> tuple[Found, list[str], list[Run]]:
-    """The runs under ``paths`` as memo keys with their input paths, what discovery read, and the runs."""
+def _discover(
+    paths: list[Path], registry: Registry, model_seen: Event | None = None
+) -> tuple[Found, list[str], list[Run]]:
+    """The runs under ``paths`` as memo keys with their input paths, what discovery read, and the runs;
+    ``model_seen`` is set at the first run with a model file (reading it will need the heavy libraries)."""
     with shared_listings() as listed:
-        runs = list(discover_runs(paths, registry, RunFilter()))
+        runs = []
+        for run in discover_runs(paths, registry, RunFilter()):
+            runs.append(run)
+            if model_seen is not None and run.model_file is not None:
+                model_seen.set()
         found = [_key(run) for run in runs]
     return found, listed.inputs(), runs
 
 
 _WORKER_REGISTRY: Registry | None = None  # what forked workers use (inherited at fork, never pickled)
-_WORKER_STOP = None  # set by this process when the discovering one should stop reading training returns
+_WORKER_STOP: Event | None = (
+    None  # set by this process when the discovering one should stop reading training returns
+)
+_WORKER_MODEL_SEEN: Event | None = None  # set by the discovering process at the first run with a model file
 
 
 def _discover_in_worker(paths: list[Path]) -> tuple[Found, list[str], dict[int, tuple | None]]:
     assert _WORKER_REGISTRY is not None and _WORKER_STOP is not None
-    found, read, runs = _discover(paths, _WORKER_REGISTRY)
+    found, read, runs = _discover(paths, _WORKER_REGISTRY, _WORKER_MODEL_SEEN)
     returns: dict[int, tuple | None] = {}
     for i, run in enumerate(runs):
         if _WORKER_STOP.is_set():
@@ -280,21 +294,25 @@ def _discover_beside_imports(
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, TimeoutError
 
-    global _WORKER_REGISTRY, _WORKER_STOP
+    global _WORKER_REGISTRY, _WORKER_STOP, _WORKER_MODEL_SEEN
     forking = multiprocessing.get_context("fork")
-    _WORKER_REGISTRY, _WORKER_STOP = registry, forking.Event()
+    _WORKER_REGISTRY, _WORKER_STOP, _WORKER_MODEL_SEEN = registry, forking.Event(), forking.Event()
     try:
         with ProcessPoolExecutor(1, mp_context=forking) as one:
             future = one.submit(_discover_in_worker, paths)
             try:
                 future.result(timeout=0.05)
             except TimeoutError:
-                import gymnasium  # noqa: F401 - loaded now, shared by the workers forked after the walk
-                import torch  # noqa: F401
+                # only once the walk has met a model file: a tree of runs without one needs neither library
+                while not future.done() and not _WORKER_MODEL_SEEN.wait(0.05):
+                    pass
+                if _WORKER_MODEL_SEEN.is_set():
+                    import gymnasium  # noqa: F401 - loaded now, shared by the workers forked after the walk
+                    import torch  # noqa: F401
             _WORKER_STOP.set()
             return future.result()
     finally:
-        _WORKER_REGISTRY = _WORKER_STOP = None
+        _WORKER_REGISTRY = _WORKER_STOP = _WORKER_MODEL_SEEN = None
 
 
 def train_return(run: Run) -> tuple[int, float] | None:
