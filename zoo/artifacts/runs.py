@@ -60,11 +60,13 @@ class RunFilter:
         return any(v is not None for v in (self.exp_name, self.env_id, self.seed))
 
     def matches(self, run: Run | dict) -> bool:
-        """Does the run (or its :meth:`Run.to_json`) match every filter given?"""
+        """Does the run (or its :meth:`Run.to_json`) match every filter given? A run's env id that names the
+        module registering it (``myosuite:myoElbowPose1D6MRandom-v0``) matches the bare id too."""
         fields = run if isinstance(run, dict) else vars(run)
+        env_id = fields["env_id"]
         return (
             (self.exp_name is None or fields["exp_name"] == self.exp_name)
-            and (self.env_id is None or fields["env_id"] == self.env_id)
+            and (self.env_id is None or self.env_id in (env_id, env_id and env_id.rpartition(":")[2]))
             and (self.seed is None or fields["seed"] == self.seed)
         )
 

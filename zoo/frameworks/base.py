@@ -9,7 +9,8 @@ The hooks, in the order a model meets them:
 
 - registry: :meth:`Adapter.entry_problem` checks the framework's own fields of an entry;
 - discovery: :meth:`~Adapter.discover` finds runs from listings and names, :meth:`~Adapter.inputs`
-  names the files a verdict depends on, :meth:`~Adapter.env_id` resolves the env a run was trained on;
+  names the files a verdict depends on, :meth:`~Adapter.identify` resolves once the env and seed a run was
+  trained with (:meth:`~Adapter.env_id`, :meth:`~Adapter.run_seed`) into the run, where every command reads them;
 - reading: :meth:`~Adapter.read` verifies a model file without running it and parses it into a
   :class:`Checkpoint`; ``zoo check`` describes that checkpoint (:meth:`~Adapter.describe`) and the
   loader builds the policy from the very same one (:meth:`~Adapter.load_policy`), so "ok" and "loads"
@@ -31,6 +32,7 @@ must say for itself. ``tests/test_adapter_contract.py`` holds every adapter to t
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -163,8 +165,19 @@ class Adapter(ABC):
         ]
         return list(dict.fromkeys(found))
 
+    def identify(self, run: Run) -> Run:
+        """``run`` with its env id and seed as :meth:`env_id` and :meth:`run_seed` resolve them: the one place
+        they are resolved, once per run, when it is discovered (``Run.env_id`` and ``Run.seed`` are what
+        every filter, evaluation, leaderboard and push reads). A config that cannot be read leaves what the
+        names said: ``zoo check`` reports the broken file, and a filter must not fail a whole walk over it."""
+        with contextlib.suppress(ZooError):
+            run.env_id, run.seed = self.env_id(run), self.run_seed(run)
+        return run
+
     def env_id(self, run: Run) -> str | None:
-        """The env id the run was trained on: from its path by default; adapters also read configs."""
+        """The env id the run was trained on, for :meth:`identify`: from its path by default; adapters also
+        read a small config file (bounded, and noted with :func:`~zoo.artifacts.runs.note_read`, since
+        ``zoo check`` remembers what discovery found while the files it read are unchanged)."""
         return run.env_id
 
     def env_id_problem(self, run: Run) -> str | None:
@@ -172,7 +185,8 @@ class Adapter(ABC):
         return None
 
     def run_seed(self, run: Run) -> int | None:
-        """The seed the run was trained with (hub repo names carry it): from its path by default."""
+        """The seed the run was trained with (hub repo names carry it), for :meth:`identify`: from its path
+        by default."""
         return run.seed
 
     def train_returns(

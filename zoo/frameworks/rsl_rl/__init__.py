@@ -311,9 +311,6 @@ def _describe_config(report: RunReport, config: RunConfig) -> None:
         report.flag(WARNING, f"algorithm {config.algorithm!r}: zoo evaluates the policy the checkpoint holds")
     if config.clip_actions is not None:
         report.details["clip_actions"] = config.clip_actions
-    if config.seed is not None:
-        report.run.seed = config.seed
-    report.run.env_id = report.run.env_id or config.env_id
 
 
 ADAPTER = RslRlAdapter()

@@ -177,7 +177,7 @@ class SB3Adapter(Adapter):
             raise ZooError(
                 f"no registry entry for {what}", f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name"
             )
-        inspect_model(self, report, archive, entry, self.env_id(run))
+        inspect_model(self, report, archive, entry, run.env_id)
 
     def env_id(self, run: Run) -> str | None:
         """From the names, with the module that registers the env when ``args.yml`` gives one (MyoSuite)."""

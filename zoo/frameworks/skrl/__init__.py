@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
-from zoo.artifacts.runs import Run
+from zoo.artifacts.runs import Run, note_read
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import LayoutMismatch, UnsupportedError, ZooError
 from zoo.frameworks.base import (
@@ -75,6 +75,8 @@ def env_id_from_params(folder: Path | None) -> str | None:
     from zoo.frameworks.skrl.config import read_yaml
 
     path = folder / "params" / "env.yaml" if folder else None
+    if path is not None:
+        note_read(path)  # discovery's memo depends on it
     if path is None or not path.is_file():
         return None
     try:
@@ -207,7 +209,7 @@ class SkrlAdapter(Adapter):
         arch = architecture(modules["policy"], config.policy, strict=False)
         norm, note = _observation_scaler(modules, arch, config)
         _describe_policy(report, modules, arch, config, norm, note)
-        env_id = self.env_id(run)
+        env_id = run.env_id
         if env_id is None:
             report.flag(
                 WARNING, "env id unknown (not in the experiment names nor params/env.yaml)", "pass --env-id"
