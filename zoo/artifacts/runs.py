@@ -143,6 +143,24 @@ def note_read(path: str | os.PathLike) -> None:
         _LISTINGS.files.add(os.fspath(path))
 
 
+#: The prefix of TensorBoard's event files (``events.out.tfevents.{time}.{host}...``).
+EVENTS_PREFIX = "events.out.tfevents."
+
+
+def run_files(folder: Path, entries: list[os.DirEntry] | None = None) -> tuple[Path | None, Path | None]:
+    """``(events file, eval.json)`` of a run folder, from its listing (``entries``, else :func:`listdir`'s; none
+    when it cannot be listed): the last TensorBoard events file by name (the newest: a resumed training writes
+    another) and the eval.json ``zoo eval`` wrote there."""
+    if entries is None:
+        try:
+            entries = listdir(folder)
+        except OSError:
+            entries = []
+    events = [e.name for e in entries if e.name.startswith(EVENTS_PREFIX) and not is_folder(e)]
+    evaluated = any(e.name == "eval.json" for e in entries)
+    return (folder / max(events) if events else None), (folder / "eval.json" if evaluated else None)
+
+
 def is_folder(entry: os.DirEntry) -> bool:
     """``entry.is_dir()``, False for a symlink that loops (``DirEntry`` raises there).
 
