@@ -46,6 +46,7 @@ TRAINING_FIXTURES = frozenset(
         "release_runs",
         "retrained_dqn",
         "sb3_releases",
+        "config_named_runs",
     }
 )
 

@@ -37,6 +37,19 @@ def test_adapter_implements_every_hook_with_the_base_signature(name):
 
 
 @pytest.mark.parametrize("name", ADAPTERS)
+def test_check_and_load_run_the_base_skeleton_and_one_fit_check(name):
+    """``describe`` and ``load_policy`` are the base's template: an adapter writes the narrower hooks they share
+    (``misfit`` for both), so "ok from zoo check" and "the loader succeeds" cannot drift apart."""
+    cls = type(get_adapter(name))
+    for template in ("describe", "load_policy"):
+        assert getattr(cls, template) is getattr(Adapter, template), f"{name} overrides {template}"
+    assert {"read", "inspect", "loaded", "misfit", "build_policy"} <= Adapter.__abstractmethods__
+    for hook in ("inspect", "loaded"):
+        returned = inspect.signature(getattr(cls, hook)).return_annotation
+        assert "PolicyView" in str(returned), f"{name}.{hook} returns {returned}"
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
 def test_adapter_declares_its_facts(name):
     adapter = get_adapter(name)
     assert isinstance(adapter.hub, HubNaming) and adapter.hub.library_name and adapter.hub.display_name

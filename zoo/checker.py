@@ -48,7 +48,8 @@ def unique_paths(paths: list[Path]) -> list[Path]:
 
 
 def discover_runs(paths: list[Path], registry: Registry, run_filter: RunFilter) -> Iterator[Run]:
-    """Runs of every registered framework under ``paths``, narrowed by ``run_filter``, each once."""
+    """Runs of every registered framework under ``paths``, narrowed by ``run_filter``, each once; each run's
+    env id and seed resolved here, once (:func:`identified`), so that the filter sees what evaluation will."""
     seen: set[tuple[str, str, str | None]] = set()
     with shared_listings():
         for path in paths:
@@ -57,9 +58,7 @@ def discover_runs(paths: list[Path], registry: Registry, run_filter: RunFilter) 
                     f"path not found: {path}", hint="give a runs folder, a run dir or a model file"
                 )
             for framework in frameworks(registry):
-                for run in get_adapter(framework).discover(path):
-                    if run.env_id is None and run.model_file is not None:
-                        run.env_id = _recorded_env_id(run.model_file)
+                for run in map(identified, get_adapter(framework).discover(path)):
                     model = os.path.abspath(run.model_file) if run.model_file else None
                     key = (run.framework, os.path.abspath(run.path), model)
                     if run_filter.matches(run) and key not in seen:
@@ -87,6 +86,15 @@ def no_runs(paths: list[Path], registry: Registry, run_filter: RunFilter, comman
         )
     layouts = "; ".join(get_adapter(name).layout_hint for name in frameworks(registry))
     return ZooError(f"no runs found under {where}", hint=f"zoo recognises {layouts}")
+
+
+def identified(run: Run) -> Run:
+    """A discovered run with its env id and seed resolved, the one source every command reads them from: what
+    its names say, else the env zoo watch evaluated a best model on, else the run's own config (the adapter's
+    :meth:`~zoo.frameworks.base.Adapter.identify`)."""
+    if run.env_id is None and run.model_file is not None:
+        run.env_id = _recorded_env_id(run.model_file)
+    return get_adapter(run.framework).identify(run)
 
 
 def _recorded_env_id(model_file: Path) -> str | None:
@@ -207,7 +215,9 @@ def _owner(paths: list[Path], run: dict) -> int | None:
 
 def lone_file_run(path: Path, registry: Registry, exp_name: str) -> Run:
     """A model file that no adapter recognises by name, as the experiment ``exp_name`` (a renamed file)."""
-    return Run(framework=registry.get(exp_name).framework, path=path, model_file=path, exp_name=exp_name)
+    return identified(
+        Run(framework=registry.get(exp_name).framework, path=path, model_file=path, exp_name=exp_name)
+    )
 
 
 def named_run(run: Run, registry: Registry, exp_name: str | None, env_id: str | None) -> Run:

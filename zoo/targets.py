@@ -101,7 +101,7 @@ def target_of_run(
     if name is None:
         raise ZooError(f"{path}: cannot tell the experiment{why}", hint="pass --exp-name")
     entry = registry.get(name)
-    env = env_id or get_adapter(run.framework).env_id(run)  # the name, else the run's own config
+    env = env_id or run.env_id  # as discovery resolved it: the name, else the run's own config
     if env is None:
         problem = get_adapter(run.framework).env_id_problem(run)
         if problem:
@@ -117,8 +117,7 @@ def target_of_run(
             f"{run.path}: no model file",
             hint=f"expected {entry.model_filename(env_id=env)} (train with --save-model)",
         )
-    adapter = get_adapter(run.framework)
-    return Target(dataclasses.replace(run, model_file=model, seed=adapter.run_seed(run)), entry, env, model)
+    return Target(dataclasses.replace(run, model_file=model), entry, env, model)
 
 
 def class_target(

@@ -61,11 +61,13 @@ class RunFilter:
         return any(v is not None for v in (self.exp_name, self.env_id, self.seed))
 
     def matches(self, run: Run | dict[str, Any]) -> bool:
-        """Does the run (or its :meth:`Run.to_json`) match every filter given?"""
+        """Does the run (or its :meth:`Run.to_json`) match every filter given? A run's env id that names the
+        module registering it (``myosuite:myoElbowPose1D6MRandom-v0``) matches the bare id too."""
         fields = run if isinstance(run, dict) else vars(run)
+        env_id = fields["env_id"]
         return (
             (self.exp_name is None or fields["exp_name"] == self.exp_name)
-            and (self.env_id is None or fields["env_id"] == self.env_id)
+            and (self.env_id is None or self.env_id in (env_id, env_id and env_id.rpartition(":")[2]))
             and (self.seed is None or fields["seed"] == self.seed)
         )
 
@@ -140,6 +142,24 @@ def note_read(path: str | os.PathLike[str]) -> None:
     """Discovery looked inside ``path`` (a zip's directory, an ``args.yml``): its result depends on it."""
     if _LISTINGS is not None:
         _LISTINGS.files.add(os.fspath(path))
+
+
+#: The prefix of TensorBoard's event files (``events.out.tfevents.{time}.{host}...``).
+EVENTS_PREFIX = "events.out.tfevents."
+
+
+def run_files(folder: Path, entries: list[os.DirEntry[str]] | None = None) -> tuple[Path | None, Path | None]:
+    """``(events file, eval.json)`` of a run folder, from its listing (``entries``, else :func:`listdir`'s; none
+    when it cannot be listed): the last TensorBoard events file by name (the newest: a resumed training writes
+    another) and the eval.json ``zoo eval`` wrote there."""
+    if entries is None:
+        try:
+            entries = listdir(folder)
+        except OSError:
+            entries = []
+    events = [e.name for e in entries if e.name.startswith(EVENTS_PREFIX) and not is_folder(e)]
+    evaluated = any(e.name == "eval.json" for e in entries)
+    return (folder / max(events) if events else None), (folder / "eval.json" if evaluated else None)
 
 
 def is_folder(entry: os.DirEntry[str]) -> bool:

@@ -40,9 +40,9 @@ def _run(adapter, path: Path, exp_name: str | None):
     """The one run at ``path`` that ``adapter`` recognizes, or a Check saying why there is none."""
     from zoo.artifacts.runs import Run
 
-    runs = [r for r in adapter.discover(path) if r.model_file is not None]
+    runs = [adapter.identify(r) for r in adapter.discover(path) if r.model_file is not None]
     if not runs and path.is_file() and exp_name:
-        runs = [Run(framework=adapter.name, path=path, model_file=path, exp_name=exp_name)]
+        runs = [adapter.identify(Run(framework=adapter.name, path=path, model_file=path, exp_name=exp_name))]
     if len(runs) == 1:
         return runs[0]
     if len(runs) > 1:
@@ -99,7 +99,7 @@ def check_policy(
             )
         )
         return
-    env = env_id or adapter.env_id(run)
+    env = env_id or run.env_id
     try:
         env = qualify_env_id(env, env_module) if env else None
     except ZooError as exc:

@@ -9,13 +9,17 @@ The hooks, in the order a model meets them:
 
 - registry: :meth:`Adapter.entry_problem` checks the framework's own fields of an entry;
 - discovery: :meth:`~Adapter.discover` finds runs from listings and names, :meth:`~Adapter.inputs`
-  names the files a verdict depends on, :meth:`~Adapter.env_id` resolves the env a run was trained on;
+  names the files a verdict depends on, :meth:`~Adapter.identify` resolves once the env and seed a run was
+  trained with (:meth:`~Adapter.env_id`, :meth:`~Adapter.run_seed`) into the run, where every command reads them;
 - reading: :meth:`~Adapter.read` verifies a model file without running it and parses it into a
   :class:`Checkpoint`; ``zoo check`` describes that checkpoint (:meth:`~Adapter.describe`) and the
-  loader builds the policy from the very same one (:meth:`~Adapter.load_policy`), so "ok" and "loads"
-  cannot drift apart;
+  loader builds the policy from the very same one (:meth:`~Adapter.load_policy`). Both are the base's
+  skeleton, never an adapter's: the adapter's :meth:`~Adapter.inspect` (check) and :meth:`~Adapter.loaded`
+  (load) make the :class:`PolicyView` that one fit check reads (:meth:`~Adapter.misfit`), so "ok" and
+  "loads" cannot drift apart;
 - fit: :meth:`~Adapter.fitting_spaces`, the eval env's spaces checked against the kinds the policy acts on
-  and reads (:mod:`zoo.frameworks.kinds`) before any shape, by ``describe`` and ``load_policy`` alike;
+  and reads (:mod:`zoo.frameworks.kinds`) before any shape, by ``describe`` and ``load_policy`` alike, then
+  :meth:`~Adapter.misfit`, the shapes;
 - evaluation: :meth:`~Adapter.env_spec` (the eval env), :meth:`~Adapter.video_dir` (where replays go);
 - following training (``zoo watch``): :meth:`~Adapter.checkpoints` lists what a run has saved so far,
   :meth:`~Adapter.best_model_files` names the copy of the best one;
@@ -31,6 +35,7 @@ must say for itself. ``tests/test_adapter_contract.py`` holds every adapter to t
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -95,6 +100,26 @@ class Checkpoint:
     model_file: Path
     format: str  # what ``zoo check`` shows: "torch-zip", "sb3-zip", ...
     size: int | None
+
+
+@dataclass
+class PolicyView:
+    """A checkpoint as the fit check sees it, made by both paths: :meth:`Adapter.inspect` (``zoo check``: verified
+    without running it, tensors described) and :meth:`Adapter.loaded` (the loader: tensors loaded safely).
+    Adapters subclass it with what their fit check and policy builder read (an architecture, a config)."""
+
+    checkpoint: Checkpoint
+    entry: Entry | None  # None: ``zoo check`` could not tell the experiment (it said why): nothing to fit
+    kinds: SpaceKinds = field(default_factory=SpaceKinds)  # what the policy acts on and reads
+
+
+@dataclass(frozen=True)
+class Misfit:
+    """A checkpoint whose shapes do not fit the eval env's spaces, in each path's words: ``check`` is the error of
+    ``zoo check``'s row (the row names the run), ``load`` the loader's (:func:`does_not_fit`)."""
+
+    check: ZooError
+    load: ZooError
 
 
 #: The stem of the files ``zoo watch`` writes for a run's best checkpoint (``best_model.pt``, ...). Discovery
@@ -177,8 +202,19 @@ class Adapter(ABC):
         ]
         return list(dict.fromkeys(found))
 
+    def identify(self, run: Run) -> Run:
+        """``run`` with its env id and seed as :meth:`env_id` and :meth:`run_seed` resolve them: the one place
+        they are resolved, once per run, when it is discovered (``Run.env_id`` and ``Run.seed`` are what
+        every filter, evaluation, leaderboard and push reads). A config that cannot be read leaves what the
+        names said: ``zoo check`` reports the broken file, and a filter must not fail a whole walk over it."""
+        with contextlib.suppress(ZooError):
+            run.env_id, run.seed = self.env_id(run), self.run_seed(run)
+        return run
+
     def env_id(self, run: Run) -> str | None:
-        """The env id the run was trained on: from its path by default; adapters also read configs."""
+        """The env id the run was trained on, for :meth:`identify`: from its path by default; adapters also
+        read a small config file (bounded, and noted with :func:`~zoo.artifacts.runs.note_read`, since
+        ``zoo check`` remembers what discovery found while the files it read are unchanged)."""
         return run.env_id
 
     def env_id_problem(self, run: Run) -> str | None:
@@ -186,7 +222,8 @@ class Adapter(ABC):
         return None
 
     def run_seed(self, run: Run) -> int | None:
-        """The seed the run was trained with (hub repo names carry it): from its path by default."""
+        """The seed the run was trained with (hub repo names carry it), for :meth:`identify`: from its path
+        by default."""
         return run.seed
 
     def train_returns(
@@ -226,13 +263,55 @@ class Adapter(ABC):
         reports it and ``load_policy`` refuses it unless :attr:`LoadOptions.trust_pickle` is set.
         """
 
-    @abstractmethod
+    # ------------------------------------------------------------------ the skeleton check and load share
     def describe(self, report: RunReport, registry: Registry) -> None:
         """Fill ``zoo check``'s report on ``report.run``; raise a :class:`ZooError` for its headline error.
 
-        Warnings are ``report.flag(WARNING, ...)``; an error that ends the inspection is raised, and
-        :meth:`inspect_run` turns it into the report's reason, so adapters never catch to report.
+        The skeleton :meth:`load_policy` runs too, so that "ok" means "loads": the checkpoint read and verified
+        (:meth:`inspect`), then, once the run's env is known, its spaces of the kinds the policy acts on
+        (:meth:`env_spaces_or_warn`) and the same shape check the loader makes (:meth:`misfit`), then what
+        only check reports (:meth:`checked`). Warnings are ``report.flag(WARNING, ...)``; an error that ends
+        the inspection is raised, and :meth:`inspect_run` turns it into the report's reason, so adapters
+        never catch to report.
         """
+        view = self.inspect(report, registry)
+        if view is None:
+            return
+        env_id = report.run.env_id
+        if env_id is None:
+            report.flag(WARNING, *self.env_id_unknown(report.run, view))
+            return
+        if view.entry is None:
+            return
+        spec = self.env_spec(view.entry, env_id, model_file=view.checkpoint.model_file)
+        spaces = self.env_spaces_or_warn(report, view.entry, env_id, view.kinds, spec)
+        if spaces is None:
+            return
+        misfit = self.misfit(view, env_id, spaces)
+        if misfit is not None:
+            raise misfit.check
+        self.checked(report, view, env_id, spaces)
+
+    @abstractmethod
+    def inspect(self, report: RunReport, registry: Registry) -> PolicyView | None:
+        """``zoo check``'s reading of ``report.run``: its entry, its model file :meth:`read` and verified without
+        running it, the report's details and warnings; the view the fit check reads, or None when the report
+        already says why the inspection ends here. An error that ends it is raised."""
+
+    def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
+        """``(warning, hint)`` of a report whose run's env id is unknown (adapters say where they looked)."""
+        return "env id unknown", "pass --env-id"
+
+    @abstractmethod
+    def misfit(self, view: PolicyView, env_id: str, spaces: Spaces | None) -> Misfit | None:
+        """The fit check of both paths: why the checkpoint's shapes do not fit ``env_id``'s ``spaces`` (of the kinds
+        :attr:`PolicyView.kinds` says: the base checked those), or None. ``spaces`` is None only when loading for
+        a user's tensor env (``--env-factory``), which is not built before the rollout."""
+
+    def checked(self, report: RunReport, view: PolicyView, env_id: str, spaces: Spaces) -> None:
+        """What ``zoo check`` adds once the checkpoint fits ``env_id``'s ``spaces``: a warning the loader has no
+        use for, or a check that needs the fit's outcome (rsl_rl's CNN weights, for the env's image size)."""
+        return None
 
     def inspect_run(self, run: Run, registry: Registry) -> RunReport:
         """``zoo check``'s verdict on one run, without executing any file: first what the library's own
@@ -254,13 +333,30 @@ class Adapter(ABC):
         """The report line for an error raised while inspecting ``run`` (adapters may shorten paths)."""
         return exc.message
 
-    @abstractmethod
     def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> Policy:
-        """A ready :class:`~zoo.policy.Policy` for ``env_id``, built from ``checkpoint``.
+        """A ready :class:`~zoo.policy.Policy` for ``env_id``, built from ``checkpoint``: the skeleton
+        :meth:`describe` runs, with the weights loaded (:meth:`loaded`), the eval env's spaces refused when not of
+        the policy's kinds (:meth:`fitting_spaces`), the same shape check (:meth:`misfit`), then the policy built
+        (:meth:`build_policy`)."""
+        view = self.loaded(checkpoint, entry, env_id, options)
+        spec = self.eval_env(entry, env_id, options, checkpoint.model_file)
+        spaces = self.fitting_spaces(entry, env_id, view.kinds, spec)
+        misfit = self.misfit(view, env_id, spaces)
+        if misfit is not None:
+            raise misfit.load
+        return self.build_policy(view, env_id, spaces, options)
 
-        Safe loading only (``torch.load(weights_only=True)``, restricted unpickling); full unpickling
-        only with ``options.trust_pickle``.
-        """
+    @abstractmethod
+    def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> PolicyView:
+        """The loader's reading of ``checkpoint``: its weights loaded safely (``torch.load(weights_only=True)``,
+        restricted unpickling; full unpickling only with ``options.trust_pickle``), as the view the fit check
+        reads; what refuses the load before any env is made raises."""
+
+    @abstractmethod
+    def build_policy(
+        self, view: PolicyView, env_id: str, spaces: Spaces | None, options: LoadOptions
+    ) -> Policy:
+        """The :class:`~zoo.policy.Policy` of a view that fits ``env_id``'s ``spaces``."""
 
     def check_options(self, options: LoadOptions) -> None:
         """Refuse options this framework has no use for, before anything is read."""
@@ -409,7 +505,12 @@ class Adapter(ABC):
         return kinds.fitting(spec if spec is not None else self.env_spec(entry, env_id), entry.name, env_id)
 
     def env_spaces_or_warn(
-        self, report: RunReport, entry: Entry, env_id: str, kinds: SpaceKinds, spec: EnvSpec | None = None
+        self,
+        report: RunReport,
+        entry: Entry,
+        env_id: str,
+        kinds: SpaceKinds,
+        spec: EnvSpec | TensorEnvSpec | None = None,
     ) -> Spaces | None:
         """:meth:`fitting_spaces` for ``zoo check``: None after a warning saying why there are none (a missing
         extra, an env that cannot be built here), or when the inspection scope creates no env (``zoo doctor``

@@ -267,7 +267,8 @@ def _snapshot_source(kind: str, target: HubFile, folder: Path) -> Source:
     """The run a snapshot folder holds (its latest checkpoint is the model, its config beside it)."""
     from zoo.frameworks import get_adapter
 
-    runs = [run for run in get_adapter(target.framework).discover(folder) if run.model_file]
+    adapter = get_adapter(target.framework)
+    runs = [adapter.identify(run) for run in adapter.discover(folder) if run.model_file]
     if not runs:
         raise NetworkError(
             f"{target.repo_id} @ {target.revision} holds no {target.framework} checkpoint "

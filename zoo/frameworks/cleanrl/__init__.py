@@ -15,11 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zoo.artifacts.report import WARNING, RunReport, flag_nonfinite, flag_torch_file
+from zoo.artifacts.report import RunReport, flag_nonfinite, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import BrokenFile, LayoutMismatch, ZooError
-from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint, does_not_fit
+from zoo.frameworks.base import (
+    Adapter,
+    Checkpoint,
+    HubNaming,
+    LoadOptions,
+    Misfit,
+    PolicyView,
+    SavedCheckpoint,
+    does_not_fit,
+)
 from zoo.frameworks.cleanrl import discover as _discover
 from zoo.frameworks.cleanrl import flaxlayout
 from zoo.frameworks.cleanrl.discover import MODEL_SUFFIX
@@ -170,7 +179,7 @@ class CleanRLAdapter(Adapter):
         prefix = f"{run.model_file}: " if run.model_file else None
         return exc.message.removeprefix(prefix) if prefix else exc.message
 
-    def describe(self, report: RunReport, registry: Registry) -> None:
+    def inspect(self, report: RunReport, registry: Registry) -> PolicyView | None:
         run = report.run
         if run.name_problem and run.model_file is None:
             raise LayoutMismatch(run.name_problem, "pass --exp-name and --env-id, or rename the run dir")
@@ -208,68 +217,71 @@ class CleanRLAdapter(Adapter):
             if info.kind not in ("missing", "unreadable"):
                 report.details.update(size=info.size, format=info.kind)
             if not flag_torch_file(report, info, not_torch_hint="is this a CleanRL model file?"):
-                return
+                return None
             if info.confirm:  # torch's loader decided it, and what it loaded is the content
                 checkpoint.split(entry)
         report.details["tensors"] = checkpoint.tensor_count()
         if checkpoint.kwargs:
             report.details["model_kwargs"] = checkpoint.kwargs
-        if run.env_id is None:
-            report.flag(
-                WARNING,
-                f"env id unknown ({run.name_problem or 'the file is not in a run dir'})",
-                "pass --env-id",
-            )
-            return
-        spaces = self.env_spaces_or_warn(report, entry, run.env_id, space_kinds(entry))
-        problem = spaces and (
+        return PolicyView(checkpoint, entry, space_kinds(entry))
+
+    def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
+        return f"env id unknown ({run.name_problem or 'the file is not in a run dir'})", "pass --env-id"
+
+    def misfit(self, view: PolicyView, env_id: str, spaces: tuple | None) -> Misfit | None:
+        """Every part's keys and shapes against the registry's model class (flax params against the port's)."""
+        checkpoint, entry = view.checkpoint, view.entry
+        assert isinstance(checkpoint, CleanRLCheckpoint) and entry is not None and spaces is not None
+        problem = (
             flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces)
             if checkpoint.flax is not None
-            else _fit_problem(checkpoint, entry, run.env_id, spaces)
+            else _fit_problem(checkpoint, entry, env_id, spaces)
         )
-        if problem:
-            raise LayoutMismatch(
-                f"shapes do not match {entry.name} on {run.env_id}{problem[0]}: {problem[1]}",
+        if not problem:
+            return None
+        where, what = problem
+        return Misfit(
+            LayoutMismatch(
+                f"shapes do not match {entry.name} on {env_id}{where}: {what}",
                 "check the env id and exp_name of this run",
-            )
+            ),
+            does_not_fit(env_id, what + where, "check --env-id and --exp-name"),
+        )
 
-    def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
+    def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> PolicyView:
+        """A torch file loaded with ``weights_only=True`` and split into the layout's parts; a JAX script's
+        params (no pickle in them) are the parts :meth:`read` decoded."""
         from zoo.artifacts.torchfile import load_checkpoint
-        from zoo.frameworks.cleanrl.checkpoint import build_model, split_parts
-        from zoo.frameworks.cleanrl.policy import CleanRLPolicy
+        from zoo.frameworks.cleanrl.checkpoint import split_parts
 
         assert isinstance(checkpoint, CleanRLCheckpoint)
-        if checkpoint.flax is not None:
-            return self._load_flax(checkpoint, entry, env_id, options)
-        assert checkpoint.info is not None
-        loaded = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
-        parts, kwargs = split_parts(entry, loaded)
-        spaces = self.fitting_spaces(entry, env_id, space_kinds(entry))
-        loaded_parts = CleanRLCheckpoint(
-            checkpoint.model_file, checkpoint.format, checkpoint.size, parts=parts, kwargs=kwargs
-        )
-        problem = _fit_problem(loaded_parts, entry, env_id, spaces)
-        if problem:
-            raise does_not_fit(env_id, problem[1] + problem[0], "check --env-id and --exp-name")
-        part = entry.policy["part"]
-        module = build_model(entry, part, spaces, kwargs, device=options.device)
-        module.load_state_dict(parts[part])
-        return CleanRLPolicy(
-            module, entry.policy["head"], spaces[0], spaces[1], entry.eval, options.device, options.seed
-        )
+        if checkpoint.flax is None:
+            assert checkpoint.info is not None
+            content = load_checkpoint(
+                checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle
+            )
+            parts, kwargs = split_parts(entry, content)
+            checkpoint = CleanRLCheckpoint(
+                checkpoint.model_file, checkpoint.format, checkpoint.size, parts=parts, kwargs=kwargs
+            )
+        return PolicyView(checkpoint, entry, space_kinds(entry))
 
-    def _load_flax(self, checkpoint: CleanRLCheckpoint, entry: Entry, env_id: str, options: LoadOptions):
-        """A JAX script's params in zoo's torch port of its flax module (no jax needed)."""
+    def build_policy(self, view: PolicyView, env_id: str, spaces: tuple | None, options: LoadOptions):
+        """The registry's model class with the policy part's weights (a JAX script's in zoo's torch port of its
+        flax module: no jax needed)."""
+        from zoo.frameworks.cleanrl.checkpoint import build_model
         from zoo.frameworks.cleanrl.policy import CleanRLPolicy
 
-        spaces = self.fitting_spaces(entry, env_id, space_kinds(entry))
-        problem = flaxlayout.fit_problem(entry, checkpoint.parts, checkpoint.kwargs, spaces)
-        if problem:
-            raise does_not_fit(env_id, problem[1] + problem[0], "check --env-id and --exp-name")
+        checkpoint, entry = view.checkpoint, view.entry
+        assert isinstance(checkpoint, CleanRLCheckpoint) and entry is not None and spaces is not None
         part = entry.policy["part"]
-        module = flaxlayout.build(
-            entry, part, checkpoint.parts[part], spaces, checkpoint.kwargs, options.device
-        )
+        if checkpoint.flax is not None:
+            module = flaxlayout.build(
+                entry, part, checkpoint.parts[part], spaces, checkpoint.kwargs, options.device
+            )
+        else:
+            module = build_model(entry, part, spaces, checkpoint.kwargs, device=options.device)
+            module.load_state_dict(checkpoint.parts[part])
         return CleanRLPolicy(
             module, entry.policy["head"], spaces[0], spaces[1], entry.eval, options.device, options.seed
         )

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, is_folder, listdir, listed_names, scan_tree
+from zoo.artifacts.runs import Run, is_folder, listdir, listed_names, run_files, scan_tree
 from zoo.frameworks.base import BEST_MODEL, SavedCheckpoint
 
 MODEL_SUFFIX = ".cleanrl_model"
@@ -58,9 +58,7 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None) -> Run
             run.model_file = run_dir / name
         else:
             run.other_model_files.append(run_dir / name)
-    events = [e.name for e in entries if e.name.startswith("events.out.tfevents.") and not is_folder(e)]
-    run.events_file = run_dir / max(events) if events else None
-    run.eval_json = run_dir / "eval.json" if any(e.name == "eval.json" for e in entries) else None
+    run.events_file, run.eval_json = run_files(run_dir, entries)
     videos_root = os.path.join(os.path.dirname(run_dir.parent), "videos")  # CleanRL's, beside runs/
     recorded = listed_names(videos_root)
     for kind, suffix in (("train", ""), ("eval", "-eval")):

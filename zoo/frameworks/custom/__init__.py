@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from zoo.artifacts.report import WARNING, RunReport
 from zoo.artifacts.runs import Run
 from zoo.errors import UnsupportedError, UsageError
-from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions
+from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, Misfit, PolicyView
 from zoo.frameworks.custom import pickled
 
 if TYPE_CHECKING:
@@ -73,7 +73,9 @@ class CustomAdapter(Adapter):
             run.model_file, "pickle" if facts.is_pickle else "file", facts.size, facts=facts
         )
 
-    def describe(self, report: RunReport, registry: Registry) -> None:
+    def inspect(self, report: RunReport, registry: Registry) -> PolicyView | None:
+        """A pickle's globals, scanned, not run; nothing to fit: zoo knows nothing of the object's spaces (its
+        actions are checked against the env's before every step), so the inspection ends here."""
         run = report.run
         entry = registry.get(run.exp_name or self.name)
         report.details["algorithm"] = entry.algorithm
@@ -95,6 +97,11 @@ class CustomAdapter(Adapter):
         )
         if run.env_id is None:
             report.flag(WARNING, "env id unknown (a lone file)", "pass --env-id")
+        return None
+
+    def misfit(self, view: PolicyView, env_id: str, spaces: tuple | None) -> Misfit | None:
+        """None: the user's object states no spaces; its actions are checked before every env step."""
+        return None
 
     def check_options(self, options: LoadOptions) -> None:
         """The base refusals, and ``--policy-class`` checked for shape before anything is imported."""
@@ -104,30 +111,37 @@ class CustomAdapter(Adapter):
         if options.policy_class is not None:
             parse_policy_class(options.policy_class)
 
-    def load_policy(
-        self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions
-    ) -> CustomPolicy:
-        """The user's class constructed for ``env_id`` (then ``load(TARGET)`` when a file is given), or the
-        trusted pickled object; wrapped so that its actions are checked before every env step."""
-        from zoo.envs import env_factory, probe_spaces
-        from zoo.frameworks.custom import userclass
-        from zoo.frameworks.custom.policy import CustomPolicy
+    def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> PolicyView:
+        """Nothing is loaded before the env's spaces are known (:meth:`build_policy` constructs or unpickles the
+        object); a batched tensor task is refused first."""
         from zoo.tensor_env import TensorEnvSpec
 
         assert isinstance(checkpoint, CustomCheckpoint)
-        spec = self.env_spec(entry, env_id)
-        if isinstance(spec, TensorEnvSpec):
+        if isinstance(self.env_spec(entry, env_id), TensorEnvSpec):
             raise UnsupportedError(
                 f"{env_id} is a batched tensor task; custom policies are evaluated on gymnasium envs",
                 hint="pass a gymnasium --env-id",
             )
-        spaces = probe_spaces(spec)
+        return PolicyView(checkpoint, entry)
+
+    def build_policy(
+        self, view: PolicyView, env_id: str, spaces: tuple | None, options: LoadOptions
+    ) -> CustomPolicy:
+        """The user's class constructed for ``env_id`` (then ``load(TARGET)`` when a file is given), or the
+        trusted pickled object; wrapped so that its actions are checked before every env step."""
+        from zoo.envs import env_factory
+        from zoo.frameworks.custom import userclass
+        from zoo.frameworks.custom.policy import CustomPolicy
+
+        checkpoint, entry = view.checkpoint, view.entry
+        assert isinstance(checkpoint, CustomCheckpoint) and entry is not None and spaces is not None
         path = checkpoint.model_file
         if options.policy_class:
             cls = userclass.import_class(options.policy_class)
             kind = userclass.constructor_kind(cls)
             method = userclass.action_method(cls, cls.__qualname__)
             userclass.seed_user_code(options.seed)
+            spec = self.env_spec(entry, env_id)
             obj = userclass.construct(cls, kind, env_factory(spec, 0), spaces, options.seed)
             if path is not None:
                 userclass.load_weights(obj, path)

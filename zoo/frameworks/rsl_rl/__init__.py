@@ -20,7 +20,16 @@ from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import BrokenFile, LayoutMismatch, UnsupportedError, ZooError
-from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint, does_not_fit
+from zoo.frameworks.base import (
+    Adapter,
+    Checkpoint,
+    HubNaming,
+    LoadOptions,
+    Misfit,
+    PolicyView,
+    SavedCheckpoint,
+    does_not_fit,
+)
 from zoo.frameworks.kinds import SpaceKinds
 from zoo.frameworks.rsl_rl import discover as _discover
 from zoo.frameworks.rsl_rl.checkpoint import Architecture, architecture, state_problems
@@ -46,6 +55,16 @@ class RslRlCheckpoint(Checkpoint):
 
     config: RunConfig | None = None
     info: TorchFileInfo | None = None
+
+
+@dataclass
+class RslRlView(PolicyView):
+    """The actor's weights (described by check, loaded by the loader), the runner config and the actor's
+    architecture read from both."""
+
+    config: RunConfig | None = None
+    weights: PolicyWeights | None = None
+    arch: Architecture | None = None
 
 
 def _run_dir(run: Run) -> Path:
@@ -173,7 +192,7 @@ class RslRlAdapter(Adapter):
         info = inspect_torch_file(run.model_file)
         return RslRlCheckpoint(run.model_file, info.kind, info.size, config=config, info=info)
 
-    def describe(self, report: RunReport, registry: Registry) -> None:
+    def inspect(self, report: RunReport, registry: Registry) -> PolicyView | None:
         run = report.run
         entry = registry.find(run.exp_name or "")
         if entry is None:
@@ -190,7 +209,7 @@ class RslRlAdapter(Adapter):
         _describe_config(report, config)
         report.details.update(size=info.size, format=info.kind)
         if not flag_torch_file(report, info, not_torch_hint="is this an rsl_rl checkpoint?"):
-            return
+            return None
         weights = policy_weights(info.content)
         arch = architecture(weights.state, config.model(weights.role))
         report.details.update(
@@ -199,7 +218,7 @@ class RslRlAdapter(Adapter):
             model=arch.summary(),
             recurrent=arch.rnn_type is not None,
         )
-        env_id = report.run.env_id
+        env_id = run.env_id
         missing = self.missing_extra(entry, env_id)
         if missing:
             report.flag(
@@ -207,56 +226,76 @@ class RslRlAdapter(Adapter):
                 f"missing optional extra {missing!r} to evaluate it",
                 f"pip install 'rl-zoo-hub[{missing}]'",
             )
-            return
+            return None
         # a CNN's MLP input depends on the image size: checked once the env is known
         problem = not arch.cnns and _weights_problem(weights.state, arch)
         if problem:
             raise problem
-        if env_id is None:
-            if config.unknown_task:
-                report.flag(
-                    WARNING,
-                    config.unknown_task,
-                    "pass --env-id (a gymnasium id or one of zoo's tasks), "
-                    "or --env-factory module:function for your own env",
-                )
-            else:
-                report.flag(WARNING, "env id unknown (the env config names no gymnasium id)", "pass --env-id")
-            return
-        spec = self.env_spec(entry, env_id)
+        spec = self.env_spec(entry, env_id) if env_id is not None else None
         if isinstance(spec, TensorEnvSpec):
             spec = _configured(spec, config)  # the config read above: cfgs.pkl is not read again
             source = "configured from cfgs.pkl" if spec.cfgs_json else "with the task's default config"
             report.details["task"] = f"{env_id}: zoo's definition, {source}"
-        spaces = self.env_spaces_or_warn(report, entry, env_id, ACTS_ON, spec)
-        if spaces is None:
-            return
-        layout = _fit(env_id, arch, weights, config, spaces)
-        if isinstance(layout, str):
-            raise LayoutMismatch(layout, "check the env id of this run")
-        problem = arch.cnns and _weights_problem(weights.state, arch, layout, env_id)
-        if problem:
-            raise problem
+        return RslRlView(checkpoint, entry, ACTS_ON, config, weights, arch)
 
-    def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
+    def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
+        assert isinstance(view, RslRlView) and view.config is not None
+        if view.config.unknown_task:
+            return (
+                view.config.unknown_task,
+                "pass --env-id (a gymnasium id or one of zoo's tasks), "
+                "or --env-factory module:function for your own env",
+            )
+        return "env id unknown (the env config names no gymnasium id)", "pass --env-id"
+
+    def misfit(self, view: PolicyView, env_id: str, spaces: tuple | None) -> Misfit | None:
+        """How the env's observations feed the actor (its groups, a CNN's images) and its action size."""
+        assert isinstance(view, RslRlView)
+        layout = _layout(view, env_id, spaces)
+        if not isinstance(layout, str):
+            return None
+        return Misfit(LayoutMismatch(layout, "check the env id of this run"), does_not_fit(env_id, layout))
+
+    def checked(self, report: RunReport, view: PolicyView, env_id: str, spaces: tuple) -> None:
+        """A CNN actor's weights, against the actor rebuilt for the env's image size."""
+        assert isinstance(view, RslRlView) and view.arch is not None and view.weights is not None
+        if view.arch.cnns:
+            layout = _layout(view, env_id, spaces)
+            assert not isinstance(layout, str)  # misfit said it fits
+            problem = _weights_problem(view.weights.state, view.arch, layout, env_id)
+            if problem:
+                raise problem
+
+    def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> PolicyView:
         from zoo.artifacts.torchfile import load_checkpoint
+
+        assert isinstance(checkpoint, RslRlCheckpoint) and checkpoint.info and checkpoint.config
+        config = checkpoint.config
+        loaded = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
+        weights = policy_weights(loaded)
+        return RslRlView(
+            checkpoint,
+            entry,
+            ACTS_ON,
+            config,
+            weights,
+            architecture(weights.state, config.model(weights.role)),
+        )
+
+    def build_policy(self, view: PolicyView, env_id: str, spaces: tuple | None, options: LoadOptions):
+        """rsl_rl's own actor model, for the observation layout the fit check found."""
         from zoo.frameworks.rsl_rl.checkpoint import build_model
         from zoo.frameworks.rsl_rl.policy import RslRlPolicy
 
-        assert isinstance(checkpoint, RslRlCheckpoint) and checkpoint.info and checkpoint.config
-        model_file, config = checkpoint.model_file, checkpoint.config
-        loaded = load_checkpoint(model_file, checkpoint.info, trust_pickle=options.trust_pickle)
-        weights = policy_weights(loaded)
-        arch = architecture(weights.state, config.model(weights.role))
-        spaces = self.fitting_spaces(
-            entry, env_id, ACTS_ON, self.eval_env(entry, env_id, options, model_file)
-        )
+        assert isinstance(view, RslRlView) and view.entry is not None
+        config, weights, arch = view.config, view.weights, view.arch
+        assert config is not None and weights is not None and arch is not None
+        model_file = view.checkpoint.model_file
         if spaces is None:  # a user's tensor env: the checkpoint says the spaces, the first step checks them
             spaces = _checkpoint_spaces(arch, config.model(weights.role).obs_groups)
-        layout = _fit(env_id, arch, weights, config, spaces)
-        if isinstance(layout, str):
-            raise does_not_fit(env_id, layout)
-        if self.missing_extra(entry, env_id) == "rsl":
+        layout = _layout(view, env_id, spaces)
+        assert not isinstance(layout, str)  # misfit said it fits
+        if self.missing_extra(view.entry, env_id) == "rsl":
             raise UnsupportedError("rsl_rl models need the rsl extra", hint="pip install 'rl-zoo-hub[rsl]'")
         problem = _weights_problem(weights.state, arch, layout, env_id)
         if problem:
@@ -277,6 +316,15 @@ class RslRlAdapter(Adapter):
             seed=options.seed,
             layout=layout,
         )
+
+
+def _layout(view: RslRlView, env_id: str, spaces: tuple | None) -> ObsLayout | str:
+    """:func:`_fit` of a view; a user's tensor env (no spaces) is taken to give what the checkpoint reads."""
+    config, weights, arch = view.config, view.weights, view.arch
+    assert config is not None and weights is not None and arch is not None
+    if spaces is None:
+        spaces = _checkpoint_spaces(arch, config.model(weights.role).obs_groups)
+    return _fit(env_id, arch, weights, config, spaces)
 
 
 def _configured(spec: TensorEnvSpec, config: RunConfig) -> TensorEnvSpec:
@@ -317,9 +365,6 @@ def _describe_config(report: RunReport, config: RunConfig) -> None:
         report.flag(WARNING, f"algorithm {config.algorithm!r}: zoo evaluates the policy the checkpoint holds")
     if config.clip_actions is not None:
         report.details["clip_actions"] = config.clip_actions
-    if config.seed is not None:
-        report.run.seed = config.seed
-    report.run.env_id = report.run.env_id or config.env_id
 
 
 ADAPTER = RslRlAdapter()

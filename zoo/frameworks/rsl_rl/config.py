@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo import safeyaml
+from zoo.artifacts.runs import note_read
 from zoo.errors import BrokenFile
 
 AGENT_YAML = Path("params") / "agent.yaml"
@@ -132,7 +133,10 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def read_run_config(run_dir: Path) -> RunConfig:
-    """The config beside the checkpoints: ``params/agent.yaml`` first, then ``cfgs.pkl``."""
+    """The config beside the checkpoints: ``params/agent.yaml`` first, then ``cfgs.pkl`` (noted as read: discovery
+    takes a run's env id and seed from them)."""
+    for name in (AGENT_YAML, ENV_YAML, CFGS_PKL):
+        note_read(run_dir / name)
     if (run_dir / AGENT_YAML).is_file():
         env_path = run_dir / ENV_YAML
         env = read_yaml(env_path) if env_path.is_file() else {}

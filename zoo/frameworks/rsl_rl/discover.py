@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, is_folder, listdir, scan_tree
+from zoo.artifacts.runs import Run, is_folder, listdir, run_files, scan_tree
 from zoo.frameworks.base import BEST_MODEL, SavedCheckpoint
 
 MODEL_NAME = re.compile(r"^model_(\d+)\.pt$")
@@ -55,9 +55,7 @@ def run_from_dir(run_dir: Path, entries: list[os.DirEntry] | None = None, chosen
     )
     run.model_file = chosen or (models[-1] if models else None)
     run.other_model_files = [p for p in models if p != run.model_file]
-    events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and not is_folder(e))
-    run.events_file = Path(events[-1]) if events else None
-    run.eval_json = run_dir / "eval.json" if any(e.name == "eval.json" for e in entries) else None
+    run.events_file, run.eval_json = run_files(run_dir, entries)
     return run
 
 

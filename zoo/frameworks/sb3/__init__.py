@@ -13,12 +13,21 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zoo.artifacts.report import WARNING, RunReport
 from zoo.artifacts.runs import Run
-from zoo.errors import UnsupportedError, ZooError
-from zoo.frameworks.base import Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint, does_not_fit
+from zoo.errors import LayoutMismatch, UnsupportedError, ZooError
+from zoo.frameworks.base import (
+    Adapter,
+    Checkpoint,
+    HubNaming,
+    LoadOptions,
+    Misfit,
+    PolicyView,
+    SavedCheckpoint,
+    does_not_fit,
+)
 from zoo.frameworks.sb3 import discover as _discover
 from zoo.frameworks.sb3.archive import ALGORITHMS, SB3Archive, is_sb3_zip, read_archive
 
@@ -33,6 +42,13 @@ class SB3Checkpoint(Checkpoint):
     """A verified SB3 zip: its ``data`` decoded by the allowlisted unpickler, weights still unread."""
 
     archive: SB3Archive | None = None
+
+
+@dataclass
+class SB3View(PolicyView):
+    """The policy rebuilt with SB3's classes (its weights loaded): what the fit check compares and eval runs."""
+
+    model: Any = None
 
 
 def _installed_sb3() -> str | None:
@@ -152,7 +168,8 @@ class SB3Adapter(Adapter):
             return exc.message
         return exc.message.replace(f"{run.model_file.parent}{os.sep}", "", 1)
 
-    def describe(self, report: RunReport, registry: Registry) -> None:
+    def inspect(self, report: RunReport, registry: Registry) -> PolicyView | None:
+        from zoo.frameworks.kinds import SpaceKinds
         from zoo.frameworks.sb3.inspect import inspect_model
 
         run = report.run
@@ -160,11 +177,12 @@ class SB3Adapter(Adapter):
             report.flag(
                 WARNING, run.name_problem or "no SB3 model here", "give an SB3 .zip (data + policy.pth)"
             )
-            return
+            return None
         from zoo.artifacts.findings import flag
         from zoo.frameworks.sb3.own_load import findings
 
-        archive = self.read(run, None).archive
+        checkpoint = self.read(run, None)
+        archive = checkpoint.archive
         assert archive is not None
         flag(report, findings(archive, zoo_reads=True))
         report.details.update(
@@ -183,7 +201,28 @@ class SB3Adapter(Adapter):
             raise ZooError(
                 f"no registry entry for {what}", f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name"
             )
-        inspect_model(self, report, archive, entry, self.env_id(run))
+        rebuilt = inspect_model(self, report, archive, entry, run.env_id)
+        if rebuilt is None:
+            return None
+        return SB3View(
+            checkpoint, entry, SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space), rebuilt
+        )
+
+    def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
+        return "env id unknown (no rl_zoo3 folder, hub file name or args.yml)", "pass --env-id"
+
+    def misfit(self, view: PolicyView, env_id: str, spaces: tuple | None) -> Misfit | None:
+        """The env's spaces against those the zip was saved with, as SB3's ``load`` compares them."""
+        from zoo.frameworks.sb3.fit import fit_problem
+
+        assert isinstance(view, SB3View) and spaces is not None
+        problem = fit_problem(view.model, spaces)
+        if not problem:
+            return None
+        return Misfit(
+            LayoutMismatch(f"model does not fit {env_id}: {problem}", "check the env id of this run"),
+            does_not_fit(env_id, problem),
+        )
 
     def env_id(self, run: Run) -> str | None:
         """From the names, with the module that registers the env when ``args.yml`` gives one (MyoSuite)."""
@@ -191,39 +230,40 @@ class SB3Adapter(Adapter):
 
         return qualified_env_id(run)
 
-    def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
+    def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> PolicyView:
+        """The policy rebuilt with SB3's classes from the zip's decoded ``data``, its weights loaded safely."""
         from zoo.frameworks.kinds import SpaceKinds
         from zoo.frameworks.sb3.build import load
-        from zoo.frameworks.sb3.fit import SB3_HINT, fit_problem
+        from zoo.frameworks.sb3.fit import SB3_HINT
         from zoo.frameworks.sb3.inspect import algorithm_mismatch
+
+        assert isinstance(checkpoint, SB3Checkpoint) and checkpoint.archive is not None
+        archive = checkpoint.archive
+        mismatch = algorithm_mismatch(archive, entry)
+        if mismatch:
+            raise type(mismatch)(f"{checkpoint.model_file}: {mismatch.message}", mismatch.hint)
+        if self.missing_extra(entry, env_id) == "sb3":
+            raise UnsupportedError("SB3 models need Stable-Baselines3", hint=SB3_HINT)
+        rebuilt = load(archive, device=options.device, trust_pickle=options.trust_pickle)
+        return SB3View(
+            checkpoint, entry, SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space), rebuilt
+        )
+
+    def build_policy(self, view: PolicyView, env_id: str, spaces: tuple | None, options: LoadOptions):
+        """The rebuilt policy with the VecNormalize statistics its evaluation applies (rl_zoo3's config says
+        where they are)."""
         from zoo.frameworks.sb3.normalize import load_stats
         from zoo.frameworks.sb3.policy import SB3Policy
         from zoo.frameworks.sb3.recurrent import SB3RecurrentPolicy
-        from zoo.frameworks.sb3.rlzoo_config import eval_env_spec, run_config_for, statistics_file
+        from zoo.frameworks.sb3.rlzoo_config import run_config_for, statistics_file
 
-        assert isinstance(checkpoint, SB3Checkpoint) and checkpoint.archive is not None
-        archive, model_file = checkpoint.archive, checkpoint.model_file
-        mismatch = algorithm_mismatch(archive, entry)
-        if mismatch:
-            raise type(mismatch)(f"{model_file}: {mismatch.message}", mismatch.hint)
-        if self.missing_extra(entry, env_id) == "sb3":
-            raise UnsupportedError("SB3 models need Stable-Baselines3", hint=SB3_HINT)
-        config = run_config_for(model_file, env_id)  # read once: the env spec and the statistics follow it
-        spec = (
-            eval_env_spec(config, env_id, None, options.trusted_wrappers)
-            if config
-            else self.env_spec(entry, env_id)
-        )
-        rebuilt = load(archive, device=options.device, trust_pickle=options.trust_pickle)
-        kinds = SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space)
-        obs_space, act_space = self.fitting_spaces(entry, env_id, kinds, spec)
-        problem = fit_problem(rebuilt, (obs_space, act_space))
-        if problem:
-            raise does_not_fit(env_id, problem)
-        stats = statistics_file(model_file, env_id, config)
+        assert isinstance(view, SB3View) and isinstance(view.checkpoint, SB3Checkpoint) and spaces is not None
+        model_file, archive = view.checkpoint.model_file, view.checkpoint.archive
+        assert archive is not None
+        stats = statistics_file(model_file, env_id, run_config_for(model_file, env_id))
         normalizer = load_stats(stats, trust_pickle=options.trust_pickle) if stats else None
         kind = SB3RecurrentPolicy if archive.algorithm == "RecurrentPPO" else SB3Policy
-        return kind(rebuilt, normalizer, archive.algorithm, options.seed, obs_space)
+        return kind(view.model, normalizer, archive.algorithm, options.seed, spaces[0])
 
     def checkpoints(self, run_dir: Path) -> list[SavedCheckpoint]:
         """``CheckpointCallback``'s zips with their VecNormalize snapshots, then zips saved over in place."""

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, is_folder, listdir, note_read, scan_tree
+from zoo.artifacts.runs import Run, is_folder, listdir, note_read, run_files, scan_tree
 from zoo.errors import ZooError
 from zoo.frameworks.base import BEST_MODEL, SavedCheckpoint
 from zoo.frameworks.sb3.archive import (
@@ -99,14 +99,8 @@ def _zoo_run(folder: Path, zips: list[Path]) -> Run | None:
         return None
     run = Run(framework=FRAMEWORK, path=folder, run_name=folder.name, env_id=env_id)
     run.exp_name = exp_name_for(_BY_ZOO_NAME.get(folder.parent.name.lower()))
-    run.eval_json = _eval_json(folder)
+    _, run.eval_json = run_files(folder)
     return _describe(run, model)
-
-
-def _eval_json(folder: Path) -> Path | None:
-    path = folder / "eval.json"
-    note_read(path)
-    return path if path.is_file() else None
 
 
 def run_for_file(model: Path) -> Run:
@@ -119,7 +113,7 @@ def run_for_file(model: Path) -> Run:
         run.env_id = model.stem
     else:
         run.env_id = _args_env_id(model.parent / model.stem) or _args_env_id(model.parent)
-    run.eval_json = _eval_json(model.parent)
+    _, run.eval_json = run_files(model.parent)
     return _describe(run, model)
 
 

@@ -1,4 +1,5 @@
-"""``zoo check`` for one SB3 zip: decode, rebuild, load weights, find statistics, compare with the env.
+"""``zoo check`` for one SB3 zip: decode, rebuild, load weights, find statistics (the adapter's shared fit check
+then compares it with the env).
 
 Every step is the safe one ``zoo eval`` takes (restricted unpickler, ``weights_only=True``), so
 "ready to evaluate" means the eval will load it; a refused global is an error naming it.
@@ -6,7 +7,7 @@ Every step is the safe one ``zoo eval`` takes (restricted unpickler, ``weights_o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zoo.artifacts.report import WARNING, RunReport
 from zoo.errors import LayoutMismatch
@@ -47,26 +48,26 @@ def _stats(report: RunReport, archive: SB3Archive, env_id: str | None, config: R
 
 def inspect_model(
     adapter: Adapter, report: RunReport, archive: SB3Archive, entry: Entry, env_id: str | None
-) -> None:
-    """Fill ``report`` for a zip whose registry entry is known; the first error raises."""
+) -> Any | None:
+    """Fill ``report`` for a zip whose registry entry is known: the model rebuilt as the loader rebuilds it (the
+    fit check's input), or None when the report says why the inspection ends here; the first error raises."""
     from zoo.artifacts.finite import in_arrays
     from zoo.artifacts.report import flag_nonfinite
-    from zoo.frameworks.kinds import SpaceKinds
     from zoo.frameworks.sb3.archive import policy_kwargs
     from zoo.frameworks.sb3.build import missing_contrib, rebuild
-    from zoo.frameworks.sb3.fit import SB3_HINT, fit_problem
-    from zoo.frameworks.sb3.rlzoo_config import eval_env_spec, policy_kwargs_difference, run_config_for
+    from zoo.frameworks.sb3.fit import SB3_HINT
+    from zoo.frameworks.sb3.rlzoo_config import policy_kwargs_difference, run_config_for
 
     mismatch = algorithm_mismatch(archive, entry)
     if mismatch:
         raise mismatch
     if adapter.missing_extra(entry, env_id) == "sb3":
         report.flag(WARNING, "missing optional extra 'sb3' to evaluate it", SB3_HINT)
-        return
+        return None
     contrib = missing_contrib(archive)
     if contrib:
         report.flag(WARNING, contrib.message, contrib.hint)
-        return
+        return None
     rebuilt = rebuild(archive)
     weights = rebuilt.policy.state_dict()
     report.details.update(
@@ -79,10 +80,6 @@ def inspect_model(
         report.details["compat"] = list(archive.notes)
     config = run_config_for(archive.path, env_id) if env_id else None
     _stats(report, archive, env_id, config)
-    if env_id is None:
-        report.flag(WARNING, "env id unknown (no rl_zoo3 folder, hub file name or args.yml)", "pass --env-id")
-        return
-    spec = eval_env_spec(config, env_id, None, frozenset()) if config else adapter.env_spec(entry, env_id)
     if config is not None:
         report.details["run_config"] = config.describe()
         difference = policy_kwargs_difference(config, policy_kwargs(archive))
@@ -90,8 +87,4 @@ def inspect_model(
             report.flag(
                 WARNING, f"policy_kwargs differ: {difference}", "zoo builds the policy the zip states"
             )
-    kinds = SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space)
-    spaces = adapter.env_spaces_or_warn(report, entry, env_id, kinds, spec)
-    problem = spaces and fit_problem(rebuilt, spaces)
-    if problem:
-        raise LayoutMismatch(f"model does not fit {env_id}: {problem}", "check the env id of this run")
+    return rebuilt

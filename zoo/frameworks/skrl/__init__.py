@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
-from zoo.artifacts.runs import Run
+from zoo.artifacts.runs import Run, note_read
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import LayoutMismatch, UnsupportedError, ZooError
 from zoo.frameworks.base import (
@@ -25,6 +25,8 @@ from zoo.frameworks.base import (
     Checkpoint,
     HubNaming,
     LoadOptions,
+    Misfit,
+    PolicyView,
     SavedCheckpoint,
     does_not_fit,
 )
@@ -62,6 +64,18 @@ class SkrlCheckpoint(Checkpoint):
         return modules
 
 
+@dataclass
+class SkrlView(PolicyView):
+    """The policy's weights (described by check, loaded by the loader), the config that says the rest, and the
+    architecture and observation scaler read from both."""
+
+    config: RunConfig | None = None
+    policy_state: Any = None
+    arch: Architecture | None = None
+    norm: Normalizer | None = None
+    kind: str | None = None  # the policy class the config names (None: check without a config)
+
+
 def experiment_dir(run: Run) -> Path | None:
     """The experiment folder a run's checkpoint belongs to (one rule for check and load)."""
     if run.path.is_dir():
@@ -75,6 +89,8 @@ def env_id_from_params(folder: Path | None) -> str | None:
     from zoo.frameworks.skrl.config import read_yaml
 
     path = folder / "params" / "env.yaml" if folder else None
+    if path is not None:
+        note_read(path)  # discovery's memo depends on it
     if path is None or not path.is_file():
         return None
     try:
@@ -187,7 +203,7 @@ class SkrlAdapter(Adapter):
             files=files,
         )
 
-    def describe(self, report: RunReport, registry: Registry) -> None:
+    def inspect(self, report: RunReport, registry: Registry) -> PolicyView | None:
         """Discovery only yields runs with a checkpoint, so ``run.model_file`` is always set."""
         run = report.run
         _describe_checkpoints(report, run)
@@ -195,7 +211,7 @@ class SkrlAdapter(Adapter):
         report.details.update(size=checkpoint.size, format=checkpoint.format)
         for info in checkpoint.files.values():
             if not flag_torch_file(report, info, info.path.name, _NOT_SKRL):
-                return
+                return None
         modules = checkpoint.static_modules()
         config = checkpoint.config
         assert config is not None
@@ -214,36 +230,40 @@ class SkrlAdapter(Adapter):
         arch = architecture(modules["policy"], config.policy, strict=False)
         norm, note = _observation_scaler(modules, arch, config)
         _describe_policy(report, modules, arch, config, norm, note)
-        env_id = self.env_id(run)
-        if env_id is None:
-            report.flag(
-                WARNING, "env id unknown (not in the experiment names nor params/env.yaml)", "pass --env-id"
-            )
-            return
-        report.details["env_id"] = env_id
-        spaces = entry and self.env_spaces_or_warn(report, entry, env_id, _space_kinds(config))
-        if not spaces:
-            return
+        if run.env_id is not None:
+            report.details["env_id"] = run.env_id
         kind = config.policy.kind if config.policy.known else None
-        problems = shape_problems(modules["policy"], arch, spaces, kind, norm)
-        if problems:
-            raise LayoutMismatch(
-                f"policy does not fit {env_id}: {problems[0]}", "check the env id of this run"
-            )
-        if not config.policy.known:
+        return SkrlView(checkpoint, entry, _space_kinds(config), config, modules["policy"], arch, norm, kind)
+
+    def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
+        return "env id unknown (not in the experiment names nor params/env.yaml)", "pass --env-id"
+
+    def misfit(self, view: PolicyView, env_id: str, spaces: tuple | None) -> Misfit | None:
+        """The policy's input, output and scaler sizes against the spaces it reads and writes (a tensor env's
+        ``policy`` group; the checkpoint's own sizes for a user's tensor env)."""
+        assert isinstance(view, SkrlView) and view.config is not None and view.arch is not None
+        spaces = _policy_spaces(spaces, view.arch, view.config.policy.kind)
+        problems = shape_problems(view.policy_state, view.arch, spaces, view.kind, view.norm)
+        if not problems:
+            return None
+        return Misfit(
+            LayoutMismatch(f"policy does not fit {env_id}: {problems[0]}", "check the env id of this run"),
+            does_not_fit(env_id, problems[0]),
+        )
+
+    def checked(self, report: RunReport, view: PolicyView, env_id: str, spaces: tuple) -> None:
+        assert isinstance(view, SkrlView) and view.config is not None
+        if not view.config.policy.known:
             report.flag(
                 WARNING,
                 "activation functions unknown: no params/agent.yaml beside checkpoints/",
                 "zoo eval needs --model-config PATH (see docs/frameworks/skrl.md)",
             )
 
-    def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
+    def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> PolicyView:
         """``options.model_config`` (``--model-config``, else ``params/agent.yaml`` of the experiment)
         supplies what the weights do not say: the policy class, activations, conv strides and padding,
         the recurrent core and the output expression."""
-        from zoo.frameworks.skrl.modules import build_network
-        from zoo.frameworks.skrl.policy import SkrlPolicy
-
         assert isinstance(checkpoint, SkrlCheckpoint)
         config = (
             run_config(checkpoint.folder, options.model_config) if options.model_config else checkpoint.config
@@ -253,13 +273,18 @@ class SkrlAdapter(Adapter):
         policy_state = modules["policy"]
         arch = architecture(policy_state, config.policy)
         norm, _ = _observation_scaler(modules, arch, config)
-        spec = self.eval_env(entry, env_id, options, checkpoint.model_file)
-        spaces = _policy_spaces(
-            self.fitting_spaces(entry, env_id, _space_kinds(config), spec), arch, config.policy.kind
+        return SkrlView(
+            checkpoint, entry, _space_kinds(config), config, policy_state, arch, norm, config.policy.kind
         )
-        problems = shape_problems(policy_state, arch, spaces, config.policy.kind, norm)
-        if problems:
-            raise does_not_fit(env_id, problems[0])
+
+    def build_policy(self, view: PolicyView, env_id: str, spaces: tuple | None, options: LoadOptions):
+        """The network rebuilt in plain torch from the weights and the config (skrl is not imported)."""
+        from zoo.frameworks.skrl.modules import build_network
+        from zoo.frameworks.skrl.policy import SkrlPolicy
+
+        assert isinstance(view, SkrlView) and view.config is not None and view.arch is not None
+        config, arch, policy_state, norm = view.config, view.arch, view.policy_state, view.norm
+        spaces = _policy_spaces(spaces, arch, config.policy.kind)
         unused = unused_keys(policy_state, arch, config.policy)
         if unused:
             raise _not_rebuildable(unused)

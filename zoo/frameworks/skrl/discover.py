@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from zoo.artifacts.runs import Run, is_folder, listdir, scan_tree
+from zoo.artifacts.runs import Run, is_folder, listdir, run_files, scan_tree
 from zoo.frameworks.base import BEST_MODEL
 
 #: Module names skrl's torch agents put in ``checkpoint_modules`` (per-module files carry them).
@@ -137,13 +137,7 @@ def run_from_dir(experiment_dir: Path, checkpoint_names: list[str], model_file: 
         )
     run.model_file = model_file or (acting[-1] if acting else None)
     run.other_model_files = [p for p in files if p != run.model_file]
-    try:
-        entries = listdir(experiment_dir)
-    except OSError:
-        entries = []
-    events = sorted(e.path for e in entries if e.name.startswith("events.out.tfevents.") and not is_folder(e))
-    run.events_file = Path(events[-1]) if events else None
-    run.eval_json = experiment_dir / "eval.json" if any(e.name == "eval.json" for e in entries) else None
+    run.events_file, run.eval_json = run_files(experiment_dir)
     return run
 
 
