@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
+from zoo.artifacts.report import RunReport, flag_torch_file
 from zoo.artifacts.runs import Run, listed_names, scan_tree
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import LayoutMismatch
 from zoo.frameworks import Adapter, Checkpoint, HubNaming, LoadOptions, SpaceKinds
-from zoo.frameworks.base import does_not_fit
+from zoo.frameworks.base import Misfit, PolicyView, does_not_fit
 
 if TYPE_CHECKING:
+    from zoo.artifacts.scope import Spaces
+    from zoo.policy import Policy
     from zoo.registry import Entry, Registry
 
 MODEL = "policy.tinyrl"
@@ -38,6 +40,14 @@ class TinyCheckpoint(Checkpoint):
     """``policy.tinyrl`` as zoo's torch reader found it (verified, never unpickled)."""
 
     info: TorchFileInfo | None = None
+
+
+@dataclass
+class TinyView(PolicyView):
+    """What the fit check and the policy builder read: the MLP's layers (and, when loading, its tensors)."""
+
+    layers: list[tuple[int, int]] = field(default_factory=list)
+    state: Any = None
 
 
 def layers(state: Any) -> list[tuple[int, int]]:
@@ -125,7 +135,8 @@ class TinyRLAdapter(Adapter):
         info = inspect_torch_file(run.model_file)
         return TinyCheckpoint(run.model_file, info.kind, info.size, info=info)
 
-    def describe(self, report: RunReport, registry: Registry) -> None:
+    def inspect(self, report: RunReport, registry: Registry) -> TinyView | None:
+        """The file verified by zoo's static reader (nothing unpickled) and its layers described."""
         run = report.run
         if run.exp_name is None:
             raise LayoutMismatch(run.name_problem or "no experiment name", "pass --exp-name and --env-id")
@@ -135,31 +146,39 @@ class TinyRLAdapter(Adapter):
         assert checkpoint.info is not None
         report.details.update(size=checkpoint.size, format=checkpoint.format)
         if not flag_torch_file(report, checkpoint.info, not_torch_hint="is this a tinyrl policy?"):
-            return
+            return None
         found = layers(checkpoint.info.content)
         report.details["layers"] = [f"{i}x{o}" for i, o in found]
-        if run.env_id is None:
-            report.flag(WARNING, f"env id unknown ({run.name_problem})", "pass --env-id")
-            return
-        spaces = self.env_spaces_or_warn(report, entry, run.env_id, KINDS)
-        problem = spaces and fit_problem(found, spaces)
-        if problem:
-            raise LayoutMismatch(
-                f"shapes do not match {entry.name} on {run.env_id}: {problem}", "check --env-id"
-            )
+        return TinyView(checkpoint, entry, KINDS, found)
 
-    def load_policy(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions):
+    def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
+        return f"env id unknown ({run.name_problem})", "pass --env-id"
+
+    def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> TinyView:
+        """The state dict loaded with ``weights_only=True`` (full unpickling only with ``--trust-pickle``)."""
         from zoo.artifacts.torchfile import load_checkpoint
-        from zoo_adapter_example.policy import TinyPolicy
 
         assert isinstance(checkpoint, TinyCheckpoint) and checkpoint.info is not None
         state = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
-        found = layers(state)
-        spaces = self.fitting_spaces(entry, env_id, KINDS)
-        problem = fit_problem(found, spaces)
-        if problem:
-            raise does_not_fit(env_id, problem)
-        return TinyPolicy(state, found, spaces, options.device, options.seed)
+        return TinyView(checkpoint, entry, KINDS, layers(state), state)
+
+    def misfit(self, view: PolicyView, env_id: str, spaces: Spaces | None) -> Misfit | None:
+        assert isinstance(view, TinyView) and view.entry is not None and spaces is not None
+        problem = fit_problem(view.layers, spaces)
+        if problem is None:
+            return None
+        check = LayoutMismatch(
+            f"shapes do not match {view.entry.name} on {env_id}: {problem}", "check --env-id"
+        )
+        return Misfit(check, does_not_fit(env_id, problem))
+
+    def build_policy(
+        self, view: PolicyView, env_id: str, spaces: Spaces | None, options: LoadOptions
+    ) -> Policy:
+        from zoo_adapter_example.policy import TinyPolicy
+
+        assert isinstance(view, TinyView) and spaces is not None
+        return TinyPolicy(view.state, view.layers, spaces, options.device, options.seed)
 
 
 ADAPTER = TinyRLAdapter()
