@@ -22,8 +22,8 @@ from helpers import zoo
 from test_hub_server import PRELUDE, run_client
 
 from zoo.errors import ZooError
-from zoo.hub.maintenance import collect_garbage, verify_blobs
-from zoo.hub.server import HubServer
+from zoo.hub_server.maintenance import collect_garbage, verify_blobs
+from zoo.hub_server.server import HubServer
 
 HOURS_AGO = time.time() - 7200
 

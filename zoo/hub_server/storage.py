@@ -12,7 +12,7 @@ Layout under ROOT (everything is a plain file, readable with ``cat`` and ``jq``)
     repos/NS/NAME/lfs/SHA256           one empty file per LFS object uploaded or copied to the repo (below)
     trash/                             deleted repos, renamed here (one atomic step), then removed
     blobs.lock                         flock'd shared by writers that re-use a stored blob, exclusive by gc
-    index.sqlite                       the list queries' index (:mod:`zoo.hub.index`), rebuilt from the above
+    index.sqlite                       the list queries' index (:mod:`zoo.hub_server.index`), rebuilt from the above
 
 Why it is safe to crash at any point: every file is written to a temp file, fsync'd and renamed into
 place, so a reader sees the old content or the new, never half of one. A commit id is the sha1 of the
@@ -28,7 +28,7 @@ holds an ``flock`` on its temp file while it is written (the kernel drops it whe
 and at start every file in ``tmp/`` whose lock nobody holds is removed (the idea of
 :func:`zoo.atomic.private_workdir`, per file, because an upload is one file).
 
-Garbage collection (:mod:`zoo.hub.maintenance`) may run while servers do. A blob becomes referenced
+Garbage collection (:mod:`zoo.hub_server.maintenance`) may run while servers do. A blob becomes referenced
 some time after it is stored (an LFS upload lands before its commit), so gc only takes unreferenced
 blobs older than a grace period, and every write that re-uses a stored blob first refreshes its mtime
 (:meth:`HubStorage.touch_blob`) under a shared ``blobs.lock``, which gc holds exclusively while it
@@ -345,7 +345,7 @@ def remove_dead_uploads(folder: Path, dry_run: bool = False) -> Removed:
     return Removed(files, size)
 
 
-#: How long a multipart upload's parts are kept (:mod:`zoo.hub.lfs_multipart`): twice the upload URLs'
+#: How long a multipart upload's parts are kept (:mod:`zoo.hub_server.lfs_multipart`): twice the upload URLs'
 #: lifetime, so that no part PUT or completion can still arrive for a folder removed.
 PARTS_TTL = 2 * 3600
 

@@ -1,14 +1,14 @@
 """The Hub's multipart LFS transfer: a large object uploaded one part per PUT, then put together.
 
-The LFS batch answer (:meth:`zoo.hub.app.HubApi._lfs_object`) gives an object larger than
-``Limits.lfs_part_size`` a ``chunk_size`` (:meth:`~zoo.hub.http_limits.Limits.part_size`: larger for
+The LFS batch answer (:meth:`zoo.hub_server.app.HubApi._lfs_object`) gives an object larger than
+``Limits.lfs_part_size`` a ``chunk_size`` (:meth:`~zoo.hub_server.http_limits.Limits.part_size`: larger for
 objects that would need more than ``Limits.lfs_max_parts`` parts) and one signed URL per part, plus a
 completion URL. Each part is streamed to ``ROOT/parts/OID-EXPIRES-SIG/N`` (a temp file, then a rename;
 SIG is the start of the URL's signature, so uploads of one object to two repos never share a folder) and
 answered with its sha256 as ETag; the completion POST lists the parts' ETags, and the blob is written from
-the parts in order through the usual :class:`zoo.hub.storage.BlobUpload`, which checks the object's sha256
+the parts in order through the usual :class:`zoo.hub_server.storage.BlobUpload`, which checks the object's sha256
 and size before anything appears under ``blobs/``; then the object is the repo's to commit. A failed or abandoned upload leaves only its parts folder, which
-:func:`zoo.hub.storage.remove_stale_parts` clears once its URLs have expired (at a server's start, and
+:func:`zoo.hub_server.storage.remove_stale_parts` clears once its URLs have expired (at a server's start, and
 by ``zoo hub gc``).
 """
 
@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from zoo.hub.app import _SHA256, Call, HubJson, hub_route, signed_size
-from zoo.hub.http_limits import HttpError, body_blocks
-from zoo.hub.storage import parts_root
+from zoo.hub_server.app import _SHA256, Call, HubJson, hub_route, signed_size
+from zoo.hub_server.http_limits import HttpError, body_blocks
+from zoo.hub_server.storage import parts_root
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
 _READ = 1 << 20
 

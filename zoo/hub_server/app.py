@@ -1,11 +1,11 @@
 """The Hub API's core routes behind ``zoo hub serve`` (uploads, commits, downloads, model info), and
 what every route shares: :class:`Call`, :func:`hub_route`, the access log, safe response headers and the
 Hub's error replies.
-:func:`zoo.hub.asgi.create_app` puts them together with the other route modules.
+:func:`zoo.hub_server.asgi.create_app` puts them together with the other route modules.
 
 Only bytes move on the event loop. A handler that is a plain function runs whole in a worker thread
 (storage reads, YAML, JSON); an ``async`` handler reads its body with the bounds of
-:mod:`zoo.hub.http_limits` and hands each piece of storage work to a thread. So a slow client, or a
+:mod:`zoo.hub_server.http_limits` and hands each piece of storage work to a thread. So a slow client, or a
 request with much to compute, delays nobody else.
 
 Routes match the path as the client sent it, percent-encoded (:class:`RawPathRoute`): the client quotes
@@ -36,7 +36,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from zoo.hub.http_limits import (
+from zoo.hub.card_header import card_metadata
+from zoo.hub_server.http_limits import (
     HttpError,
     body_blocks,
     body_lines,
@@ -45,18 +46,17 @@ from zoo.hub.http_limits import (
     read_body,
     read_form,
 )
-from zoo.hub.logs import ACCESS, ERRORS, PUSH, file_list, printable
-from zoo.hub.protocol import (
+from zoo.hub_server.logs import ACCESS, ERRORS, PUSH, file_list, printable
+from zoo.hub_server.protocol import (
     ANONYMOUS,
     INVALID_CREDENTIALS,
     TokenInfo,
-    card_metadata,
     card_tags,
     tree_paths,
     upload_mode,
 )
-from zoo.hub.sessions import SESSION_COOKIE
-from zoo.hub.storage import (
+from zoo.hub_server.sessions import SESSION_COOKIE
+from zoo.hub_server.storage import (
     DEFAULT_BRANCH,
     Commit,
     CommitConflict,
@@ -82,10 +82,10 @@ from zoo.hub.storage import (
 )
 
 if TYPE_CHECKING:
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
 UPLOAD_URL_TTL = 3600
-#: Namespaces no repo may take: the API's own path prefixes and the web pages' (zoo.hub.web).
+#: Namespaces no repo may take: the API's own path prefixes and the web pages' (zoo.hub_server.web).
 RESERVED_NAMESPACES = frozenset(
     {"api", "datasets", "spaces", "kernels", "buckets", "models", "leaderboard", "login", "logout", "static"}
 )
@@ -180,7 +180,7 @@ class RawPathRoute(Route):
 
 
 class AccessLog:
-    """One line per request on ``zoo.hub.access`` (:mod:`zoo.hub.logs`): method, path, status, time and
+    """One line per request on ``zoo.hub.access`` (:mod:`zoo.hub_server.logs`): method, path, status, time and
     user; no headers and no query string, so no secrets. The path is escaped: no request writes a line.
     The line is written before the answer's last bytes are sent, so whoever has the answer finds it
     logged; a request that ends without an answer is logged when it ends."""
