@@ -417,7 +417,7 @@ def test_the_index_is_rebuilt_from_the_store_and_reconciled_after_a_crash(tmp_pa
     assert rebuilt.index.rebuilt
     assert [(r.repo_id, r.sha, r.tags) for r in rebuilt.index.search(None, sort="id", direction=1)] == before
     # a commit that reached the store but not the index (a crash between the two)
-    from zoo.hub_server.storage import Put
+    from zoo.hub_server.store_records import Put
 
     entry = rebuilt.storage.regular_file(b"---\ntags: [late]\n---\n")
     commit, _ = rebuilt.storage.commit(

@@ -32,7 +32,8 @@ from test_safeyaml import billion_laughs
 
 from zoo.hub_server.http_limits import Limits
 from zoo.hub_server.server import HubServer
-from zoo.hub_server.storage import HubStorage, Put
+from zoo.hub_server.storage import HubStorage
+from zoo.hub_server.store_records import Put
 
 FAST = Limits(head_timeout=0.5, body_idle_timeout=0.5, shutdown_grace=0.5)
 LONG_STRING = "a: &a " + "x" * 100_000 + "\nb: [" + ", ".join(["*a"] * 50) + "]\n"  # 5 MB once expanded

@@ -547,7 +547,8 @@ def test_storage_serializes_concurrent_commits(tmp_path):
     """The client race above rarely overlaps on two cores; this one does, on the code path it exercises."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from zoo.hub_server.storage import HubStorage, Put
+    from zoo.hub_server.storage import HubStorage
+    from zoo.hub_server.store_records import Put
 
     storage = HubStorage(tmp_path / "root")
     storage.create_repo("alice/busy", "alice", private=False)

@@ -28,7 +28,8 @@ from typing import Any
 
 from zoo.hub.card_header import card_metadata
 from zoo.hub_server.protocol import TokenInfo, card_tags
-from zoo.hub_server.storage import DEFAULT_BRANCH, FileEntry, HubStorage, RepoNotFound, RevisionNotFound
+from zoo.hub_server.storage import HubStorage
+from zoo.hub_server.store_records import DEFAULT_BRANCH, FileEntry, RepoNotFound, RevisionNotFound
 
 SCHEMA_VERSION = 1
 _SCHEMA = """

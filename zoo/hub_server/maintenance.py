@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from zoo.errors import ZooError
-from zoo.hub_server.storage import HubStorage, InvalidInput, remove_dead_uploads, remove_stale_parts
+from zoo.hub_server.blobs import remove_dead_uploads, remove_stale_parts
+from zoo.hub_server.storage import HubStorage
+from zoo.hub_server.store_records import InvalidInput
 
 _CHUNK = 1 << 20
 _LISTING_ROUNDS = 20

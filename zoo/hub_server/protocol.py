@@ -1,6 +1,6 @@
 """What the Hugging Face Hub protocol says, independent of serving it: tokens, card tags, which files go
 through LFS, tree listings (a card's YAML header is read by :mod:`zoo.hub.card_header`, shared with the
-client). The app (:mod:`zoo.hub_server.app`) and the server (:mod:`zoo.hub_server.server`)
+client). The routes (:mod:`zoo.hub_server.routing` and the route groups) and the server (:mod:`zoo.hub_server.server`)
 both follow these rules."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.errors import ZooError
-from zoo.hub_server.storage import FileEntry, InvalidInput, check_name
+from zoo.hub_server.store_records import FileEntry, InvalidInput, check_name
 
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"  # the client's cue for "bad token"
 LFS_THRESHOLD = 10 * 1024 * 1024  # roughly huggingface.co's rule: files from 10 MiB on go through git-LFS

@@ -47,7 +47,7 @@ from zoo.rollout_guard import MAX_SECONDS_LIMIT
 
 if TYPE_CHECKING:
     from zoo.hub_server.server import HubServer
-    from zoo.hub_server.storage import Commit
+    from zoo.hub_server.store_records import Commit
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_QUEUE = 32
@@ -209,7 +209,7 @@ class Reevaluator:
 
     # ------------------------------------------------------------------------------------------ one commit
     def _evaluate(self, repo_id: str, sha: str) -> None:
-        from zoo.hub_server.storage import StorageError
+        from zoo.hub_server.store_records import StorageError
 
         started = time.monotonic()
         try:

@@ -19,11 +19,13 @@ from urllib.parse import urlencode
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from zoo.hub_server.app import _SHA256, RESERVED_NAMESPACES, Call, HubJson, hub_route, tree_items
 from zoo.hub_server.http_limits import HttpError
 from zoo.hub_server.index import RepoRow
+from zoo.hub_server.lfs_access import RepoLfs
+from zoo.hub_server.model_api import tree_items
 from zoo.hub_server.protocol import tree_paths
-from zoo.hub_server.storage import Commit, InvalidInput, RepoLfs, RepoNotFound, check_name
+from zoo.hub_server.routing import RESERVED_NAMESPACES, SHA256, Call, HubJson, hub_route
+from zoo.hub_server.store_records import Commit, InvalidInput, RepoNotFound, check_name
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -185,7 +187,7 @@ class RepoApi:
         failed: list[dict[str, str]] = []
         source = RepoLfs(self.storage, src)
         for sha256 in dict.fromkeys(item.get("sha256") for item in files):
-            if not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
+            if not (isinstance(sha256, str) and SHA256.fullmatch(sha256)):
                 failed.append(
                     {"sha256": sha256[:64] if isinstance(sha256, str) else "", "error": "not a sha256"}
                 )

@@ -31,7 +31,8 @@ from zoo.ranking.records import InvalidEval, SeedRecord, parse_record
 if TYPE_CHECKING:
     from zoo.hub_server.protocol import TokenInfo
     from zoo.hub_server.server import HubServer
-    from zoo.hub_server.storage import Commit, HubStorage
+    from zoo.hub_server.storage import HubStorage
+    from zoo.hub_server.store_records import Commit
 
 METRIC = "mean_reward"
 REPO_EVAL = "repo eval.json"
@@ -264,7 +265,7 @@ def commit_scores(hub: HubServer, repo: _Repo) -> CommitScores:
 
 
 def _compute(storage: HubStorage, repo: _Repo) -> CommitScores:
-    from zoo.hub_server.storage import StorageError
+    from zoo.hub_server.store_records import StorageError
 
     try:
         commit = storage.load_commit(repo.repo_id, repo.sha)

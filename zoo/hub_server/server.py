@@ -31,7 +31,7 @@ without headers or query string (LFS upload URLs carry a signature there), one p
 re-evaluation event, on Python loggers under ``zoo.hub`` that ``zoo hub serve --log-level`` prints.
 
 The stack: uvicorn (h11) runs one event loop in a thread of its own (``start``) or in the caller's
-(``serve_forever``); :mod:`zoo.hub_server.app` is the Starlette app (routes, auth, headers) and runs storage work
+(``serve_forever``); :mod:`zoo.hub_server.asgi` is the Starlette app (its routes in the route modules, their shared auth and headers in :mod:`zoo.hub_server.routing`) and runs storage work
 in worker threads; :mod:`zoo.hub_server.http_limits` bounds what one request may cost; files live in
 :mod:`zoo.hub_server.storage`. This module holds the users, the content rules and the server's lifecycle.
 """

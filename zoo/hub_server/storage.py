@@ -46,193 +46,61 @@ folders) or a backup without them loses nothing that was committed. gc removes t
 removed, under the same exclusive ``blobs.lock``; a record is made under the shared one while its blob is
 there.
 
-This module knows nothing about HTTP: it raises :class:`StorageError` subclasses whose messages are safe
+The store is four modules: :mod:`zoo.hub_server.store_records` (what it holds: entries, commits,
+operations, the checks on names and paths), :mod:`zoo.hub_server.blobs` (the blob store and uploads),
+:mod:`zoo.hub_server.lfs_access` (the LFS records and :class:`~zoo.hub_server.lfs_access.RepoLfs`) and this
+one (repos, refs and commits, in :class:`HubStorage`, which builds on the other two).
+
+None of them knows anything about HTTP: they raise :class:`~zoo.hub_server.store_records.StorageError` subclasses whose messages are safe
 to show to a client, and the server maps them to status codes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
-import stat
 import tempfile
 import threading
-import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any
 
 from zoo.atomic import private_workdir, write_text_atomic
+from zoo.hub_server.blobs import Removed, remove_dead_uploads, remove_stale_parts
+from zoo.hub_server.lfs_access import LfsStore
+from zoo.hub_server.store_records import (
+    DEFAULT_BRANCH,
+    HEX40,
+    Commit,
+    CommitConflict,
+    FileEntry,
+    Forbidden,
+    InvalidInput,
+    Operation,
+    RefExists,
+    RepoExists,
+    RepoMeta,
+    RepoNotFound,
+    RevisionNotFound,
+    apply_operations,
+    check_branch,
+    fsync_dir,
+    now_iso,
+    path_view,
+)
 
-DEFAULT_BRANCH = "main"
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
-_HEX40 = re.compile(r"[0-9a-f]{40}")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _PR_REF = re.compile(r"refs/pr/(\d+)")
-_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}")
-_COPY_CHUNK = 1 << 20
-
-
-class StorageError(Exception):
-    """A request the storage refuses; the message is safe to send to the client."""
-
-
-class InvalidInput(StorageError):
-    """Malformed names, paths or content (checksum, size)."""
-
-
-class RepoNotFound(StorageError):
-    pass
-
-
-class RepoExists(StorageError):
-    pass
-
-
-class RevisionNotFound(StorageError):
-    pass
-
-
-class EntryNotFound(StorageError):
-    pass
-
-
-class RefExists(StorageError):
-    """A branch of that name is there already."""
-
-
-class Forbidden(StorageError):
-    """An operation the repo's state does not allow (deleting the default branch, committing to a tag)."""
-
-
-class CommitConflict(StorageError):
-    """The branch moved since the parent commit the client based its change on."""
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """One file of a commit. ``git_sha1`` is what git would call the blob (the pointer's, for LFS)."""
-
-    sha256: str
-    size: int
-    lfs: bool
-    git_sha1: str
-
-    @property
-    def etag(self) -> str:
-        """The Hub's ETag: sha256 of the content for LFS files, the git blob sha1 otherwise."""
-        return self.sha256 if self.lfs else self.git_sha1
-
-    @property
-    def pointer_size(self) -> int:
-        return len(lfs_pointer(self.sha256, self.size))
-
-
-@dataclass(frozen=True)
-class Commit:
-    id: str
-    parent: str | None
-    message: str
-    author: str
-    date: str
-    files: dict[str, FileEntry]
-
-    @property
-    def title(self) -> str:
-        return self.message.split("\n", 1)[0]
-
-
-@dataclass(frozen=True)
-class RepoMeta:
-    owner: str
-    private: bool
-    created_at: str
-
-
-@dataclass(frozen=True)
-class Put:
-    """Add or replace ``path`` with an already stored blob."""
-
-    path: str
-    entry: FileEntry
-
-
-@dataclass(frozen=True)
-class Delete:
-    """Remove a file, or with ``folder`` every file under ``path/``."""
-
-    path: str
-    folder: bool = False
-
-
-Operation = Put | Delete
-
-
-def now_iso() -> str:
-    """UTC time in the Hub's format (``2024-01-31T12:00:00.000Z``), which huggingface_hub parses."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def git_blob_sha1(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def lfs_pointer(sha256: str, size: int) -> bytes:
-    """The git-lfs pointer file git would store in place of an LFS file."""
-    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n".encode()
-
-
-def check_name(name: str, what: str) -> str:
-    """A namespace or repo name: also a folder name on disk, so no dots-only, slashes or '--'."""
-    if not _NAME.fullmatch(name) or "--" in name or ".." in name:
-        raise InvalidInput(f"invalid {what} {name!r}: use letters, digits, '-', '_', '.' (at most 96)")
-    return name
-
-
-def check_path(path: str) -> str:
-    """A file path inside a repo: relative, '/'-separated, no '.', '..' or '.git' parts."""
-    parts = path.split("/")
-    if not path or len(path) > 1024 or "\\" in path or "\0" in path:
-        raise InvalidInput(f"invalid path in repo: {path!r}")
-    if any(part in ("", ".", "..", ".git") for part in parts):
-        raise InvalidInput(f"invalid path in repo: {path!r}")
-    return path
-
-
-def check_branch(name: str) -> str:
-    """A new branch name: git's rules for a ref, narrowed. Never ``refs/...`` or a full commit id, which
-    :meth:`HubStorage.resolve` would read as something else."""
-    parts = name.split("/")
-    if (
-        not _BRANCH.fullmatch(name)
-        or ".." in name
-        or name.startswith("refs/")
-        or _HEX40.fullmatch(name.lower())
-        or any(not part or part.startswith(".") or part.endswith((".", ".lock")) for part in parts)
-    ):
-        raise InvalidInput(f"invalid branch name {name!r}: use letters, digits, '-', '_', '.' and '/'")
-    return name
-
-
-def _fsync_dir(path: Path) -> None:
-    """Make a rename in ``path`` durable, not only atomic."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True))
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _read_json(path: Path) -> Any:
@@ -255,187 +123,7 @@ def _commit_from_json(commit_id: str, data: dict[str, Any]) -> Commit:
     return Commit(commit_id, data["parent"], data["message"], data["author"], data["date"], files)
 
 
-def apply_operations(files: dict[str, FileEntry], ops: Iterable[Operation]) -> dict[str, FileEntry]:
-    """The file map after ``ops``, in order; refuses deleting what is absent and file/folder clashes."""
-    result = dict(files)
-    for op in ops:
-        if isinstance(op, Put):
-            result[check_path(op.path)] = op.entry
-        elif op.folder:
-            prefix = op.path.rstrip("/") + "/"
-            doomed = [path for path in result if path.startswith(prefix)]
-            if not doomed:
-                raise EntryNotFound(f"folder {op.path!r} not found")
-            for path in doomed:
-                del result[path]
-        elif result.pop(op.path, None) is None:
-            raise EntryNotFound(f"file {op.path!r} not found")
-    _check_no_file_folder_clash(result)
-    return result
-
-
-def _check_no_file_folder_clash(files: dict[str, FileEntry]) -> None:
-    """Git cannot hold 'a' as a file and 'a/b' at once."""
-    for path in files:
-        parts = path.split("/")
-        for depth in range(1, len(parts)):
-            parent = "/".join(parts[:depth])
-            if parent in files:
-                raise InvalidInput(f"{path!r} needs {parent!r} to be a folder, but it is a file")
-
-
-def path_view(files: dict[str, FileEntry], path: str) -> Any:
-    """What ``path`` looks like in a file map: its entry, or the sorted entries under it for a folder."""
-    if path in files:
-        return files[path]
-    prefix = path + "/"
-    return tuple(sorted((p, entry) for p, entry in files.items() if p.startswith(prefix)))
-
-
-class Removed(NamedTuple):
-    """What a start-up cleaning removed from ``tmp/``: partial uploads of processes that are gone."""
-
-    files: int
-    bytes: int
-
-
-def _locked_temp_file(folder: Path) -> tuple[BinaryIO, Path]:
-    """A new temp file in ``folder``, flock'd by us.
-
-    Between ``mkstemp`` and ``flock`` another process's cleaning may find the file unlocked and remove
-    it; the lock is then held on a file that has no name any more, so check and start again.
-    """
-    while True:
-        fd, name = tempfile.mkstemp(prefix="upload.", dir=folder)
-        fh = os.fdopen(fd, "wb")
-        fcntl.flock(fh, fcntl.LOCK_EX)  # blocks only while a cleaning holds it to remove the file
-        with contextlib.suppress(FileNotFoundError):
-            if os.path.samestat(os.fstat(fd), os.stat(name)):
-                return fh, Path(name)
-        fh.close()
-
-
-def remove_dead_uploads(folder: Path, dry_run: bool = False) -> Removed:
-    """Remove the files in ``folder`` whose flock nobody holds: uploads of a process that was killed
-    (with ``dry_run``, only count them: taking a lock for a moment makes an upload starting then wait).
-
-    A live upload holds its lock, so this is safe while other processes serve the same ROOT.
-    """
-    files = size = 0
-    if not folder.is_dir():
-        return Removed(0, 0)
-    with os.scandir(folder) as entries:
-        paths = [entry.path for entry in entries]
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            continue  # gone already, or a link: not ours
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            info = os.fstat(fd)
-            if stat.S_ISREG(info.st_mode):
-                if not dry_run:
-                    os.unlink(path)  # under our lock, so no upload can adopt the file meanwhile
-                files, size = files + 1, size + info.st_size
-        except OSError:
-            pass  # locked: an upload in flight
-        finally:
-            os.close(fd)
-    return Removed(files, size)
-
-
-#: How long a multipart upload's parts are kept (:mod:`zoo.hub_server.lfs_multipart`): twice the upload URLs'
-#: lifetime, so that no part PUT or completion can still arrive for a folder removed.
-PARTS_TTL = 2 * 3600
-
-
-def parts_root(root: Path) -> Path:
-    """Where multipart uploads keep their parts until completion: ``ROOT/parts/OID-EXPIRES/N``."""
-    return Path(root) / "parts"
-
-
-def remove_stale_parts(root: Path, older_than: float = PARTS_TTL, dry_run: bool = False) -> int:
-    """Remove (or with ``dry_run`` count) the parts folders of multipart uploads abandoned long ago."""
-    folder, removed = parts_root(root), 0
-    if not folder.is_dir():
-        return 0
-    cutoff = time.time() - older_than
-    for entry in folder.iterdir():
-        try:
-            if entry.stat().st_mtime < cutoff:
-                if not dry_run:
-                    shutil.rmtree(entry, ignore_errors=True)
-                removed += 1
-        except FileNotFoundError:
-            continue
-    return removed
-
-
-class BlobUpload:
-    """One blob being written: a locked temp file in ``tmp/``, hashed as the chunks arrive.
-
-    :meth:`finish` checks the announced sha256 and size (:class:`InvalidInput` otherwise) and publishes
-    the blob with one rename; :meth:`close` (also the end of a ``with`` block) drops an unpublished temp
-    file. Nothing appears under ``blobs/`` before it is verified.
-    """
-
-    def __init__(self, storage: HubStorage, sha256: str | None, size: int | None):
-        self._storage, self._sha256, self._size = storage, sha256, size
-        self._digest, self.written = hashlib.sha256(), 0
-        self._fh, self._path = _locked_temp_file(storage.tmp)
-        self._published = False
-
-    def write(self, chunk: bytes) -> None:
-        self.written += len(chunk)
-        if self._size is not None and self.written > self._size:
-            raise InvalidInput(f"upload is larger than the announced {self._size} bytes")
-        self._digest.update(chunk)
-        self._fh.write(chunk)
-
-    def write_file(self, path: Path, sha256: str | None) -> None:
-        """Append a whole file (one part of a multipart upload), which must hash to ``sha256``."""
-        digest = hashlib.sha256()
-        try:
-            with path.open("rb") as fh:
-                while chunk := fh.read(_COPY_CHUNK):
-                    digest.update(chunk)
-                    self.write(chunk)
-        except FileNotFoundError:
-            raise InvalidInput(
-                f"part {path.name} was not uploaded (or its URL expired); upload again"
-            ) from None
-        if sha256 is not None and digest.hexdigest() != sha256:
-            raise InvalidInput(f"part {path.name} does not match its ETag; upload again")
-
-    def finish(self) -> tuple[str, int]:
-        """Verify and publish; returns the content's sha256 and size."""
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        actual = self._digest.hexdigest()
-        if self._size is not None and self.written != self._size:
-            raise InvalidInput(f"upload has {self.written} bytes, announced {self._size}")
-        if self._sha256 is not None and actual != self._sha256:
-            raise InvalidInput(f"upload's sha256 is {actual}, announced {self._sha256}")
-        self._published = self._storage._publish(self._path, actual)
-        return actual, self.written
-
-    def close(self) -> None:
-        """Remove the temp file unless it was renamed into ``blobs/``, then release its lock."""
-        if self._fh.closed:
-            return
-        if not self._published:
-            self._path.unlink(missing_ok=True)
-        self._fh.close()
-
-    def __enter__(self) -> BlobUpload:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-class HubStorage:
+class HubStorage(LfsStore):
     """Repos, commits and blobs under one root folder; safe for concurrent threads and processes.
 
     Opening it for a server (``prepare``) creates the folders and removes what killed processes left:
@@ -461,156 +149,7 @@ class HubStorage:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
-    # ------------------------------------------------------------------------------------------ blobs
-    def blob_path(self, sha256: str) -> Path:
-        if not _HEX64.fullmatch(sha256):
-            raise InvalidInput(f"invalid sha256 {sha256!r}")
-        return self.root / "blobs" / "sha256" / sha256[:2] / sha256[2:]
-
-    def has_blob(self, sha256: str, size: int) -> bool:
-        """Whether the blob is stored, with that size; a yes refreshes it, since a commit will use it."""
-        path = self.blob_path(sha256)
-        return path.is_file() and path.stat().st_size == size and self.touch_blob(sha256)
-
-    def touch_blob(self, sha256: str) -> bool:
-        """Refresh a stored blob's mtime before re-using it, so that gc's grace period protects it;
-        False if it is not stored (gc may just have removed it). See the module's docstring."""
-        with self.blob_guard(exclusive=False):
-            try:
-                os.utime(self.blob_path(sha256))
-            except FileNotFoundError:
-                return False
-        return True
-
-    @contextlib.contextmanager
-    def blob_guard(self, exclusive: bool) -> Iterator[None]:
-        """``blobs.lock``: shared while a writer refreshes a blob it re-uses, exclusive while gc removes one."""
-        with (self.root / "blobs.lock").open("a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-
-    def iter_blobs(self) -> Iterator[tuple[str, Path]]:
-        """Every stored blob's sha256 and path."""
-        for folder in sorted((self.root / "blobs" / "sha256").iterdir()):
-            if folder.is_dir() and len(folder.name) == 2:
-                for path in sorted(folder.iterdir()):
-                    if _HEX64.fullmatch(folder.name + path.name):
-                        yield folder.name + path.name, path
-
-    def open_upload(self, sha256: str | None = None, size: int | None = None) -> BlobUpload:
-        """Start writing a blob whose chunks arrive over time (an HTTP body); see :class:`BlobUpload`."""
-        if sha256 is not None:
-            self.blob_path(sha256)  # InvalidInput now, not after the upload
-        return BlobUpload(self, sha256, size)
-
-    def store_blob(
-        self, chunks: Iterable[bytes], sha256: str | None = None, size: int | None = None
-    ) -> tuple[str, int]:
-        """Stream ``chunks`` into the blob store and return their sha256 and size; refuse (InvalidInput)
-        content whose sha256 or size is not the announced one. A failed upload leaves nothing behind."""
-        with self.open_upload(sha256, size) as upload:
-            for chunk in chunks:
-                upload.write(chunk)
-            return upload.finish()
-
-    def _publish(self, tmp: Path, sha256: str) -> bool:
-        """Rename ``tmp`` to the blob's name; False (``tmp`` stays) if the blob is stored already."""
-        dest = self.blob_path(sha256)
-        if dest.is_file() and self.touch_blob(sha256):  # same name, same content: keep the one there
-            return False
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, dest)
-        _fsync_dir(dest.parent)
-        return True
-
-    def regular_file(self, data: bytes) -> FileEntry:
-        """Store a small file sent inline in a commit."""
-        sha256, size = self.store_blob([data])
-        return FileEntry(sha256, size, lfs=False, git_sha1=git_blob_sha1(data))
-
-    def lfs_file(self, access: RepoLfs, sha256: str, size: int | None) -> FileEntry:
-        """An LFS file the repo of ``access`` may commit (see :class:`RepoLfs`); refused otherwise, with the
-        same message whether or not the object is stored for another repo."""
-        path = self.blob_path(sha256)
-        if not access.may_commit(sha256) or not self.touch_blob(sha256):
-            raise InvalidInput(
-                f"LFS object {sha256} was not uploaded to {access.repo_id}; upload it (or copy it "
-                "from a repo you can read) before committing"
-            )
-        actual = path.stat().st_size
-        if size is not None and size != actual:
-            raise InvalidInput(f"LFS object {sha256} has {actual} bytes, the commit says {size}")
-        return FileEntry(sha256, actual, lfs=True, git_sha1=git_blob_sha1(lfs_pointer(sha256, actual)))
-
-    def read_blob(self, entry: FileEntry) -> bytes:
-        return self.blob_path(entry.sha256).read_bytes()
-
-    # ------------------------------------------------------------------------------------------ LFS records
-    def lfs_granted(self, repo_id: str, sha256: str) -> bool:
-        """Whether ``repo_id`` has a record for the LFS object ``sha256``: uploaded or copied to it."""
-        self.blob_path(sha256)  # InvalidInput for anything but a sha256: it becomes a file name
-        return (self._repo_dir(repo_id) / "lfs" / sha256).is_file()
-
-    def lfs_ready(self, repo_id: str, sha256: str, size: int) -> bool:
-        """Whether a commit of ``repo_id`` may name the object now, with nothing uploaded: the repo has its
-        record and the blob is stored with that size (refreshed, since the commit will use it)."""
-        return self.lfs_granted(repo_id, sha256) and self.has_blob(sha256, size)
-
-    def grant_lfs(self, repo_id: str, sha256: str) -> None:
-        """Record that ``repo_id`` may commit the stored blob ``sha256``: its bytes were uploaded to the repo
-        and verified, or copied from a repo the caller may read. :class:`InvalidInput` if the blob is not
-        stored, :class:`RepoNotFound` if the repo went away (deleted or moved) meanwhile."""
-        folder = self._repo_dir(repo_id) / "lfs"
-        with self.blob_guard(exclusive=False):  # gc removes a record only under the exclusive one
-            try:
-                os.utime(self.blob_path(sha256))
-            except FileNotFoundError:
-                raise InvalidInput(f"LFS object {sha256} is not stored") from None
-            try:
-                folder.mkdir(exist_ok=True)  # a repo of an earlier release has none; never its parents
-                os.close(os.open(folder / sha256, os.O_WRONLY | os.O_CREAT, 0o644))
-            except FileNotFoundError:
-                raise RepoNotFound(f"repo {repo_id} not found") from None
-        _fsync_dir(folder)
-
-    def lfs_records(self, repo_id: str) -> list[str]:
-        """The sha256 of every LFS object the repo has a record for (none, for a repo written before
-        records existed or gone meanwhile: this only reads)."""
-        try:
-            with os.scandir(self._repo_dir(repo_id) / "lfs") as entries:
-                return [entry.name for entry in entries if _HEX64.fullmatch(entry.name)]
-        except FileNotFoundError:
-            return []
-
-    def drop_lfs_record(self, repo_id: str, sha256: str) -> bool:
-        """Remove the record of a blob that is no longer stored (``zoo hub gc``), re-checked under the
-        exclusive ``blobs.lock``; True if it was removed."""
-        record = self._repo_dir(repo_id) / "lfs" / sha256
-        with self.blob_guard(exclusive=True):
-            if self.blob_path(sha256).exists():
-                return False
-            try:
-                record.unlink()
-            except FileNotFoundError:
-                return False
-        return True
-
-    def lfs_objects(self, repo_id: str) -> set[str]:
-        """The sha256 of every LFS file that any commit of the repo names (old commits stay downloadable)."""
-        found: set[str] = set()
-        for path in (self._repo_dir(repo_id) / "commits").glob("*.json"):
-            commit = _commit_from_json(path.stem, _read_json(path))
-            found.update(entry.sha256 for entry in commit.files.values() if entry.lfs)
-        return found
-
     # ------------------------------------------------------------------------------------------ repos
-    def _repo_dir(self, repo_id: str) -> Path:
-        namespace, _, name = repo_id.partition("/")
-        return self.root / "repos" / check_name(namespace, "namespace") / check_name(name, "repo name")
-
     def create_repo(self, repo_id: str, owner: str, private: bool) -> Commit:
         """Create the repo with an empty initial commit on ``main``; :class:`RepoExists` if it is there.
 
@@ -633,7 +172,7 @@ class HubStorage:
                 os.rename(staging, final)
             except OSError as exc:
                 raise RepoExists(f"repo {repo_id} already exists") from exc
-            _fsync_dir(final.parent)
+            fsync_dir(final.parent)
         return initial
 
     def repo_meta(self, repo_id: str) -> RepoMeta:
@@ -670,7 +209,7 @@ class HubStorage:
             self.repo_meta(repo_id)
             doomed = Path(tempfile.mkdtemp(prefix="repo.", dir=self.trash))
             os.rename(repo_dir, doomed / "repo")
-            _fsync_dir(repo_dir.parent)
+            fsync_dir(repo_dir.parent)
         shutil.rmtree(doomed, ignore_errors=True)
 
     def move_repo(self, src: str, dst: str) -> None:
@@ -687,8 +226,8 @@ class HubStorage:
                 os.rename(src_dir, dst_dir)
             except OSError as exc:
                 raise RepoExists(f"repo {dst} already exists") from exc
-            _fsync_dir(src_dir.parent)
-            _fsync_dir(dst_dir.parent)
+            fsync_dir(src_dir.parent)
+            fsync_dir(dst_dir.parent)
 
     # ------------------------------------------------------------------------------------------ commits
     def _write_commit(
@@ -702,7 +241,7 @@ class HubStorage:
 
     def load_commit(self, repo_id: str, commit_id: str) -> Commit:
         path = self._repo_dir(repo_id) / "commits" / f"{commit_id}.json"
-        if not _HEX40.fullmatch(commit_id) or not path.is_file():
+        if not HEX40.fullmatch(commit_id) or not path.is_file():
             raise RevisionNotFound(f"revision {commit_id} not found in {repo_id}")
         return _commit_from_json(commit_id, _read_json(path))
 
@@ -730,7 +269,7 @@ class HubStorage:
         kind, name = _ref_of(refs, revision) or (None, None)
         if kind is not None:
             return self.load_commit(repo_id, refs[kind][name])
-        if _HEX40.fullmatch(revision):
+        if HEX40.fullmatch(revision):
             return self.load_commit(repo_id, revision)
         raise RevisionNotFound(f"revision {revision} not found in {repo_id}")
 
@@ -862,23 +401,14 @@ class HubStorage:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-
-class RepoLfs:
-    """Which LFS objects one repo may commit, asked object by object for one request: those its commits
-    name already (read once, at the first object that has no record) and those it has a record for."""
-
-    def __init__(self, storage: HubStorage, repo_id: str):
-        self.storage, self.repo_id = storage, repo_id
-        self._named: set[str] | None = None
-
-    def named(self, sha256: str) -> bool:
-        """Whether a commit of the repo names the object (old commits too: they stay downloadable)."""
-        if self._named is None:
-            self._named = self.storage.lfs_objects(self.repo_id)
-        return sha256 in self._named
-
-    def may_commit(self, sha256: str) -> bool:
-        return self.storage.lfs_granted(self.repo_id, sha256) or self.named(sha256)
+    # ------------------------------------------------------------------------------------------ LFS
+    def lfs_objects(self, repo_id: str) -> set[str]:
+        """The sha256 of every LFS file that any commit of the repo names (old commits stay downloadable)."""
+        found: set[str] = set()
+        for path in (self._repo_dir(repo_id) / "commits").glob("*.json"):
+            commit = _commit_from_json(path.stem, _read_json(path))
+            found.update(entry.sha256 for entry in commit.files.values() if entry.lfs)
+        return found
 
 
 def _ref_of(refs: dict[str, dict[str, str]], revision: str) -> tuple[str, str] | None:

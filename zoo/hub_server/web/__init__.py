@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from zoo.hub_server.app import RESERVED_NAMESPACES, RawPathRoute
+from zoo.hub_server.routing import RESERVED_NAMESPACES, RawPathRoute
 from zoo.hub_server.web.pages import WebPages
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from zoo.hub_server import scores
-from zoo.hub_server.storage import Commit, HubStorage
+from zoo.hub_server.storage import HubStorage
+from zoo.hub_server.store_records import Commit
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 Each handler is a plain function, so it runs whole in a worker thread as the API's do (storage reads,
 Markdown, templates). A page sees what the API would show the same caller: the caller comes from the
-session cookie the login form set (:func:`zoo.hub_server.app.caller_of`), and a private repo the caller may not
-read is the same "not found" page as a repo that does not exist (:meth:`zoo.hub_server.app.Call.readable`).
+session cookie the login form set (:func:`zoo.hub_server.routing.caller_of`), and a private repo the caller may not
+read is the same "not found" page as a repo that does not exist (:meth:`zoo.hub_server.routing.Call.readable`).
 
 Errors are pages too: a page route answers HTML whatever goes wrong; the API keeps its JSON replies.
 """
@@ -24,11 +24,11 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from zoo.hub_server import scores
-from zoo.hub_server.app import Call, caller_of, report_bug
 from zoo.hub_server.http_limits import HttpError, check_head, read_form
 from zoo.hub_server.protocol import ANONYMOUS, TokenInfo
+from zoo.hub_server.routing import Call, caller_of, report_bug
 from zoo.hub_server.sessions import SESSION_COOKIE, SESSION_TTL
-from zoo.hub_server.storage import (
+from zoo.hub_server.store_records import (
     DEFAULT_BRANCH,
     Commit,
     EntryNotFound,
