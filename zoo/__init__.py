@@ -8,7 +8,7 @@ and ``zoo --help`` stay fast): ``zoo.check``, ``zoo.evaluate``, ``zoo.evaluate_a
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from zoo.version import __version__
 
 _API = (
     "check",

@@ -19,8 +19,8 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-import zoo
 from zoo.artifacts.forking import fork_is_safe
+from zoo.version import __version__
 
 _SCHEMA = 3
 #: Distributions whose version (or absence) changes what ``zoo check`` says about a run.
@@ -64,8 +64,8 @@ def context(registry_sources: Iterable[Path]) -> str:
     """A digest of what a verdict depends on besides the run's own files."""
     from importlib.metadata import PackageNotFoundError, version
 
-    digest = hashlib.sha256(f"{_SCHEMA}:{zoo.__version__}".encode())
-    package = Path(zoo.__file__).parent
+    digest = hashlib.sha256(f"{_SCHEMA}:{__version__}".encode())
+    package = Path(__file__).parent.parent  # the zoo package: its sources are part of every verdict
     sources = sorted(package.rglob("*.py"))
     digest.update(stamp([*sources, *registry_sources]).encode())
     for name in CONTEXT_PACKAGES:
