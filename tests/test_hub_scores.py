@@ -122,7 +122,7 @@ def _rows(hub, viewer=None) -> dict[str, scores.ScoreRow]:
 def _leaderboard_row(eval_json: Path, tmp_path: Path):
     """What ``zoo leaderboard`` makes of this eval.json, in a run dir of its own."""
     from zoo.artifacts.runs import RunFilter
-    from zoo.ranking import build_leaderboard
+    from zoo.ranking.board import build_leaderboard
     from zoo.registry import load_registry
 
     src = next(EXAMPLES.glob(f"{ENV}__dqn__*"))
