@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.util
 import re
 import secrets
 import signal
@@ -64,6 +65,8 @@ if TYPE_CHECKING:
 
 
 _PUBLIC_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d{1,5})?")
+#: What the ``server`` extra installs (pyproject.toml): the web stack, which the client (zoo.hub) never needs.
+SERVER_MODULES = ("starlette", "uvicorn", "markdown_it", "nh3")
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -81,6 +84,21 @@ def check_public_url(url: str) -> str:
             hint="e.g. --public-url https://hub.lab.example",
         )
     return url
+
+
+def require_server_extra() -> None:
+    """Refuse, in one line naming the install command, when a module of the ``server`` extra is missing:
+    checked before the storage folder is touched, so a base install serves nothing and writes nothing."""
+    for module in SERVER_MODULES:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a finder that refuses the name, or a module without a spec
+            found = False
+        if not found:
+            raise ZooError(
+                f"zoo hub serve needs the server extra ({module} is not installed): "
+                "pip install 'rl-zoo-hub[server]'"
+            )
 
 
 class HubServer:
@@ -103,6 +121,7 @@ class HubServer:
         reevaluate: bool = False,
         reevaluate_timeout: float | None = None,
     ):
+        require_server_extra()
         self.tokens = load_tokens(token_file) if token_file is not None else {}
         self.open_access = token_file is None
         self.limits = limits or Limits()
