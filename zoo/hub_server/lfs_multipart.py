@@ -6,9 +6,9 @@ objects that would need more than ``Limits.lfs_max_parts`` parts) and one signed
 completion URL. Each part is streamed to ``ROOT/parts/OID-EXPIRES-SIG/N`` (a temp file, then a rename;
 SIG is the start of the URL's signature, so uploads of one object to two repos never share a folder) and
 answered with its sha256 as ETag; the completion POST lists the parts' ETags, and the blob is written from
-the parts in order through the usual :class:`zoo.hub_server.storage.BlobUpload`, which checks the object's sha256
+the parts in order through the usual :class:`zoo.hub_server.blobs.BlobUpload`, which checks the object's sha256
 and size before anything appears under ``blobs/``; then the object is the repo's to commit. A failed or abandoned upload leaves only its parts folder, which
-:func:`zoo.hub_server.storage.remove_stale_parts` clears once its URLs have expired (at a server's start, and
+:func:`zoo.hub_server.blobs.remove_stale_parts` clears once its URLs have expired (at a server's start, and
 by ``zoo hub gc``).
 """
 

@@ -39,7 +39,7 @@ LFS objects are stored once, but visible per repo. Knowing an object's sha256 an
 to commit it (and then download it): a commit may name an LFS object only if one of the repo's commits
 names it already, or the repo has a record for it in ``lfs/``, written when its bytes were uploaded to that
 repo (:meth:`HubStorage.grant_lfs`, after the upload was verified) or copied from a repo the committer can
-read (the Hub's ``lfs-files/duplicate``); :class:`RepoLfs` decides. A record is one empty file, created in
+read (the Hub's ``lfs-files/duplicate``); :class:`~zoo.hub_server.lfs_access.RepoLfs` decides. A record is one empty file, created in
 one step (``O_CREAT``) and fsync'd; it travels with its repo when the repo is moved or deleted. Records
 only bridge the time between an upload and its commit, so a root of an earlier release (no ``lfs/``
 folders) or a backup without them loses nothing that was committed. gc removes the records of blobs it
