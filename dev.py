@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Set up a virtualenv and run zoo's demo or test suite: needs only Python 3.11 and pip.
 
-    python3 dev.py demo   # .venv + zoo, then `zoo check`, `zoo eval --all`, `zoo leaderboard` and
+    python3 dev.py demo   # .venv + zoo[server], then `zoo check`, `zoo eval --all`, `zoo leaderboard` and
                           # `zoo report` on the bundled example runs,
                           # `zoo export` one to ONNX and `zoo eval` the exported file, and offline
                           # sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
-    python3 dev.py test   # .venv + zoo[dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray], then the lint
+    python3 dev.py test   # .venv + zoo[dev,server,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray], then the lint
                           # gate (below), then the whole test suite;
                           # then .venv-myosuite + zoo[dev,sb3,myosuite] and tests/test_myosuite.py in it
     python3 dev.py test --fast   # the gate, then the main venv's suite without the tests that train, build Genesis
@@ -64,7 +64,7 @@ def setup(extras: str = "", where: Path = VENV) -> None:
 
 
 def demo() -> int:
-    setup()
+    setup("server")  # the sharing loop runs zoo hub serve
     import shutil
 
     zoo = BIN / "zoo"
@@ -227,7 +227,7 @@ def test() -> int:
     myosuite_named = [a for a in paths if _is_myosuite_test(a)]
     status = 0
     if not paths or len(myosuite_named) < len(paths):
-        setup("dev,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray")
+        setup("dev,server,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray")
         if lint(then="; the tests did not run"):
             return 1
         main = [a for a in args if a not in myosuite_named]

@@ -240,7 +240,7 @@ def test_bad_flax_files_are_one_clear_error(tmp_path, name, write, reason):
 def test_enjoy_fetches_a_jax_model_from_a_repo_laid_out_as_cleanrl_pushes_it(tmp_path):
     """cleanrl_utils/huggingface.py's push_to_hub: the model, the script, pyproject.toml, poetry.lock, the
     events file, replay.mp4, videos/ and README.md; CleanRL's repo name with the default entity cleanrl."""
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
     run = tmp_path / "runs" / "CartPole-v1__dqn_jax__1__1700000000"
     _save_dqn(run)

@@ -55,7 +55,7 @@ PAGES: dict[str, tuple] = {
 
 #: What converted pages show but do not run (each line says why in its page: ``# not run here: REASON``).
 NOT_RUN: dict[str, set[str]] = {
-    "README.md": {"python3 dev.py demo", "python3 dev.py test", "pip install torch==2.13.0 -e ."},
+    "README.md": {"python3 dev.py demo", "python3 dev.py test", "pip install torch==2.13.0 -e '.[server]'"},
     "docs/adding-a-framework.md": {
         "# fragment: zoo/frameworks/mylib/__init__.py, the methods' bodies are yours"
     },

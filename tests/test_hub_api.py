@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from test_hub_server import ALICE, BOB, hub_log, requests_in, run_client
 
-from zoo.hub import repo_api
-from zoo.hub.http_limits import Limits
-from zoo.hub.server import HubServer
+from zoo.hub_server import repo_api
+from zoo.hub_server.http_limits import Limits
+from zoo.hub_server.server import HubServer
 
 SETUP = """
 def card(tags, library="cleanrl", env="CartPole-v1"):
@@ -417,7 +417,7 @@ def test_the_index_is_rebuilt_from_the_store_and_reconciled_after_a_crash(tmp_pa
     assert rebuilt.index.rebuilt
     assert [(r.repo_id, r.sha, r.tags) for r in rebuilt.index.search(None, sort="id", direction=1)] == before
     # a commit that reached the store but not the index (a crash between the two)
-    from zoo.hub.storage import Put
+    from zoo.hub_server.store_records import Put
 
     entry = rebuilt.storage.regular_file(b"---\ntags: [late]\n---\n")
     commit, _ = rebuilt.storage.commit(

@@ -30,9 +30,10 @@ from hub_fuzzing import HANG, memory, zoo_serve
 from test_hub_server import hub_log, requests_in, run_client
 from test_safeyaml import billion_laughs
 
-from zoo.hub.http_limits import Limits
-from zoo.hub.server import HubServer
-from zoo.hub.storage import HubStorage, Put
+from zoo.hub_server.http_limits import Limits
+from zoo.hub_server.server import HubServer
+from zoo.hub_server.storage import HubStorage
+from zoo.hub_server.store_records import Put
 
 FAST = Limits(head_timeout=0.5, body_idle_timeout=0.5, shutdown_grace=0.5)
 LONG_STRING = "a: &a " + "x" * 100_000 + "\nb: [" + ", ".join(["*a"] * 50) + "]\n"  # 5 MB once expanded
@@ -472,7 +473,7 @@ def test_a_new_process_on_the_same_root_keeps_uploads_in_flight(tmp_path):
     upload = storage.open_upload()
     upload.write(b"half of it")
     (storage.tmp / "upload.legacy").write_bytes(b"x" * 10)  # an older server's leftover: nobody holds it
-    code = "import sys; from zoo.hub.storage import HubStorage; print(tuple(HubStorage(sys.argv[1]).removed))"
+    code = "import sys; from zoo.hub_server.storage import HubStorage; print(tuple(HubStorage(sys.argv[1]).removed))"
     other = subprocess.run(
         [sys.executable, "-c", code, str(storage.root)], capture_output=True, text=True, timeout=60
     )

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from test_hub_server import ALICE, BOB, hub_log, requests_in, run_client
 
-from zoo.hub.maintenance import verify_blobs
-from zoo.hub.server import HubServer
+from zoo.hub_server.maintenance import verify_blobs
+from zoo.hub_server.server import HubServer
 
 SECRET, PUBLIC = os.urandom(6000), os.urandom(5000)  # *.bin: the client sends them through LFS
 

@@ -18,8 +18,8 @@ from hub_fuzzing import HANG, zoo_serve
 from test_hub_hardening import exchange
 from test_hub_server import ALICE, BOB, hub_log, run_client
 
-from zoo.hub.logs import file_list, printable
-from zoo.hub.server import HubServer
+from zoo.hub_server.logs import file_list, printable
+from zoo.hub_server.server import HubServer
 
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 ACCESS = re.compile(

@@ -22,8 +22,9 @@ from helpers import zoo
 from test_hub_server import PRELUDE, run_client
 
 from zoo.errors import ZooError
-from zoo.hub.maintenance import collect_garbage, verify_blobs
-from zoo.hub.server import HubServer
+from zoo.hub_server.maintenance import collect_garbage, verify_blobs
+from zoo.hub_server.server import HubServer
+from zoo.hub_server.storage import HubStorage
 
 HOURS_AGO = time.time() - 7200
 
@@ -370,3 +371,45 @@ def test_a_repo_missing_its_refs_is_reported_not_mistaken_for_a_move(hub, tmp_pa
     result = zoo("hub", "verify", "--root", hub.storage.root)
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0] == "unreadable repo alice/gc: alice/gc/refs.json is missing"
+
+
+def test_hub_serve_without_the_server_extra_says_what_to_install_and_writes_nothing(tmp_path):
+    """A base install (no ``server`` extra: starlette cannot be imported) gets one line naming the install
+    command and a non-zero exit, before the storage folder is made; ``zoo hub verify`` and ``gc``, which
+    read and clean a root without serving it, still work there."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        textwrap.dedent(
+            """
+            import importlib.abc
+            import sys
+
+            class NotInstalled(importlib.abc.MetaPathFinder):
+                def find_spec(self, name, path=None, target=None):
+                    if name == "starlette" or name.startswith("starlette."):
+                        raise ImportError(f"No module named {name!r} (blocked)", name=name)
+                    return None
+
+            sys.meta_path.insert(0, NotInstalled())
+            """
+        )
+    )
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(repo)])}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "zoo", "hub", *args]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+    root = tmp_path / "hub"
+    served = cli("serve", "--root", str(root), "--port", "0")
+    assert served.returncode != 0
+    assert served.stderr.strip().splitlines() == [
+        "error: zoo hub serve needs the server extra (starlette is not installed): "
+        "pip install 'rl-zoo-hub[server]'"
+    ]
+    assert not root.exists()
+    HubStorage(root)  # a root made with the extra (the storage itself needs none)
+    assert cli("verify", "--root", str(root)).returncode == 0
+    assert cli("gc", "--root", str(root), "--dry-run").returncode == 0

@@ -25,7 +25,7 @@ SENTINEL = "hf_SENTINELroundtrip0123456789abcdefghij"
 def token_hub(tmp_path):
     """A hub on 127.0.0.1 that takes the SENTINEL token (user alice, org demo), stopped on exit; yields
     the server and its access log."""
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(f"{SENTINEL} alice demo\n")

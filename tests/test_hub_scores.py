@@ -1,4 +1,4 @@
-"""The hub's leaderboard data (:mod:`zoo.hub.scores`) and ``--reevaluate`` (:mod:`zoo.hub.reevaluate`).
+"""The hub's leaderboard data (:mod:`zoo.hub_server.scores`) and ``--reevaluate`` (:mod:`zoo.hub_server.reevaluate`).
 
 One token hub on 127.0.0.1 holds real repos: the bundled dqn run pushed by the real ``zoo push --yes``
 (which evaluates it with ``zoo eval`` first), and, made from that push's staged files with the real
@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from helpers import EXAMPLES, write_malicious
 
-from zoo.hub import scores
-from zoo.hub.evaluations import EvaluationStore
-from zoo.hub.protocol import TokenInfo
-from zoo.hub.reevaluate import Reevaluator
-from zoo.hub.server import HubServer
+from zoo.hub_server import scores
+from zoo.hub_server.evaluations import EvaluationStore
+from zoo.hub_server.protocol import TokenInfo
+from zoo.hub_server.reevaluate import Reevaluator
+from zoo.hub_server.server import HubServer
 
 ALICE = "hf_ALICEscores0123456789abcdefghijklmn"
 ENV = "CartPole-v1"
@@ -122,7 +122,7 @@ def _rows(hub, viewer=None) -> dict[str, scores.ScoreRow]:
 def _leaderboard_row(eval_json: Path, tmp_path: Path):
     """What ``zoo leaderboard`` makes of this eval.json, in a run dir of its own."""
     from zoo.artifacts.runs import RunFilter
-    from zoo.ranking import build_leaderboard
+    from zoo.ranking.board import build_leaderboard
     from zoo.registry import load_registry
 
     src = next(EXAMPLES.glob(f"{ENV}__dqn__*"))

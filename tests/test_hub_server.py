@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from zoo.errors import ZooError
-from zoo.hub.server import HubServer, TokenInfo, load_tokens
+from zoo.hub_server.server import HubServer, TokenInfo, load_tokens
 
 ALICE, BOB = "alice-secret-token-1234", "bob-secret-token-5678"
 
@@ -547,7 +547,8 @@ def test_storage_serializes_concurrent_commits(tmp_path):
     """The client race above rarely overlaps on two cores; this one does, on the code path it exercises."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from zoo.hub.storage import HubStorage, Put
+    from zoo.hub_server.storage import HubStorage
+    from zoo.hub_server.store_records import Put
 
     storage = HubStorage(tmp_path / "root")
     storage.create_repo("alice/busy", "alice", private=False)
@@ -569,7 +570,7 @@ def test_storage_serializes_concurrent_commits(tmp_path):
 def test_a_repo_creation_killed_half_way_leaves_nothing_that_survives_the_next_creation(tmp_path):
     import fcntl
 
-    from zoo.hub.storage import HubStorage
+    from zoo.hub_server.storage import HubStorage
 
     storage = HubStorage(tmp_path / "root")
     parent = tmp_path / "root" / "repos" / "alice"

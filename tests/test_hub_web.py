@@ -24,9 +24,9 @@ import pytest
 from helpers import EXAMPLES, REPO
 from test_hub_server import hub_log, run_client
 
-from zoo.hub import scores
-from zoo.hub.server import HubServer
-from zoo.hub.web.pages import human_size
+from zoo.hub_server import scores
+from zoo.hub_server.server import HubServer
+from zoo.hub_server.web.pages import human_size
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -23,8 +23,9 @@ from helpers import EXAMPLES, REPO
 from test_hub_server import hub_log
 
 from zoo.hub.release import MANIFEST, card_names, manifest_names
-from zoo.hub.server import HubServer
-from zoo.hub.storage import HubStorage, RepoNotFound
+from zoo.hub_server.server import HubServer
+from zoo.hub_server.storage import HubStorage
+from zoo.hub_server.store_records import RepoNotFound
 from zoo.release.forms import PURPOSE
 
 #: The framework-free forms every release of an exportable policy carries (zoo.release).

@@ -23,8 +23,8 @@ import pytest
 from helpers import EXAMPLES
 from test_hub_server import hub_log
 
-from zoo.hub.server import HubServer
-from zoo.hub.storage import HubStorage
+from zoo.hub_server.server import HubServer
+from zoo.hub_server.storage import HubStorage
 
 ALICE, BOB = "hf_ALICEwrites0123456789abcdefghijklmn", "hf_BOBwritesOwn0123456789abcdefghijklm"
 UNKNOWN = "hf_UNKNOWNtoken0123456789abcdefghijklm"
@@ -355,7 +355,7 @@ def test_the_commit_deletes_what_the_previous_release_listed_and_nothing_else(hu
     """The second upload's one commit deletes eval.json (the first release's, not staged now); files the
     manifest does not list stay, and so does .gitattributes even when a (tampered) manifest lists it."""
     from zoo.hub.release import MANIFEST
-    from zoo.hub.storage import Put
+    from zoo.hub_server.store_records import Put
 
     first = push(hub, run_files, tmp_path).result
     assert [c["change"] for c in first["changes"]] == [

@@ -197,7 +197,7 @@ def _run(cmd: list, cwd: Path, env: dict, timeout: float = 300) -> subprocess.Co
 
 @pytest.fixture
 def hub(tmp_path):
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
     server = HubServer(tmp_path / "hub-root").start()  # open access: anyone may write, as in dev.py demo
     yield server

@@ -390,7 +390,7 @@ api.upload_folder(repo_id=sys.argv[1], folder_path=sys.argv[2])
 def test_enjoy_finds_the_sb3_orgs_rl_zoo3_repo_and_applies_its_config(
     rlzoo_runs, contrib_run, kind, tmp_path
 ):
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
     algo, exp_name, env_id, run, algo_class = {
         "atari": ("ppo", "sb3_ppo", BREAKOUT, rlzoo_runs["atari"], "PPO"),

@@ -662,7 +662,7 @@ def test_the_hub_reevaluation_passes_the_step_bound_and_a_budget_under_its_timeo
     import subprocess
     from types import SimpleNamespace
 
-    from zoo.hub import reevaluate
+    from zoo.hub_server import reevaluate
 
     data = json.dumps({"task": "CartPole-v1", "exp_name": "dqn", "settings": {"max_steps": 200}}).encode()
     hub = SimpleNamespace(storage=SimpleNamespace(read_blob=lambda _entry: data))

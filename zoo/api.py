@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from zoo.hub.fetch import Source
     from zoo.hub.push import Staging
     from zoo.policy import Policy
-    from zoo.ranking import Leaderboard
+    from zoo.ranking.board import Leaderboard
     from zoo.registry import Entry, Registry
     from zoo.reporting import ReportResult
     from zoo.sweep.outcome import Outcome, SweepResult
@@ -376,7 +376,8 @@ def leaderboard(
     have no eval.json (``on_run`` gets each outcome); an existing eval.json is
     never redone. No run found raises a ZooError; nothing rankable is ``result.exit_code == 1``."""
     from zoo.artifacts.runs import RunFilter
-    from zoo.ranking import build_leaderboard, runs_without_eval
+    from zoo.ranking.board import build_leaderboard
+    from zoo.ranking.runs import runs_without_eval
 
     roots = [Path(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
     reg, run_filter = _registry(registry), RunFilter(exp_name, env_id)
@@ -412,7 +413,7 @@ def report(
     folder is built beside ``out`` and renamed into place when complete (docs/report.md). No run found
     raises a ZooError."""
     from zoo.artifacts.runs import RunFilter
-    from zoo.ranking.records import discover
+    from zoo.ranking.runs import discover
     from zoo.reporting import write_report
 
     roots = [Path(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]

@@ -21,12 +21,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-import zoo
 from zoo.envs import EnvSpec, make_vector_env, reset_restores
 from zoo.episodes import Episode, episode_quotas
 from zoo.policy import Policy
 from zoo.rollout_guard import CUT_INFO, Deadline, check_returns, env_error, gym_env_label, require_finite
 from zoo.tensor_env import TensorEnvSpec
+from zoo.version import __version__
 
 _CUT_MASK = f"_{CUT_INFO}"  # the vector env's mask of the sub-envs whose info has the key
 
@@ -47,7 +47,7 @@ class EvalResult:
     episodes: list[Episode]
     wall_clock_seconds: float
     evaluated_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
-    zoo_version: str = zoo.__version__
+    zoo_version: str = __version__
     settings: dict = field(default_factory=dict)
     source: dict | None = None
     #: sha256 of the model file's bytes, read before it was loaded: what a sweep's resume and a hub's "verified"

@@ -19,8 +19,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import zoo
 from zoo.artifacts.forking import fork_is_safe
+from zoo.version import __version__
 
 _SCHEMA = 3
 #: Distributions whose version (or absence) changes what ``zoo check`` says about a run, whatever the
@@ -66,8 +66,8 @@ def context(
     (the adapters' libraries)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    digest = hashlib.sha256(f"{_SCHEMA}:{zoo.__version__}".encode())
-    package = Path(zoo.__file__).parent
+    digest = hashlib.sha256(f"{_SCHEMA}:{__version__}".encode())
+    package = Path(__file__).parent.parent  # the zoo package: its sources are part of every verdict
     digest.update(stamp([*sorted(package.rglob("*.py")), *sources, *registry_sources]).encode())
     for name in dict.fromkeys([*CONTEXT_PACKAGES, *packages]):
         try:

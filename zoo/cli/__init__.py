@@ -16,11 +16,11 @@ import sys
 
 import click
 
-from zoo import __version__
 from zoo.cli import check, doctor, evaluate, export, hub, push, registry, watch
 from zoo.cli.render import err, escape
 from zoo.cli.shared import Process
 from zoo.errors import WriteError, ZooError
+from zoo.version import __version__
 
 
 def _fail(exc: ZooError) -> None:

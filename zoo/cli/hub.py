@@ -111,9 +111,9 @@ def hub_serve_cmd(
     root, host, port, token_file, reevaluate, reevaluate_timeout, public_url, max_lfs_size, log_level
 ) -> None:
     """Serve the Hub HTTP protocol from ROOT: point HF_ENDPOINT at it, with HF_HUB_DISABLE_XET=1."""
-    from zoo.hub.http_limits import Limits
-    from zoo.hub.logs import log_to_stderr
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.http_limits import Limits
+    from zoo.hub_server.logs import log_to_stderr
+    from zoo.hub_server.server import HubServer
 
     log_to_stderr(log_level)
     server = HubServer(
@@ -175,7 +175,7 @@ _hub_root = click.option(
 @opt.as_json
 def hub_gc_cmd(root, grace, dry_run, as_json) -> None:
     """Remove blobs that no commit of any repo references, and dead uploads; safe while servers run."""
-    from zoo.hub.maintenance import collect_garbage
+    from zoo.hub_server.maintenance import collect_garbage
 
     report = collect_garbage(root, grace_seconds=grace, dry_run=dry_run)
     if as_json:
@@ -201,7 +201,7 @@ def hub_verify_cmd(ctx, root, as_json) -> None:
 
     Exit 0: all sound; 1: something is corrupt or missing (one line each). Nothing is changed.
     """
-    from zoo.hub.maintenance import verify_blobs
+    from zoo.hub_server.maintenance import verify_blobs
 
     report = verify_blobs(root)
     if as_json:

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, distribution, distributions, version
 
-import zoo
+from zoo.version import __version__
 
 DIST = "rl-zoo-hub"
 #: The libraries every zoo command leans on, reported first.
@@ -154,7 +154,7 @@ def frameworks() -> dict[str, dict]:
 def environment() -> dict:
     """``zoo doctor`` with no flags: everything above, as one JSON-ready dict."""
     return {
-        "zoo": zoo.__version__,
+        "zoo": __version__,
         "packages": {name: installed_version(name) for name in CORE},
         "torch": torch_backend(),
         "frameworks": frameworks(),

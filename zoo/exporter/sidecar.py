@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-import zoo
 from zoo.policy import ExportSpec
+from zoo.version import __version__
 
 TORCHSCRIPT_METADATA = "zoo_metadata.json"
 
@@ -130,5 +130,5 @@ def build_sidecar(
         "parity": parity,
         "exported_at": exported_at or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "torch_version": torch.__version__,
-        "zoo_version": zoo.__version__,
+        "zoo_version": __version__,
     }

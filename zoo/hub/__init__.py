@@ -1,1 +1,4 @@
-"""Hugging Face Hub layer: consented downloads, pushes with model cards, and a compatible server."""
+"""The Hugging Face Hub client: consented downloads, pushes with model cards, and the release manifest.
+
+The server (``zoo hub serve``) is a package of its own, :mod:`zoo.hub_server`, which nothing here imports.
+"""

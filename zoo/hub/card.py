@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import zoo
 from zoo.errors import ZooError
+from zoo.version import __version__
 
 
 def templates_dir() -> Path:
@@ -74,7 +74,7 @@ def render_card(target, context: dict[str, Any]):
         algorithm=entry.algorithm,
         exp_name=entry.name,
         framework=adapter.hub.display_name,
-        zoo_version=zoo.__version__,
+        zoo_version=__version__,
         hyperparameters=text_summary(run.events_file) if run.events_file else None,
         **adapter.card_context(entry, run),
         **context,

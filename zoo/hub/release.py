@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-import zoo
 from zoo.errors import RefusedError
+from zoo.version import __version__
 
 MANIFEST = "zoo_release.json"
 FORMAT, VERSION = "zoo-release", 1
@@ -42,7 +42,7 @@ def manifest(files: dict[str, tuple[str, int]]) -> str:
     """The text of ``zoo_release.json`` for ``{name: (sha256, size)}``: sorted, so that an unchanged
     release gives the same bytes (and a re-push of it makes no commit)."""
     listed = {name: {"sha256": sha, "size": size} for name, (sha, size) in sorted(files.items())}
-    data = {"format": FORMAT, "version": VERSION, "zoo_version": zoo.__version__, "files": listed}
+    data = {"format": FORMAT, "version": VERSION, "zoo_version": __version__, "files": listed}
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 

@@ -46,7 +46,7 @@ def repo_id_of(target: str) -> str:
 
 def read_card(text: str, registry: Registry) -> tuple[str | None, str | None]:
     """``(experiment, env id)`` as a model card says them; None for what it does not say."""
-    from zoo.hub.protocol import card_metadata
+    from zoo.hub.card_header import card_metadata
 
     try:
         meta = card_metadata(text)

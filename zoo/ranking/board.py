@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from zoo.ranking import stats
-from zoo.ranking.records import InvalidEval, SeedRecord, discover, eval_path, read_record, run_key
+from zoo.ranking.records import InvalidEval, SeedRecord, eval_path, read_record, run_key
+from zoo.ranking.runs import discover
 
 if TYPE_CHECKING:
     from zoo.artifacts.runs import RunFilter

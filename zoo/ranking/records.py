@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,8 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from zoo.artifacts.runs import Run, RunFilter
-    from zoo.registry import Registry
+    from zoo.artifacts.runs import Run
 
 #: What a run without an eval.json is told (the message the docs and the tests quote).
 
@@ -159,24 +157,6 @@ def eval_path(run: Run) -> Path | None:
     folder = run.path if Path(run.path).is_dir() else Path(run.path).parent
     candidate = folder / "eval.json"
     return candidate if candidate.is_file() else None
-
-
-def discover(paths: Iterable[Path], registry: Registry, run_filter: RunFilter) -> list[Run]:
-    """zoo's own discovery (what ``zoo check`` and ``zoo eval`` find), in path order; none is an error."""
-    from zoo.checker import found_runs
-
-    return found_runs(list(paths), registry, run_filter, "zoo leaderboard")
-
-
-def runs_without_eval(paths: Iterable[Path], registry: Registry, run_filter: RunFilter) -> list[Path]:
-    """The run dirs (or lone model files) under ``paths`` that have no eval.json and whose experiment the
-    registry knows: what ``zoo leaderboard --eval`` evaluates. Runs that have one are left alone, whatever
-    settings it was made with."""
-    return [
-        Path(run.path)
-        for run in discover(paths, registry, run_filter)
-        if eval_path(run) is None and run.exp_name in registry.entries
-    ]
 
 
 def run_key(run: Run) -> str:

@@ -15,7 +15,7 @@ from zoo.strict_json import dumps
 
 if TYPE_CHECKING:
     from zoo.artifacts.runs import Run
-    from zoo.ranking import Leaderboard
+    from zoo.ranking.board import Leaderboard
 
 #: The file that says a folder is a zoo report (an existing ``--out`` is replaced only if it holds one).
 MARKER = "report.json"
@@ -219,9 +219,9 @@ def _render(
 ) -> None:
     import jinja2
 
-    import zoo
     from zoo.ranking import stats
     from zoo.ranking.board import COLUMNS, TEXT_COLUMNS, cells_of
+    from zoo.version import __version__
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
@@ -231,7 +231,7 @@ def _render(
     )
     rows = [{"row": row, "cells": cells_of(row)} for row in board.rows]
     html = env.get_template("index.html.j2").render(
-        zoo_version=zoo.__version__,
+        zoo_version=__version__,
         columns=COLUMNS,
         numeric=[c not in TEXT_COLUMNS for c in COLUMNS],
         rows=rows,

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import zoo
 from zoo.atomic import append_line, copy_file_atomic, write_json_atomic
 from zoo.errors import FileChanged, ZooError
 from zoo.frameworks import BEST_MODEL
 from zoo.strict_json import dumps
+from zoo.version import __version__
 
 if TYPE_CHECKING:
     from zoo.evaluator import EvalResult
@@ -311,7 +311,7 @@ class RunRecords:
             **{key: metrics[key] for key in _STATS},
             "eval": payload,
             "written_at": _now(),
-            "zoo_version": zoo.__version__,
+            "zoo_version": __version__,
         }
         try:
             write_json_atomic(self.run_dir / BEST_META_FILE, meta)

@@ -1,19 +1,17 @@
-"""What the Hugging Face Hub protocol says, independent of serving it: tokens, card metadata, which
-files go through LFS, tree listings. The app (:mod:`zoo.hub.app`) and the server (:mod:`zoo.hub.server`)
+"""What the Hugging Face Hub protocol says, independent of serving it: tokens, card tags, which files go
+through LFS, tree listings (a card's YAML header is read by :mod:`zoo.hub.card_header`, shared with the
+client). The routes (:mod:`zoo.hub_server.routing` and the route groups) and the server (:mod:`zoo.hub_server.server`)
 both follow these rules."""
 
 from __future__ import annotations
 
 import fnmatch
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zoo import safeyaml
 from zoo.errors import ZooError
-from zoo.hub.storage import FileEntry, InvalidInput, check_name
+from zoo.hub_server.store_records import FileEntry, InvalidInput, check_name
 
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"  # the client's cue for "bad token"
 LFS_THRESHOLD = 10 * 1024 * 1024  # roughly huggingface.co's rule: files from 10 MiB on go through git-LFS
@@ -37,15 +35,6 @@ LFS_PATTERNS = (
     "*.mp4",
     "*tfevents*",
 )
-#: A README's YAML header, in characters: cards carry a few KiB, and PyYAML parses some 200 KiB a second,
-#: so this bounds what one unauthenticated /api/validate-yaml costs to about a second of one core.
-MAX_CARD_YAML = 256 << 10
-#: What that header may expand to through aliases: it goes back to the client in every model_info.
-MAX_CARD_CHARS = 4 << 20
-# The Hub's own pattern (huggingface_hub repocard.py), made linear: possessive newline runs, and a close
-# that starts a newline run. The original backtracks cubically on newlines: 8 KB of them took 270 s of CPU.
-# Where the two differ, the original found an empty header and this one none: the same {} either way.
-_YAML_BLOCK = re.compile(r"^(\s*+---[\r\n]++)([\S\s]*?)((?<![\r\n])[\r\n]++---(\r\n|\n|$))")
 
 
 # ---------------------------------------------------------------------------------------------- tokens
@@ -102,31 +91,6 @@ def _token_line(fields: list[str], where: str) -> tuple[str, TokenInfo]:
 
 
 # ---------------------------------------------------------------------------------------------- content
-def card_metadata(text: str) -> dict[str, Any]:
-    """A README's YAML front matter as JSON-safe data ({} without one); ValueError with a one-line reason.
-
-    The YAML is parsed by :func:`zoo.safeyaml.loads` within a size and an alias-expansion budget, because
-    the text comes from anyone who can reach the server (``/api/validate-yaml`` needs no token).
-    """
-    match = _YAML_BLOCK.match(text)
-    if not match:
-        return {}
-    if len(match.group(2)) > MAX_CARD_YAML:
-        raise ValueError(f"the README.md metadata is over {MAX_CARD_YAML >> 10} KiB of YAML")
-    try:
-        data = safeyaml.loads(match.group(2), max_chars=MAX_CARD_CHARS)
-    except safeyaml.YamlProblem as exc:
-        raise ValueError(f"invalid YAML in the README.md metadata: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ValueError("the README.md metadata must be a YAML mapping (key: value)")
-    try:
-        return json.loads(json.dumps(data, default=str))  # dates and the like become strings
-    except (TypeError, ValueError):  # a key JSON cannot hold (a date as a key, say)
-        raise ValueError("the README.md metadata has keys that are not strings or numbers") from None
-
-
 def upload_mode(path: str, size: int, sample: bytes) -> str:
     """'lfs' for large, binary or weight-like files, 'regular' (inline in the commit) for small text."""
     name = path.rsplit("/", 1)[-1].lower()

@@ -22,7 +22,7 @@ from urllib.parse import quote, unquote, urlsplit
 import nh3
 from markdown_it import MarkdownIt
 
-from zoo.hub.protocol import _YAML_BLOCK
+from zoo.hub.card_header import YAML_BLOCK
 
 #: The page has its own landmarks (header, nav, main, footer): a card's would confuse screen readers.
 _TAGS = (nh3.ALLOWED_TAGS - {"header", "footer", "nav", "aside", "article", "map", "area"}) | {
@@ -49,7 +49,7 @@ def _markdown() -> MarkdownIt:
 
 def card_body(text: str) -> str:
     """The README without its YAML header (the metadata the page shows on its own)."""
-    match = _YAML_BLOCK.match(text)
+    match = YAML_BLOCK.match(text)
     return text[match.end() :] if match else text
 
 

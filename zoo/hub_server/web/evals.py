@@ -1,5 +1,5 @@
 """The eval numbers a model page shows: every metric the card claims (its ``model-index``, self-reported)
-and what zoo can vouch for, from :mod:`zoo.hub.scores`: the repo's ``eval.json``, when ``zoo eval`` wrote
+and what zoo can vouch for, from :mod:`zoo.hub_server.scores`: the repo's ``eval.json``, when ``zoo eval`` wrote
 it with a model whose sha256 is a file of the same commit (verified), or the one line saying why not."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from zoo.hub import scores
-from zoo.hub.storage import Commit, HubStorage
+from zoo.hub_server import scores
+from zoo.hub_server.storage import HubStorage
+from zoo.hub_server.store_records import Commit
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The query index of ``zoo hub serve``: repo metadata in SQLite, derived from the plain-file store.
 
-The store (:mod:`zoo.hub.storage`) is the truth; this index only answers what a list query needs
+The store (:mod:`zoo.hub_server.storage`) is the truth; this index only answers what a list query needs
 (``list_models`` with author, search, tags and sort; the web index and leaderboard pages) without
 opening every repo. It holds one row per repo: owner, visibility, dates, the ``main`` head and the
 README's card metadata, plus one row per tag.
@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zoo.hub.protocol import TokenInfo, card_metadata, card_tags
-from zoo.hub.storage import DEFAULT_BRANCH, FileEntry, HubStorage, RepoNotFound, RevisionNotFound
+from zoo.hub.card_header import card_metadata
+from zoo.hub_server.protocol import TokenInfo, card_tags
+from zoo.hub_server.storage import HubStorage
+from zoo.hub_server.store_records import DEFAULT_BRANCH, FileEntry, RepoNotFound, RevisionNotFound
 
 SCHEMA_VERSION = 1
 _SCHEMA = """

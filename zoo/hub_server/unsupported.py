@@ -3,7 +3,7 @@
 A bare ``404 no route`` would read as "that repo does not exist"; a 501 that names the call
 (``HfApi.get_repo_discussions is not supported by zoo hub serve``) says what is missing, and the client
 raises it as an ``HfHubHTTPError`` carrying that message. Any other ``/api/...`` path is a 501 too, with
-its method and path (the not-found handler of :mod:`zoo.hub.app`); a known path with the wrong
+its method and path (the not-found handler of :mod:`zoo.hub_server.routing`); a known path with the wrong
 method stays a 405.
 """
 
@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 from starlette.responses import Response
 
-from zoo.hub.app import Call, hub_route
-from zoo.hub.http_limits import HttpError
+from zoo.hub_server.http_limits import HttpError
+from zoo.hub_server.routing import Call, hub_route
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
 _ANY = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 _REPO = "/api/models/{ns}/{name}"

@@ -1,10 +1,10 @@
 """``zoo hub gc`` and ``zoo hub verify``: keep a hub root's blob store lean and prove it sound.
 
-Both read the commits of every repo (``repos/NS/NAME/commits/*.json``, see :mod:`zoo.hub.storage`): a blob
+Both read the commits of every repo (``repos/NS/NAME/commits/*.json``, see :mod:`zoo.hub_server.storage`): a blob
 is referenced when a file entry of any commit names its sha256, reachable from a ref or not (an old commit
 stays downloadable by id, so its blobs stay). Neither ever writes a commit or a ref.
 
-Garbage collection is safe while servers serve the same root (the protocol is in :mod:`zoo.hub.storage`'s
+Garbage collection is safe while servers serve the same root (the protocol is in :mod:`zoo.hub_server.storage`'s
 docstring): a blob is taken only when no commit referenced it when gc looked, and it is older than the
 grace period; each one is re-stat'ed and unlinked under the exclusive ``blobs.lock``, which every writer
 that re-uses a stored blob holds shared while it refreshes the blob's mtime. So a blob a commit is about to
@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from zoo.errors import ZooError
-from zoo.hub.storage import HubStorage, InvalidInput, remove_dead_uploads, remove_stale_parts
+from zoo.hub_server.blobs import remove_dead_uploads, remove_stale_parts
+from zoo.hub_server.storage import HubStorage
+from zoo.hub_server.store_records import InvalidInput
 
 _CHUNK = 1 << 20
 _LISTING_ROUNDS = 20

@@ -5,7 +5,7 @@ RL leaderboard reads: a ``mean_reward`` metric valued ``"123.45 +/- 6.70"`` unde
 id) is what the uploader *says*: **self-reported**. A score is **verified** when zoo measured it: the repo's
 ``eval.json`` was written by ``zoo eval`` with a model whose sha256 is the sha256 of a file in the same commit
 (``FileEntry.sha256`` is the content's, so the check is exact and reads no model), or the server's own
-re-evaluation (:mod:`zoo.hub.reevaluate`, ``zoo hub serve --reevaluate``) evaluated that commit. A verified
+re-evaluation (:mod:`zoo.hub_server.reevaluate`, ``zoo hub serve --reevaluate``) evaluated that commit. A verified
 row shows its episodes, seeds and the 95% bootstrap interval of :mod:`zoo.ranking.stats`, the statistics of
 ``zoo leaderboard`` (one repo is one training seed, so the interval is over its episodes). When the card
 disagrees with the measurement, the row shows the measurement and says so.
@@ -24,14 +24,15 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from zoo.hub.evaluations import EvaluationStore
+from zoo.hub_server.evaluations import EvaluationStore
 from zoo.ranking import stats
 from zoo.ranking.records import InvalidEval, SeedRecord, parse_record
 
 if TYPE_CHECKING:
-    from zoo.hub.protocol import TokenInfo
-    from zoo.hub.server import HubServer
-    from zoo.hub.storage import Commit, HubStorage
+    from zoo.hub_server.protocol import TokenInfo
+    from zoo.hub_server.server import HubServer
+    from zoo.hub_server.storage import HubStorage
+    from zoo.hub_server.store_records import Commit
 
 METRIC = "mean_reward"
 REPO_EVAL = "repo eval.json"
@@ -264,7 +265,7 @@ def commit_scores(hub: HubServer, repo: _Repo) -> CommitScores:
 
 
 def _compute(storage: HubStorage, repo: _Repo) -> CommitScores:
-    from zoo.hub.storage import StorageError
+    from zoo.hub_server.store_records import StorageError
 
     try:
         commit = storage.load_commit(repo.repo_id, repo.sha)

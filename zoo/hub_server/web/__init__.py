@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from zoo.hub.app import RESERVED_NAMESPACES, RawPathRoute
-from zoo.hub.web.pages import WebPages
+from zoo.hub_server.routing import RESERVED_NAMESPACES, RawPathRoute
+from zoo.hub_server.web.pages import WebPages
 
 if TYPE_CHECKING:
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
 
 class PageRoute(RawPathRoute):

@@ -1,7 +1,7 @@
 """The Hub API's repo management and list calls: what a team does with repos once they are pushed.
 
 ``list_models`` (author, search, tags, sort, limit, ``full``, ``cardData``) and ``hf repos ls`` read the
-SQLite index (:mod:`zoo.hub.index`); branches, tags, commit history, ``get_paths_info``, and
+SQLite index (:mod:`zoo.hub_server.index`); branches, tags, commit history, ``get_paths_info``, and
 ``delete_repo``, ``move_repo`` and ``update_repo_settings`` work on the store and then refresh the
 repo's index row. ``lfs-files/duplicate`` is how the client copies an LFS file across repos
 (``CommitOperationCopy(src_repo_id=...)``): it makes the object the target repo's to commit, provided
@@ -19,16 +19,18 @@ from urllib.parse import urlencode
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from zoo.hub.app import _SHA256, RESERVED_NAMESPACES, Call, HubJson, hub_route, tree_items
-from zoo.hub.http_limits import HttpError
-from zoo.hub.index import RepoRow
-from zoo.hub.protocol import tree_paths
-from zoo.hub.storage import Commit, InvalidInput, RepoLfs, RepoNotFound, check_name
+from zoo.hub_server.http_limits import HttpError
+from zoo.hub_server.index import RepoRow
+from zoo.hub_server.lfs_access import RepoLfs
+from zoo.hub_server.model_api import tree_items
+from zoo.hub_server.protocol import tree_paths
+from zoo.hub_server.routing import RESERVED_NAMESPACES, SHA256, Call, HubJson, hub_route
+from zoo.hub_server.store_records import Commit, InvalidInput, RepoNotFound, check_name
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
 MODELS_PAGE = 1000
 COMMITS_PAGE = 100
@@ -185,7 +187,7 @@ class RepoApi:
         failed: list[dict[str, str]] = []
         source = RepoLfs(self.storage, src)
         for sha256 in dict.fromkeys(item.get("sha256") for item in files):
-            if not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
+            if not (isinstance(sha256, str) and SHA256.fullmatch(sha256)):
                 failed.append(
                     {"sha256": sha256[:64] if isinstance(sha256, str) else "", "error": "not a sha256"}
                 )

@@ -10,10 +10,10 @@ For model repos it serves what huggingface_hub 2.4 sends for ``create_repo``, ``
 ``list_repo_refs``, ``create_branch``, ``hf_hub_download``/``snapshot_download``/``ModelCard.load``
 (HEAD/GET ``resolve`` with the Hub's ETag, ``X-Repo-Commit``, ``X-Linked-*`` and Range headers) and the
 ``X-Error-Code`` replies the client turns into ``RepositoryNotFoundError``, ``RevisionNotFoundError`` and
-``EntryNotFoundError``. :mod:`zoo.hub.repo_api` adds what a team does with its repos (``list_models``,
+``EntryNotFoundError``. :mod:`zoo.hub_server.repo_api` adds what a team does with its repos (``list_models``,
 ``hf repos ls``, branches and tags, commit history, ``get_paths_info``, ``delete_repo``, ``move_repo``,
-``update_repo_settings``), :mod:`zoo.hub.lfs_multipart` the multipart LFS transfer, :mod:`zoo.hub.web` the
-web pages; :mod:`zoo.hub.unsupported` answers the rest with a 501 that names the call.
+``update_repo_settings``), :mod:`zoo.hub_server.lfs_multipart` the multipart LFS transfer, :mod:`zoo.hub_server.web` the
+web pages; :mod:`zoo.hub_server.unsupported` answers the rest with a 501 that names the call.
 
 Token file (``--token-file``), one token per line, ``#`` starts a comment::
 
@@ -26,20 +26,21 @@ without a token may read public repos only, writes need a token, and a token not
 A private repo answers everyone else exactly as a missing repo does (404, ``X-Error-Code: RepoNotFound``),
 so its existence does not leak.
 
-Tokens never reach the log (:mod:`zoo.hub.logs`): one line per request, ``METHOD PATH STATUS TIME user=USER``,
+Tokens never reach the log (:mod:`zoo.hub_server.logs`): one line per request, ``METHOD PATH STATUS TIME user=USER``,
 without headers or query string (LFS upload URLs carry a signature there), one per commit and one per
 re-evaluation event, on Python loggers under ``zoo.hub`` that ``zoo hub serve --log-level`` prints.
 
 The stack: uvicorn (h11) runs one event loop in a thread of its own (``start``) or in the caller's
-(``serve_forever``); :mod:`zoo.hub.app` is the Starlette app (routes, auth, headers) and runs storage work
-in worker threads; :mod:`zoo.hub.http_limits` bounds what one request may cost; files live in
-:mod:`zoo.hub.storage`. This module holds the users, the content rules and the server's lifecycle.
+(``serve_forever``); :mod:`zoo.hub_server.asgi` is the Starlette app (its routes in the route modules, their shared auth and headers in :mod:`zoo.hub_server.routing`) and runs storage work
+in worker threads; :mod:`zoo.hub_server.http_limits` bounds what one request may cost; files live in
+:mod:`zoo.hub_server.storage`. This module holds the users, the content rules and the server's lifecycle.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.util
 import re
 import secrets
 import signal
@@ -51,19 +52,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zoo.errors import ZooError
-from zoo.hub.http_limits import HttpError, Limits
-from zoo.hub.index import HubIndex
-from zoo.hub.protocol import ANONYMOUS, INVALID_CREDENTIALS, TokenInfo, load_tokens
-from zoo.hub.sessions import Sessions
-from zoo.hub.storage import HubStorage
+from zoo.hub_server.http_limits import HttpError, Limits
+from zoo.hub_server.index import HubIndex
+from zoo.hub_server.protocol import ANONYMOUS, INVALID_CREDENTIALS, TokenInfo, load_tokens
+from zoo.hub_server.sessions import Sessions
+from zoo.hub_server.storage import HubStorage
 
 if TYPE_CHECKING:
     import uvicorn
 
-    from zoo.hub.reevaluate import Reevaluator
+    from zoo.hub_server.reevaluate import Reevaluator
 
 
 _PUBLIC_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d{1,5})?")
+#: What the ``server`` extra installs (pyproject.toml): the web stack, which the client (zoo.hub) never needs.
+SERVER_MODULES = ("starlette", "uvicorn", "markdown_it", "nh3")
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -81,6 +84,21 @@ def check_public_url(url: str) -> str:
             hint="e.g. --public-url https://hub.lab.example",
         )
     return url
+
+
+def require_server_extra() -> None:
+    """Refuse, in one line naming the install command, when a module of the ``server`` extra is missing:
+    checked before the storage folder is touched, so a base install serves nothing and writes nothing."""
+    for module in SERVER_MODULES:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a finder that refuses the name, or a module without a spec
+            found = False
+        if not found:
+            raise ZooError(
+                f"zoo hub serve needs the server extra ({module} is not installed): "
+                "pip install 'rl-zoo-hub[server]'"
+            )
 
 
 class HubServer:
@@ -103,6 +121,7 @@ class HubServer:
         reevaluate: bool = False,
         reevaluate_timeout: float | None = None,
     ):
+        require_server_extra()
         self.tokens = load_tokens(token_file) if token_file is not None else {}
         self.open_access = token_file is None
         self.limits = limits or Limits()
@@ -122,8 +141,8 @@ class HubServer:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.reevaluator: Reevaluator | None = None
-        if reevaluate:  # opt-in: the server evaluates each new main head itself (zoo.hub.reevaluate)
-            from zoo.hub.reevaluate import DEFAULT_TIMEOUT, Reevaluator
+        if reevaluate:  # opt-in: the server evaluates each new main head itself (zoo.hub_server.reevaluate)
+            from zoo.hub_server.reevaluate import DEFAULT_TIMEOUT, Reevaluator
 
             self.reevaluator = Reevaluator(self, timeout=reevaluate_timeout or DEFAULT_TIMEOUT)
 
@@ -193,13 +212,13 @@ class HubServer:
 
     def _uvicorn(self) -> tuple[uvicorn.Server, socket.socket]:
         """A uvicorn server for the app, on the bound socket: h11 only, no websockets, no lifespan, and the
-        limits of :mod:`zoo.hub.http_limits`. uvicorn's own logs are off: the access log is ours
-        (:mod:`zoo.hub.logs`), the app reports its own errors, and what uvicorn would add is a traceback for
+        limits of :mod:`zoo.hub_server.http_limits`. uvicorn's own logs are off: the access log is ours
+        (:mod:`zoo.hub_server.logs`), the app reports its own errors, and what uvicorn would add is a traceback for
         each request that stop() cancels after the grace period."""
         import uvicorn
 
-        from zoo.hub.asgi import create_app
-        from zoo.hub.http_limits import h11_protocol
+        from zoo.hub_server.asgi import create_app
+        from zoo.hub_server.http_limits import h11_protocol
 
         if self._server is not None:
             raise ZooError(f"the hub server on {self.url} is already serving")

@@ -18,7 +18,7 @@ the server's own evaluation of the commit does. It is opt-in (it costs CPU) and 
 * **Outcomes are rows of ROOT/evaluations.sqlite** (its own file, beside the index; WAL, one transaction
   per outcome): ``ok`` with the eval.json text, or ``failed``/``skipped`` with a one-line reason that the
   leaderboard page shows. Nothing here raises into the server: a failure is a row, a bug a log line.
-* **Each step is a line on the ``zoo.hub.reevaluate`` logger** (:mod:`zoo.hub.logs`): a commit queued,
+* **Each step is a line on the ``zoo.hub_server.reevaluate`` logger** (:mod:`zoo.hub_server.logs`): a commit queued,
   started, and finished with its outcome and time (WARNING when it failed or was skipped); the command
   it ran at DEBUG.
 """
@@ -41,13 +41,13 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zoo.hub.evaluations import EvaluationStore, Outcome
-from zoo.hub.logs import ERRORS, REEVALUATE, printable
+from zoo.hub_server.evaluations import EvaluationStore, Outcome
+from zoo.hub_server.logs import ERRORS, REEVALUATE, printable
 from zoo.rollout_guard import MAX_SECONDS_LIMIT
 
 if TYPE_CHECKING:
-    from zoo.hub.server import HubServer
-    from zoo.hub.storage import Commit
+    from zoo.hub_server.server import HubServer
+    from zoo.hub_server.store_records import Commit
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_QUEUE = 32
@@ -60,7 +60,7 @@ STOPPED = "stopped"
 
 
 class Reevaluator:
-    """The bounded re-evaluation worker of one :class:`~zoo.hub.server.HubServer`; ``start``/``stop``."""
+    """The bounded re-evaluation worker of one :class:`~zoo.hub_server.server.HubServer`; ``start``/``stop``."""
 
     def __init__(
         self,
@@ -209,7 +209,7 @@ class Reevaluator:
 
     # ------------------------------------------------------------------------------------------ one commit
     def _evaluate(self, repo_id: str, sha: str) -> None:
-        from zoo.hub.storage import StorageError
+        from zoo.hub_server.store_records import StorageError
 
         started = time.monotonic()
         try:
@@ -305,7 +305,7 @@ def evaluation_args(hub: HubServer, repo_id: str, commit: Commit) -> list[str] |
     server reproduces that evaluation and a different result means something. Without one, the env id is
     the card's, the experiment the one zoo eval finds from the model file's name, the settings the
     registry's."""
-    from zoo.hub.scores import EVAL_FILE, MAX_EVAL_BYTES, card_scores
+    from zoo.hub_server.scores import EVAL_FILE, MAX_EVAL_BYTES, card_scores
 
     data: dict = {}
     entry = commit.files.get(EVAL_FILE)

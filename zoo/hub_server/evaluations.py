@@ -1,8 +1,8 @@
 """The outcomes of ``zoo hub serve --reevaluate``, in ROOT/evaluations.sqlite.
 
-Its own file beside the index (:mod:`zoo.hub.index`): the index is derived from the store and may be
-rebuilt at any start, while an outcome took minutes of CPU to get. The worker (:mod:`zoo.hub.reevaluate`)
-writes them; the leaderboard (:mod:`zoo.hub.scores`) reads them.
+Its own file beside the index (:mod:`zoo.hub_server.index`): the index is derived from the store and may be
+rebuilt at any start, while an outcome took minutes of CPU to get. The worker (:mod:`zoo.hub_server.reevaluate`)
+writes them; the leaderboard (:mod:`zoo.hub_server.scores`) reads them.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """The Hub's multipart LFS transfer: a large object uploaded one part per PUT, then put together.
 
-The LFS batch answer (:meth:`zoo.hub.app.HubApi._lfs_object`) gives an object larger than
-``Limits.lfs_part_size`` a ``chunk_size`` (:meth:`~zoo.hub.http_limits.Limits.part_size`: larger for
+The LFS batch answer (:meth:`zoo.hub_server.upload_api.UploadApi._upload_actions`) gives an object larger than
+``Limits.lfs_part_size`` a ``chunk_size`` (:meth:`~zoo.hub_server.http_limits.Limits.part_size`: larger for
 objects that would need more than ``Limits.lfs_max_parts`` parts) and one signed URL per part, plus a
 completion URL. Each part is streamed to ``ROOT/parts/OID-EXPIRES-SIG/N`` (a temp file, then a rename;
 SIG is the start of the URL's signature, so uploads of one object to two repos never share a folder) and
 answered with its sha256 as ETag; the completion POST lists the parts' ETags, and the blob is written from
-the parts in order through the usual :class:`zoo.hub.storage.BlobUpload`, which checks the object's sha256
+the parts in order through the usual :class:`zoo.hub_server.blobs.BlobUpload`, which checks the object's sha256
 and size before anything appears under ``blobs/``; then the object is the repo's to commit. A failed or abandoned upload leaves only its parts folder, which
-:func:`zoo.hub.storage.remove_stale_parts` clears once its URLs have expired (at a server's start, and
+:func:`zoo.hub_server.blobs.remove_stale_parts` clears once its URLs have expired (at a server's start, and
 by ``zoo hub gc``).
 """
 
@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING, Any
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from zoo.hub.app import _SHA256, Call, HubJson, hub_route, signed_size
-from zoo.hub.http_limits import HttpError, body_blocks
-from zoo.hub.storage import parts_root
+from zoo.hub_server.blobs import parts_root
+from zoo.hub_server.http_limits import HttpError, body_blocks
+from zoo.hub_server.routing import SHA256, Call, HubJson, hub_route
+from zoo.hub_server.upload_api import signed_size
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
 _READ = 1 << 20
 
@@ -52,7 +53,7 @@ class MultipartApi:
 
     def _folder(self, call: Call, oid: str) -> Path:
         """The upload's parts folder; call it after :func:`signed_size` has checked the URL."""
-        if not _SHA256.fullmatch(oid):
+        if not SHA256.fullmatch(oid):
             raise HttpError(400, "the object id must be a lowercase sha256")
         query = call.request.query_params
         return self.root / f"{oid}-{int(query['expires'])}-{query['signature'][:16]}"

@@ -1,5 +1,8 @@
 """What ``zoo hub serve`` tells its operator: Python loggers under ``zoo.hub``, one line per event.
 
+The loggers keep the ``zoo.hub`` names the operator configures (docs/hub-serve.md) though the server's
+modules live in :mod:`zoo.hub_server`: the names are the interface, not the module path.
+
 - ``zoo.hub.access``: one line per request, ``METHOD PATH STATUS TIME user=USER`` (INFO; ERROR for a
   server error: a 5xx other than the 501 of a Hub call left out, or no answer at all).
   The path is the one the client sent, percent-encoded, without its query string (LFS upload URLs carry

@@ -2,8 +2,8 @@
 
 Each handler is a plain function, so it runs whole in a worker thread as the API's do (storage reads,
 Markdown, templates). A page sees what the API would show the same caller: the caller comes from the
-session cookie the login form set (:func:`zoo.hub.app.caller_of`), and a private repo the caller may not
-read is the same "not found" page as a repo that does not exist (:meth:`zoo.hub.app.Call.readable`).
+session cookie the login form set (:func:`zoo.hub_server.routing.caller_of`), and a private repo the caller may not
+read is the same "not found" page as a repo that does not exist (:meth:`zoo.hub_server.routing.Call.readable`).
 
 Errors are pages too: a page route answers HTML whatever goes wrong; the API keeps its JSON replies.
 """
@@ -23,12 +23,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from zoo.hub import scores
-from zoo.hub.app import Call, caller_of, report_bug
-from zoo.hub.http_limits import HttpError, check_head, read_form
-from zoo.hub.protocol import ANONYMOUS, TokenInfo
-from zoo.hub.sessions import SESSION_COOKIE, SESSION_TTL
-from zoo.hub.storage import (
+from zoo.hub_server import scores
+from zoo.hub_server.http_limits import HttpError, check_head, read_form
+from zoo.hub_server.protocol import ANONYMOUS, TokenInfo
+from zoo.hub_server.routing import Call, caller_of, report_bug
+from zoo.hub_server.sessions import SESSION_COOKIE, SESSION_TTL
+from zoo.hub_server.store_records import (
     DEFAULT_BRANCH,
     Commit,
     EntryNotFound,
@@ -37,11 +37,11 @@ from zoo.hub.storage import (
     RevisionNotFound,
     StorageError,
 )
-from zoo.hub.web.cardhtml import render_card
-from zoo.hub.web.evals import card_results, evaluation
+from zoo.hub_server.web.cardhtml import render_card
+from zoo.hub_server.web.evals import card_results, evaluation
 
 if TYPE_CHECKING:
-    from zoo.hub.server import HubServer
+    from zoo.hub_server.server import HubServer
 
 HERE = Path(__file__).parent
 STATIC = {"zoo.css": "text/css; charset=utf-8"}
@@ -141,7 +141,7 @@ def changes(old: dict[str, FileEntry], new: dict[str, FileEntry]) -> list[Change
 
 # ---------------------------------------------------------------------------------------------- pages
 class WebPages:
-    """The pages of one server; :meth:`routes` lists them (see :func:`zoo.hub.web.web_routes`)."""
+    """The pages of one server; :meth:`routes` lists them (see :func:`zoo.hub_server.web.web_routes`)."""
 
     def __init__(self, hub: HubServer):
         self.hub, self.storage = hub, hub.storage

@@ -13,8 +13,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from zoo.hub.http_limits import HttpError
-from zoo.hub.protocol import TokenInfo
+from zoo.hub_server.http_limits import HttpError
+from zoo.hub_server.protocol import TokenInfo
 
 SESSION_COOKIE = "zoo_session"
 SESSION_TTL = 12 * 3600
