@@ -111,6 +111,9 @@ class PolicyView:
     checkpoint: Checkpoint
     entry: Entry | None  # None: ``zoo check`` could not tell the experiment (it said why): nothing to fit
     kinds: SpaceKinds = field(default_factory=SpaceKinds)  # what the policy acts on and reads
+    #: The one object the fit check and the policy builder read, when one is all they read (SB3's rebuilt model,
+    #: a state dict); an adapter whose hooks read more subclasses the view.
+    model: Any = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,22 @@ class Misfit:
 
     check: ZooError
     load: ZooError
+
+    @classmethod
+    def of(
+        cls,
+        env_id: str,
+        problem: str | None,
+        check: str | None = None,
+        hint: str = "check the env id of this run",
+        load_hint: str = "check --env-id",
+    ) -> Misfit | None:
+        """The misfit a fit check found, ``problem`` (None or empty: it fits): ``zoo check``'s error says ``check``
+        (by default the loader's words) with ``hint``, the loader's is :func:`does_not_fit` with ``load_hint``."""
+        if not problem:
+            return None
+        load = does_not_fit(env_id, problem, load_hint)
+        return cls(LayoutMismatch(check or load.message, hint), load)
 
 
 #: The stem of the files ``zoo watch`` writes for a run's best checkpoint (``best_model.pt``, ...). Discovery
@@ -297,6 +316,15 @@ class Adapter(ABC):
         """``zoo check``'s reading of ``report.run``: its entry, its model file :meth:`read` and verified without
         running it, the report's details and warnings; the view the fit check reads, or None when the report
         already says why the inspection ends here. An error that ends it is raised."""
+
+    def read_entry(self, report: RunReport, registry: Registry, name: str) -> tuple[Entry, Checkpoint]:
+        """For :meth:`inspect`: the registry entry ``name`` (the registry's error, with its suggestions, when none)
+        and its algorithm, then the run's model file :meth:`read`, its size and format, in the report."""
+        entry = registry.get(name)
+        report.details["algorithm"] = entry.algorithm
+        checkpoint = self.read(report.run, entry)
+        report.details.update(size=checkpoint.size, format=checkpoint.format)
+        return entry, checkpoint
 
     def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
         """``(warning, hint)`` of a report whose run's env id is unknown (adapters say where they looked)."""
