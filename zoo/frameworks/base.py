@@ -112,8 +112,9 @@ class PolicyView:
     entry: Entry | None  # None: ``zoo check`` could not tell the experiment (it said why): nothing to fit
     kinds: SpaceKinds = field(default_factory=SpaceKinds)  # what the policy acts on and reads
     #: The one object the fit check and the policy builder read, when one is all they read (SB3's rebuilt model,
-    #: a state dict); an adapter whose hooks read more subclasses the view.
-    model: Any = None
+    #: a state dict); an adapter whose hooks read more subclasses the view. Keyword-only: subclasses' fields keep
+    #: their places.
+    model: Any = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -525,6 +526,17 @@ class Adapter(ABC):
         missing = missing_modules_for_extras(needed, {e: extra_modules(e, self) for e in needed})
         return missing[0] if missing else None
 
+    def warn_missing_extra(self, report: RunReport, entry: Entry, env_id: str | None) -> bool:
+        """Whether an extra evaluating the run needs is missing (:meth:`missing_extra`), after the report's warning."""
+        missing = self.missing_extra(entry, env_id)
+        if missing:
+            report.flag(
+                WARNING,
+                f"missing optional extra {missing!r} to evaluate it",
+                f"pip install 'rl-zoo-hub[{missing}]'",
+            )
+        return missing is not None
+
     def fitting_spaces(self, entry: Entry, env_id: str, kinds: SpaceKinds, spec: Any = None) -> Spaces | None:
         """The fit check of every command, before any shape is compared: the eval env's ``(observation_space,
         action_space)`` (of ``spec``, else the entry's preset), refused in one line
@@ -543,13 +555,7 @@ class Adapter(ABC):
         """:meth:`fitting_spaces` for ``zoo check``: None after a warning saying why there are none (a missing
         extra, an env that cannot be built here), or when the inspection scope creates no env (``zoo doctor``
         without ``--probe-env``). Spaces of another kind than ``kinds`` raise: the run's error."""
-        missing = self.missing_extra(entry, env_id)
-        if missing:
-            report.flag(
-                WARNING,
-                f"missing optional extra {missing!r} to evaluate it",
-                f"pip install 'rl-zoo-hub[{missing}]'",
-            )
+        if self.warn_missing_extra(report, entry, env_id):
             return None
         try:
             return self.fitting_spaces(entry, env_id, kinds, spec)

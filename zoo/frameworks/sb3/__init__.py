@@ -47,9 +47,8 @@ def _view(checkpoint: SB3Checkpoint, entry: Entry, rebuilt: Any) -> PolicyView:
     """The view of a policy rebuilt with SB3's classes: what the fit check compares and eval runs."""
     from zoo.frameworks.kinds import SpaceKinds
 
-    return PolicyView(
-        checkpoint, entry, SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space), rebuilt
-    )
+    kinds = SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space)
+    return PolicyView(checkpoint, entry, kinds, model=rebuilt)
 
 
 def _installed_sb3() -> str | None:
