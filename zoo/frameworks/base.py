@@ -111,6 +111,10 @@ class PolicyView:
     checkpoint: Checkpoint
     entry: Entry | None  # None: ``zoo check`` could not tell the experiment (it said why): nothing to fit
     kinds: SpaceKinds = field(default_factory=SpaceKinds)  # what the policy acts on and reads
+    #: The one object the fit check and the policy builder read, when one is all they read (SB3's rebuilt model,
+    #: a state dict); an adapter whose hooks read more subclasses the view. Keyword-only: subclasses' fields keep
+    #: their places.
+    model: Any = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,22 @@ class Misfit:
 
     check: ZooError
     load: ZooError
+
+    @classmethod
+    def of(
+        cls,
+        env_id: str,
+        problem: str | None,
+        check: str | None = None,
+        hint: str = "check the env id of this run",
+        load_hint: str = "check --env-id",
+    ) -> Misfit | None:
+        """The misfit a fit check found, ``problem`` (None or empty: it fits): ``zoo check``'s error says ``check``
+        (by default the loader's words) with ``hint``, the loader's is :func:`does_not_fit` with ``load_hint``."""
+        if not problem:
+            return None
+        load = does_not_fit(env_id, problem, load_hint)
+        return cls(LayoutMismatch(check or load.message, hint), load)
 
 
 #: The stem of the files ``zoo watch`` writes for a run's best checkpoint (``best_model.pt``, ...). Discovery
@@ -297,6 +317,15 @@ class Adapter(ABC):
         """``zoo check``'s reading of ``report.run``: its entry, its model file :meth:`read` and verified without
         running it, the report's details and warnings; the view the fit check reads, or None when the report
         already says why the inspection ends here. An error that ends it is raised."""
+
+    def read_entry(self, report: RunReport, registry: Registry, name: str) -> tuple[Entry, Checkpoint]:
+        """For :meth:`inspect`: the registry entry ``name`` (the registry's error, with its suggestions, when none)
+        and its algorithm, then the run's model file :meth:`read`, its size and format, in the report."""
+        entry = registry.get(name)
+        report.details["algorithm"] = entry.algorithm
+        checkpoint = self.read(report.run, entry)
+        report.details.update(size=checkpoint.size, format=checkpoint.format)
+        return entry, checkpoint
 
     def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
         """``(warning, hint)`` of a report whose run's env id is unknown (adapters say where they looked)."""
@@ -497,6 +526,17 @@ class Adapter(ABC):
         missing = missing_modules_for_extras(needed, {e: extra_modules(e, self) for e in needed})
         return missing[0] if missing else None
 
+    def warn_missing_extra(self, report: RunReport, entry: Entry, env_id: str | None) -> bool:
+        """Whether an extra evaluating the run needs is missing (:meth:`missing_extra`), after the report's warning."""
+        missing = self.missing_extra(entry, env_id)
+        if missing:
+            report.flag(
+                WARNING,
+                f"missing optional extra {missing!r} to evaluate it",
+                f"pip install 'rl-zoo-hub[{missing}]'",
+            )
+        return missing is not None
+
     def fitting_spaces(self, entry: Entry, env_id: str, kinds: SpaceKinds, spec: Any = None) -> Spaces | None:
         """The fit check of every command, before any shape is compared: the eval env's ``(observation_space,
         action_space)`` (of ``spec``, else the entry's preset), refused in one line
@@ -515,13 +555,7 @@ class Adapter(ABC):
         """:meth:`fitting_spaces` for ``zoo check``: None after a warning saying why there are none (a missing
         extra, an env that cannot be built here), or when the inspection scope creates no env (``zoo doctor``
         without ``--probe-env``). Spaces of another kind than ``kinds`` raise: the run's error."""
-        missing = self.missing_extra(entry, env_id)
-        if missing:
-            report.flag(
-                WARNING,
-                f"missing optional extra {missing!r} to evaluate it",
-                f"pip install 'rl-zoo-hub[{missing}]'",
-            )
+        if self.warn_missing_extra(report, entry, env_id):
             return None
         try:
             return self.fitting_spaces(entry, env_id, kinds, spec)

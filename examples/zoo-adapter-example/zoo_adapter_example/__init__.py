@@ -21,7 +21,7 @@ from zoo.artifacts.runs import Run, listed_names, scan_tree
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
 from zoo.errors import LayoutMismatch
 from zoo.frameworks import Adapter, Checkpoint, HubNaming, LoadOptions, SpaceKinds
-from zoo.frameworks.base import Misfit, PolicyView, does_not_fit
+from zoo.frameworks.base import Misfit, PolicyView
 
 if TYPE_CHECKING:
     from zoo.artifacts.scope import Spaces
@@ -44,10 +44,9 @@ class TinyCheckpoint(Checkpoint):
 
 @dataclass
 class TinyView(PolicyView):
-    """What the fit check and the policy builder read: the MLP's layers (and, when loading, its tensors)."""
+    """What the fit check and the policy builder read: the MLP's layers (and, when loading, its tensors: ``model``)."""
 
     layers: list[tuple[int, int]] = field(default_factory=list)
-    state: Any = None
 
 
 def layers(state: Any) -> list[tuple[int, int]]:
@@ -140,14 +139,11 @@ class TinyRLAdapter(Adapter):
         run = report.run
         if run.exp_name is None:
             raise LayoutMismatch(run.name_problem or "no experiment name", "pass --exp-name and --env-id")
-        entry = registry.get(run.exp_name)
-        report.details["algorithm"] = entry.algorithm
-        checkpoint = self.read(run, entry)
-        assert checkpoint.info is not None
-        report.details.update(size=checkpoint.size, format=checkpoint.format)
-        if not flag_torch_file(report, checkpoint.info, not_torch_hint="is this a tinyrl policy?"):
+        entry, checkpoint = self.read_entry(report, registry, run.exp_name)
+        info = checkpoint.info
+        if not flag_torch_file(report, info, not_torch_hint="is this a tinyrl policy?"):
             return None
-        found = layers(checkpoint.info.content)
+        found = layers(info.content)
         report.details["layers"] = [f"{i}x{o}" for i, o in found]
         return TinyView(checkpoint, entry, KINDS, found)
 
@@ -160,17 +156,14 @@ class TinyRLAdapter(Adapter):
 
         assert isinstance(checkpoint, TinyCheckpoint) and checkpoint.info is not None
         state = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
-        return TinyView(checkpoint, entry, KINDS, layers(state), state)
+        return TinyView(checkpoint, entry, KINDS, layers(state), model=state)
 
     def misfit(self, view: PolicyView, env_id: str, spaces: Spaces | None) -> Misfit | None:
         assert isinstance(view, TinyView) and view.entry is not None and spaces is not None
         problem = fit_problem(view.layers, spaces)
-        if problem is None:
-            return None
-        check = LayoutMismatch(
-            f"shapes do not match {view.entry.name} on {env_id}: {problem}", "check --env-id"
+        return Misfit.of(
+            env_id, problem, f"shapes do not match {view.entry.name} on {env_id}: {problem}", "check --env-id"
         )
-        return Misfit(check, does_not_fit(env_id, problem))
 
     def build_policy(
         self, view: PolicyView, env_id: str, spaces: Spaces | None, options: LoadOptions
@@ -178,7 +171,7 @@ class TinyRLAdapter(Adapter):
         from zoo_adapter_example.policy import TinyPolicy
 
         assert isinstance(view, TinyView) and spaces is not None
-        return TinyPolicy(view.state, view.layers, spaces, options.device, options.seed)
+        return TinyPolicy(view.model, view.layers, spaces, options.device, options.seed)
 
 
 ADAPTER = TinyRLAdapter()

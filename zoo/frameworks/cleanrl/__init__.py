@@ -27,7 +27,6 @@ from zoo.frameworks.base import (
     Misfit,
     PolicyView,
     SavedCheckpoint,
-    does_not_fit,
 )
 from zoo.frameworks.cleanrl import discover as _discover
 from zoo.frameworks.cleanrl import flaxlayout
@@ -237,15 +236,13 @@ class CleanRLAdapter(Adapter):
             if checkpoint.flax is not None
             else _fit_problem(checkpoint, entry, env_id, spaces)
         )
-        if not problem:
-            return None
-        where, what = problem
-        return Misfit(
-            LayoutMismatch(
-                f"shapes do not match {entry.name} on {env_id}{where}: {what}",
-                "check the env id and exp_name of this run",
-            ),
-            does_not_fit(env_id, what + where, "check --env-id and --exp-name"),
+        where, what = problem or ("", "")
+        return Misfit.of(
+            env_id,
+            what + where,
+            f"shapes do not match {entry.name} on {env_id}{where}: {what}",
+            "check the env id and exp_name of this run",
+            "check --env-id and --exp-name",
         )
 
     def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> PolicyView:

@@ -77,12 +77,9 @@ class CustomAdapter(Adapter):
         """A pickle's globals, scanned, not run; nothing to fit: zoo knows nothing of the object's spaces (its
         actions are checked against the env's before every step), so the inspection ends here."""
         run = report.run
-        entry = registry.get(run.exp_name or self.name)
-        report.details["algorithm"] = entry.algorithm
-        checkpoint = self.read(run, entry)
-        assert checkpoint.model_file is not None and checkpoint.facts is not None  # discovery yields files
+        entry, checkpoint = self.read_entry(report, registry, run.exp_name or self.name)
         facts = checkpoint.facts
-        report.details.update(size=checkpoint.size, format=checkpoint.format)
+        assert checkpoint.model_file is not None and facts is not None  # discovery yields files
         problem = pickled.problem(facts, checkpoint.model_file)
         if problem:
             raise problem
@@ -116,7 +113,6 @@ class CustomAdapter(Adapter):
         object); a batched tensor task is refused first."""
         from zoo.tensor_env import TensorEnvSpec
 
-        assert isinstance(checkpoint, CustomCheckpoint)
         if isinstance(self.env_spec(entry, env_id), TensorEnvSpec):
             raise UnsupportedError(
                 f"{env_id} is a batched tensor task; custom policies are evaluated on gymnasium envs",

@@ -28,7 +28,6 @@ from zoo.frameworks.base import (
     Misfit,
     PolicyView,
     SavedCheckpoint,
-    does_not_fit,
 )
 from zoo.frameworks.kinds import SpaceKinds
 from zoo.frameworks.rsl_rl import discover as _discover
@@ -57,14 +56,14 @@ class RslRlCheckpoint(Checkpoint):
     info: TorchFileInfo | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RslRlView(PolicyView):
     """The actor's weights (described by check, loaded by the loader), the runner config and the actor's
     architecture read from both."""
 
-    config: RunConfig | None = None
-    weights: PolicyWeights | None = None
-    arch: Architecture | None = None
+    config: RunConfig
+    weights: PolicyWeights
+    arch: Architecture
 
 
 def _run_dir(run: Run) -> Path:
@@ -219,13 +218,7 @@ class RslRlAdapter(Adapter):
             recurrent=arch.rnn_type is not None,
         )
         env_id = run.env_id
-        missing = self.missing_extra(entry, env_id)
-        if missing:
-            report.flag(
-                WARNING,
-                f"missing optional extra {missing!r} to evaluate it",
-                f"pip install 'rl-zoo-hub[{missing}]'",
-            )
+        if self.warn_missing_extra(report, entry, env_id):
             return None
         # a CNN's MLP input depends on the image size: checked once the env is known
         problem = not arch.cnns and _weights_problem(weights.state, arch)
@@ -236,10 +229,10 @@ class RslRlAdapter(Adapter):
             spec = _configured(spec, config)  # the config read above: cfgs.pkl is not read again
             source = "configured from cfgs.pkl" if spec.cfgs_json else "with the task's default config"
             report.details["task"] = f"{env_id}: zoo's definition, {source}"
-        return RslRlView(checkpoint, entry, ACTS_ON, config, weights, arch)
+        return RslRlView(checkpoint, entry, ACTS_ON, config=config, weights=weights, arch=arch)
 
     def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
-        assert isinstance(view, RslRlView) and view.config is not None
+        assert isinstance(view, RslRlView)
         if view.config.unknown_task:
             return (
                 view.config.unknown_task,
@@ -252,13 +245,11 @@ class RslRlAdapter(Adapter):
         """How the env's observations feed the actor (its groups, a CNN's images) and its action size."""
         assert isinstance(view, RslRlView)
         layout = _layout(view, env_id, spaces)
-        if not isinstance(layout, str):
-            return None
-        return Misfit(LayoutMismatch(layout, "check the env id of this run"), does_not_fit(env_id, layout))
+        return Misfit.of(env_id, layout, layout) if isinstance(layout, str) else None
 
     def checked(self, report: RunReport, view: PolicyView, env_id: str, spaces: tuple) -> None:
         """A CNN actor's weights, against the actor rebuilt for the env's image size."""
-        assert isinstance(view, RslRlView) and view.arch is not None and view.weights is not None
+        assert isinstance(view, RslRlView)
         if view.arch.cnns:
             layout = _layout(view, env_id, spaces)
             assert not isinstance(layout, str)  # misfit said it fits
@@ -273,14 +264,8 @@ class RslRlAdapter(Adapter):
         config = checkpoint.config
         loaded = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
         weights = policy_weights(loaded)
-        return RslRlView(
-            checkpoint,
-            entry,
-            ACTS_ON,
-            config,
-            weights,
-            architecture(weights.state, config.model(weights.role)),
-        )
+        arch = architecture(weights.state, config.model(weights.role))
+        return RslRlView(checkpoint, entry, ACTS_ON, config=config, weights=weights, arch=arch)
 
     def build_policy(self, view: PolicyView, env_id: str, spaces: tuple | None, options: LoadOptions):
         """rsl_rl's own actor model, for the observation layout the fit check found."""
@@ -289,7 +274,6 @@ class RslRlAdapter(Adapter):
 
         assert isinstance(view, RslRlView) and view.entry is not None
         config, weights, arch = view.config, view.weights, view.arch
-        assert config is not None and weights is not None and arch is not None
         model_file = view.checkpoint.model_file
         if spaces is None:  # a user's tensor env: the checkpoint says the spaces, the first step checks them
             spaces = _checkpoint_spaces(arch, config.model(weights.role).obs_groups)
@@ -321,7 +305,6 @@ class RslRlAdapter(Adapter):
 def _layout(view: RslRlView, env_id: str, spaces: tuple | None) -> ObsLayout | str:
     """:func:`_fit` of a view; a user's tensor env (no spaces) is taken to give what the checkpoint reads."""
     config, weights, arch = view.config, view.weights, view.arch
-    assert config is not None and weights is not None and arch is not None
     if spaces is None:
         spaces = _checkpoint_spaces(arch, config.model(weights.role).obs_groups)
     return _fit(env_id, arch, weights, config, spaces)

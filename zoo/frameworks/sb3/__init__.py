@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from zoo.artifacts.report import WARNING, RunReport
 from zoo.artifacts.runs import Run
-from zoo.errors import LayoutMismatch, UnsupportedError, ZooError
+from zoo.errors import UnsupportedError, ZooError
 from zoo.frameworks.base import (
     Adapter,
     Checkpoint,
@@ -26,7 +26,6 @@ from zoo.frameworks.base import (
     Misfit,
     PolicyView,
     SavedCheckpoint,
-    does_not_fit,
 )
 from zoo.frameworks.sb3 import discover as _discover
 from zoo.frameworks.sb3.archive import ALGORITHMS, SB3Archive, is_sb3_zip, read_archive
@@ -44,11 +43,12 @@ class SB3Checkpoint(Checkpoint):
     archive: SB3Archive | None = None
 
 
-@dataclass
-class SB3View(PolicyView):
-    """The policy rebuilt with SB3's classes (its weights loaded): what the fit check compares and eval runs."""
+def _view(checkpoint: SB3Checkpoint, entry: Entry, rebuilt: Any) -> PolicyView:
+    """The view of a policy rebuilt with SB3's classes: what the fit check compares and eval runs."""
+    from zoo.frameworks.kinds import SpaceKinds
 
-    model: Any = None
+    kinds = SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space)
+    return PolicyView(checkpoint, entry, kinds, model=rebuilt)
 
 
 def _installed_sb3() -> str | None:
@@ -169,7 +169,6 @@ class SB3Adapter(Adapter):
         return exc.message.replace(f"{run.model_file.parent}{os.sep}", "", 1)
 
     def inspect(self, report: RunReport, registry: Registry) -> PolicyView | None:
-        from zoo.frameworks.kinds import SpaceKinds
         from zoo.frameworks.sb3.inspect import inspect_model
 
         run = report.run
@@ -202,11 +201,7 @@ class SB3Adapter(Adapter):
                 f"no registry entry for {what}", f"zoo knows SB3's {', '.join(ALGORITHMS)}; pass --exp-name"
             )
         rebuilt = inspect_model(self, report, archive, entry, run.env_id)
-        if rebuilt is None:
-            return None
-        return SB3View(
-            checkpoint, entry, SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space), rebuilt
-        )
+        return None if rebuilt is None else _view(checkpoint, entry, rebuilt)
 
     def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
         return "env id unknown (no rl_zoo3 folder, hub file name or args.yml)", "pass --env-id"
@@ -215,14 +210,8 @@ class SB3Adapter(Adapter):
         """The env's spaces against those the zip was saved with, as SB3's ``load`` compares them."""
         from zoo.frameworks.sb3.fit import fit_problem
 
-        assert isinstance(view, SB3View) and spaces is not None
-        problem = fit_problem(view.model, spaces)
-        if not problem:
-            return None
-        return Misfit(
-            LayoutMismatch(f"model does not fit {env_id}: {problem}", "check the env id of this run"),
-            does_not_fit(env_id, problem),
-        )
+        assert spaces is not None
+        return Misfit.of(env_id, fit_problem(view.model, spaces))
 
     def env_id(self, run: Run) -> str | None:
         """From the names, with the module that registers the env when ``args.yml`` gives one (MyoSuite)."""
@@ -232,7 +221,6 @@ class SB3Adapter(Adapter):
 
     def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> PolicyView:
         """The policy rebuilt with SB3's classes from the zip's decoded ``data``, its weights loaded safely."""
-        from zoo.frameworks.kinds import SpaceKinds
         from zoo.frameworks.sb3.build import load
         from zoo.frameworks.sb3.fit import SB3_HINT
         from zoo.frameworks.sb3.inspect import algorithm_mismatch
@@ -244,9 +232,8 @@ class SB3Adapter(Adapter):
             raise type(mismatch)(f"{checkpoint.model_file}: {mismatch.message}", mismatch.hint)
         if self.missing_extra(entry, env_id) == "sb3":
             raise UnsupportedError("SB3 models need Stable-Baselines3", hint=SB3_HINT)
-        rebuilt = load(archive, device=options.device, trust_pickle=options.trust_pickle)
-        return SB3View(
-            checkpoint, entry, SpaceKinds.of(rebuilt.observation_space, rebuilt.action_space), rebuilt
+        return _view(
+            checkpoint, entry, load(archive, device=options.device, trust_pickle=options.trust_pickle)
         )
 
     def build_policy(self, view: PolicyView, env_id: str, spaces: tuple | None, options: LoadOptions):
@@ -257,7 +244,7 @@ class SB3Adapter(Adapter):
         from zoo.frameworks.sb3.recurrent import SB3RecurrentPolicy
         from zoo.frameworks.sb3.rlzoo_config import run_config_for, statistics_file
 
-        assert isinstance(view, SB3View) and isinstance(view.checkpoint, SB3Checkpoint) and spaces is not None
+        assert isinstance(view.checkpoint, SB3Checkpoint) and spaces is not None
         model_file, archive = view.checkpoint.model_file, view.checkpoint.archive
         assert archive is not None
         stats = statistics_file(model_file, env_id, run_config_for(model_file, env_id))

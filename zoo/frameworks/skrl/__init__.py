@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from zoo.artifacts.report import WARNING, RunReport, flag_torch_file
 from zoo.artifacts.runs import Run, note_read
 from zoo.artifacts.torchfile import TorchFileInfo, inspect_torch_file
-from zoo.errors import LayoutMismatch, UnsupportedError, ZooError
+from zoo.errors import UnsupportedError, ZooError
 from zoo.frameworks.base import (
     BEST_MODEL,
     Adapter,
@@ -28,7 +28,6 @@ from zoo.frameworks.base import (
     Misfit,
     PolicyView,
     SavedCheckpoint,
-    does_not_fit,
 )
 from zoo.frameworks.kinds import SpaceKinds
 from zoo.frameworks.skrl import discover as _discover
@@ -66,11 +65,10 @@ class SkrlCheckpoint(Checkpoint):
 
 @dataclass
 class SkrlView(PolicyView):
-    """The policy's weights (described by check, loaded by the loader), the config that says the rest, and the
-    architecture and observation scaler read from both."""
+    """The policy's weights (``model``: described by check, loaded by the loader), the config that says the rest,
+    and the architecture and observation scaler read from both."""
 
     config: RunConfig | None = None
-    policy_state: Any = None
     arch: Architecture | None = None
     norm: Normalizer | None = None
     kind: str | None = None  # the policy class the config names (None: check without a config)
@@ -233,7 +231,8 @@ class SkrlAdapter(Adapter):
         if run.env_id is not None:
             report.details["env_id"] = run.env_id
         kind = config.policy.kind if config.policy.known else None
-        return SkrlView(checkpoint, entry, _space_kinds(config), config, modules["policy"], arch, norm, kind)
+        kinds = _space_kinds(config)
+        return SkrlView(checkpoint, entry, kinds, config, arch, norm, kind, model=modules["policy"])
 
     def env_id_unknown(self, run: Run, view: PolicyView) -> tuple[str, str]:
         return "env id unknown (not in the experiment names nor params/env.yaml)", "pass --env-id"
@@ -243,13 +242,8 @@ class SkrlAdapter(Adapter):
         ``policy`` group; the checkpoint's own sizes for a user's tensor env)."""
         assert isinstance(view, SkrlView) and view.config is not None and view.arch is not None
         spaces = _policy_spaces(spaces, view.arch, view.config.policy.kind)
-        problems = shape_problems(view.policy_state, view.arch, spaces, view.kind, view.norm)
-        if not problems:
-            return None
-        return Misfit(
-            LayoutMismatch(f"policy does not fit {env_id}: {problems[0]}", "check the env id of this run"),
-            does_not_fit(env_id, problems[0]),
-        )
+        problem = next(iter(shape_problems(view.model, view.arch, spaces, view.kind, view.norm)), None)
+        return Misfit.of(env_id, problem, f"policy does not fit {env_id}: {problem}")
 
     def checked(self, report: RunReport, view: PolicyView, env_id: str, spaces: tuple) -> None:
         assert isinstance(view, SkrlView) and view.config is not None
@@ -270,12 +264,10 @@ class SkrlAdapter(Adapter):
         )
         assert config is not None
         modules = load_modules(checkpoint.model_file, options.trust_pickle)
-        policy_state = modules["policy"]
-        arch = architecture(policy_state, config.policy)
+        arch = architecture(modules["policy"], config.policy)
         norm, _ = _observation_scaler(modules, arch, config)
-        return SkrlView(
-            checkpoint, entry, _space_kinds(config), config, policy_state, arch, norm, config.policy.kind
-        )
+        kinds, kind = _space_kinds(config), config.policy.kind
+        return SkrlView(checkpoint, entry, kinds, config, arch, norm, kind, model=modules["policy"])
 
     def build_policy(self, view: PolicyView, env_id: str, spaces: tuple | None, options: LoadOptions):
         """The network rebuilt in plain torch from the weights and the config (skrl is not imported)."""
@@ -283,7 +275,7 @@ class SkrlAdapter(Adapter):
         from zoo.frameworks.skrl.policy import SkrlPolicy
 
         assert isinstance(view, SkrlView) and view.config is not None and view.arch is not None
-        config, arch, policy_state, norm = view.config, view.arch, view.policy_state, view.norm
+        config, arch, policy_state, norm = view.config, view.arch, view.model, view.norm
         spaces = _policy_spaces(spaces, arch, config.policy.kind)
         unused = unused_keys(policy_state, arch, config.policy)
         if unused:
