@@ -67,8 +67,12 @@ def test_sidecar_follows_the_design_and_the_files_carry_the_same_facts(tmp_path)
     for meta in (onnx_meta, ts_meta):
         assert all(field in meta for field in DESIGN_FIELDS)
         assert meta["task"] == "Pendulum-v1" and meta["env"] == {"id": "Pendulum-v1", "preset": "classic"}
-        assert meta["obs_dim"] == 3 and meta["obs_groups"] == {"obs": {"start": 0, "dim": 3, "shape": [3]}}
-        assert meta["action_dim"] == 1 and meta["action_range"] == {"low": [-2.0], "high": [2.0]}
+        whole = {"name": "obs", "start": 0, "dim": 3, "scale": 1.0, "clip": None}
+        assert meta["obs_dim"] == 3 and meta["obs_groups"] == {
+            "obs": {"start": 0, "dim": 3, "shape": [3], "terms": [whole]}
+        }
+        assert meta["obs_terms_baked"] is True
+        assert meta["action_dim"] == 1 and meta["action_range"] == [-2.0, 2.0]
         assert meta["is_recurrent"] is False and meta["recurrent"] is None
         assert meta["normalization_baked"] is False and meta["left_to_caller"] == []
         assert {"max_abs_diff", "samples", "tolerance"} <= set(meta["parity"])

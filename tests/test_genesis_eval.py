@@ -13,6 +13,7 @@ import pickle
 import shutil
 
 import pytest
+from export_contract import assert_golden
 from helpers import zoo
 
 pytestmark = pytest.mark.genesis
@@ -105,6 +106,20 @@ def test_export_records_the_tasks_observation_terms_and_the_file_acts_like_the_c
     ]
     assert [(t["start"], t["dim"]) for t in terms] == [(0, 3), (3, 3), (6, 3), (9, 12), (21, 12), (33, 12)]
     assert terms[0]["scale"] == 0.25 and terms[2]["scale"] == [2.0, 2.0, 0.25] and terms[4]["scale"] == 0.05
+    meta["checkpoint"] = "model_1.pt"  # where it was exported from: this machine's temp folder
+    assert_golden(meta, "terms.onnx")
+    # forward(raw_obs) is the whole contract: the file on raw values acts as the checkpoint on the task's terms
+    import numpy as np
+    import onnxruntime as ort
+
+    import zoo as api
+
+    raw = np.random.default_rng(0).normal(0, 3, size=(32, 45)).astype(np.float32)
+    scale = np.concatenate([np.broadcast_to(np.asarray(t["scale"], np.float32), t["dim"]) for t in terms])
+    policy = api.load_policy(short_run)
+    want = policy.act({"policy": raw * scale}, None, True)[0]
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(["actions"], {"obs": raw})[0], want, atol=1e-5)
     assert any(
         "joint targets = 0.25 * action + default joint angles, applied one step late" in note
         for note in meta["left_to_caller"]

@@ -603,9 +603,12 @@ def test_exports_score_like_the_checkpoint_with_state_handled(trained, kind, tmp
     assert onnx_meta["is_recurrent"] is True and onnx_meta["parity"]["steps"] == 64
     recurrent = onnx_meta["recurrent"]
     assert (
-        recurrent["rnn_type"] == kind and recurrent["num_layers"] == layers and recurrent["hidden_dim"] == 16
+        recurrent["rnn_type"] == kind
+        and recurrent["rnn_num_layers"] == layers
+        and recurrent["rnn_hidden_dim"] == 16
     )
-    assert recurrent["state_shape"] == [layers, "batch", 16]
+    states = ["h_in", "c_in"] if kind == "lstm" else ["h_in"]
+    assert recurrent["state_shapes"] == {name: [layers, "batch", 16] for name in states}
     expected = (
         (["obs", "h_in", "c_in"], ["actions", "h_out", "c_out"])
         if kind == "lstm"

@@ -245,7 +245,7 @@ def test_exports_score_like_the_checkpoint_episode_for_episode(
     if algo == "RecurrentPPO":
         recurrent = sidecars["onnx"]["recurrent"]
         layers, hidden = (2, 32) if relpath.startswith("shared") else (1, 256)
-        assert (recurrent["rnn_type"], recurrent["num_layers"], recurrent["hidden_dim"]) == (
+        assert (recurrent["rnn_type"], recurrent["rnn_num_layers"], recurrent["rnn_hidden_dim"]) == (
             "lstm",
             layers,
             hidden,

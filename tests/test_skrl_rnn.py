@@ -113,8 +113,8 @@ def test_exports_carry_the_state_explicitly_and_act_like_the_checkpoint(skrl_rnn
     recurrent = meta["recurrent"]
     assert (
         recurrent["rnn_type"] == rnn_type
-        and recurrent["num_layers"] == 1
-        and recurrent["hidden_dim"] == HIDDEN
+        and recurrent["rnn_num_layers"] == 1
+        and recurrent["rnn_hidden_dim"] == HIDDEN
     )
     expected = ["obs", "h_in", "c_in"] if rnn_type == "lstm" else ["obs", "h_in"]
     assert recurrent["inputs"] == expected

@@ -178,7 +178,7 @@ def _first_passing(
                 f"the written file does not run here ({_runtime_name(fmt)}): {_first_line(exc)}"
             )
             continue
-        parity = check_parity(policy, runner, spec.obs_groups, tolerance=tol)
+        parity = check_parity(policy, runner, spec.obs_groups, tolerance=tol, scales=term_scales(spec))
         if parity.ok:
             return name, parity, passed_over
         passed_over[name] = f"parity check failed: {_parity_failure(parity)}"
@@ -199,12 +199,38 @@ def _runtime_name(fmt: str) -> str:
     return f"onnxruntime {version('onnxruntime')}" if fmt == "onnx" else "torch.jit"
 
 
-def _record_terms(obs_groups: dict[str, dict], obs_terms: dict) -> None:
-    """Each group's terms into its sidecar entry, when they add up to the group the policy reads."""
-    for name, terms in obs_terms.items():
-        group = obs_groups.get(name)
-        if group is not None and sum(t.dim for t in terms) == group["dim"]:
-            group["terms"] = [t.to_json() for t in terms]
+def with_obs_terms(spec, obs_terms: dict):
+    """``spec`` with every group's terms recorded (:func:`zoo.exporter.terms.record_terms`) and their scale and
+    clip applied inside its module, so that the file takes raw observations; a spec that has them already is
+    returned as it is (a release writes every form from one)."""
+    import copy
+    import dataclasses
+
+    from zoo.exporter.terms import BAKED, TermScales, record_terms
+
+    if all("terms" in group for group in spec.obs_groups.values()):
+        return spec
+    groups = copy.deepcopy(spec.obs_groups)
+    record_terms(groups, obs_terms)
+    scales = TermScales.of(groups, _obs_dim(spec))
+    if scales is None:
+        return dataclasses.replace(spec, obs_groups=groups)
+    return dataclasses.replace(
+        spec, module=scales.module(spec.module).eval(), obs_groups=groups, baked=[BAKED, *spec.baked]
+    )
+
+
+def term_scales(spec):
+    """The terms a spec's module applies (None: none but the identity), for the parity check's raw input."""
+    from zoo.exporter.terms import TermScales
+
+    return TermScales.of(spec.obs_groups, _obs_dim(spec))
+
+
+def _obs_dim(spec) -> int:
+    import math
+
+    return math.prod(spec.obs_shape)
 
 
 def export_policy(
@@ -226,7 +252,8 @@ def export_policy(
     ``target`` holds the facts about the source (task, env, exp_name, framework, checkpoint) that the
     sidecar records; ``preset_notes`` what the eval env's wrappers do that a deployment must redo;
     ``obs_terms`` the terms of each observation group (:class:`zoo.tensor_env.Term`), which the task
-    definition knows and a deployment must compute: recorded as ``obs_groups[group]["terms"]``;
+    definition knows: recorded as ``obs_groups[group]["terms"]`` and applied inside the file
+    (:func:`with_obs_terms`), so that it takes raw observations;
     ``exported_at`` the time recorded (default now; a release gives its checkpoint's, so that re-pushing an
     unchanged run writes the same bytes); ``spec`` the policy's :class:`~zoo.policy.ExportSpec` when the caller
     has it already (else it is made here).
@@ -236,8 +263,7 @@ def export_policy(
     from zoo.exporter.writers import io_names, onnx_opset
 
     candidates, skipped = (["torchscript"], {}) if fmt == "torchscript" else onnx_exporters(exporter, opset)
-    spec = spec or _spec(policy, target.get("framework", "this framework's"))
-    _record_terms(spec.obs_groups, obs_terms or {})
+    spec = with_obs_terms(spec or _spec(policy, target.get("framework", "this framework's")), obs_terms or {})
     tol = 0.0 if not _is_box(policy.action_space) else (DEFAULT_TOLERANCE if tolerance is None else tolerance)
     inputs, outputs = io_names(spec)
     recurrent = recurrent_facts(spec, inputs, outputs)  # what a runner needs to carry the state, too
@@ -272,7 +298,13 @@ def export_policy(
                 exported_at=exported_at,
             )
             _stamp(tmp, fmt, meta)
-            again = check_parity(policy, open_runner(tmp, fmt, recurrent), spec.obs_groups, tolerance=tol)
+            again = check_parity(
+                policy,
+                open_runner(tmp, fmt, recurrent),
+                spec.obs_groups,
+                tolerance=tol,
+                scales=term_scales(spec),
+            )
             if not all(np.array_equal(a, b) for a, b in zip(again.outputs, parity.outputs, strict=True)):
                 raise ZooError(
                     "export failed, no file written: the file changed its outputs when its metadata was added"

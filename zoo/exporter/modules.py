@@ -100,3 +100,18 @@ class StatefulRecurrent(nn.Module):
             keep = (~done).to(self.h.dtype).view(1, -1, 1)
             self.h = self.h * keep
             self.c = self.c * keep
+
+
+class ObsTermsFirst(nn.Module):
+    """``net(clip(x * scale, -clip, clip), *state)``: the task's observation terms applied to raw input."""
+
+    def __init__(self, net: nn.Module, scale: torch.Tensor, clip: torch.Tensor):
+        super().__init__()
+        self.net = net
+        self.register_buffer("scale", scale)
+        self.register_buffer("clip", clip)
+
+    def forward(self, x: torch.Tensor, *state: torch.Tensor):
+        scaled = x.flatten(1) * self.scale
+        terms = torch.minimum(torch.maximum(scaled, -self.clip), self.clip).reshape(x.shape)
+        return self.net(terms, *state)

@@ -6,7 +6,8 @@ normalizer or a wrong scale would hide. Feed-forward policies are compared on on
 and on a batch of 1 (the batch axis really is dynamic). Recurrent policies run 16 envs for 64
 consecutive steps with state carried, half of the envs reset at step 32, so state handling and
 per-env resets are compared too. Discrete actions must match exactly; continuous ones within the
-tolerance (absolute).
+tolerance (absolute). The samples are raw observations: where the file applies observation terms
+(:mod:`zoo.exporter.terms`), the source policy gets them as the task computes them, the file raw.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from zoo.exporter.obs import flatten_obs
+from zoo.exporter.terms import TermScales, model_obs
 
 FEED_FORWARD_BATCH = 256
 RECURRENT_ENVS, RECURRENT_STEPS = 16, 64
@@ -74,8 +76,11 @@ def _compare(ref: np.ndarray, got: np.ndarray, tolerance: float) -> tuple[float,
     return float(np.nanmax(diff)) if np.isfinite(diff).any() else float("inf"), bad
 
 
-def check_parity(policy, runner, obs_groups: dict, *, tolerance: float, seed: int = 0) -> Parity:
-    """Compare ``runner`` (an exported file) with ``policy.act(..., deterministic=True)``."""
+def check_parity(
+    policy, runner, obs_groups: dict, *, tolerance: float, seed: int = 0, scales: TermScales | None = None
+) -> Parity:
+    """Compare ``runner`` (an exported file) with ``policy.act(..., deterministic=True)``; ``scales``: the
+    observation terms the file applies itself (the policy gets the sample with them applied)."""
     rng = np.random.default_rng(seed)
     pairs: list[tuple[np.ndarray, np.ndarray]] = []
     if policy.is_recurrent:
@@ -88,11 +93,12 @@ def check_parity(policy, runner, obs_groups: dict, *, tolerance: float, seed: in
                 policy.reset(half)
                 runner.reset(half)
             obs = sample_batch(policy.observation_space, RECURRENT_ENVS, rng)
-            pairs.append((policy.act(obs, None, True)[0], runner(flatten_obs(obs, obs_groups))))
+            ref = policy.act(model_obs(obs, obs_groups, scales), None, True)[0]
+            pairs.append((ref, runner(flatten_obs(obs, obs_groups))))
         batch_sizes, steps = [RECURRENT_ENVS], RECURRENT_STEPS
     else:
         obs = sample_batch(policy.observation_space, FEED_FORWARD_BATCH, rng)
-        ref = policy.act(obs, None, True)[0]
+        ref = policy.act(model_obs(obs, obs_groups, scales), None, True)[0]
         flat = flatten_obs(obs, obs_groups)
         pairs += [(ref, runner(flat)), (np.asarray(ref)[:1], runner(flat[:1]))]
         batch_sizes, steps = [FEED_FORWARD_BATCH, 1], None

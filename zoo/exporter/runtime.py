@@ -16,6 +16,7 @@ import numpy as np
 from zoo.artifacts.digest import sha256_file
 from zoo.errors import ZooError
 from zoo.exporter.obs import flatten_obs
+from zoo.exporter.sidecar import rnn_sizes
 
 if TYPE_CHECKING:
     from zoo.frameworks import SpaceKinds
@@ -26,6 +27,10 @@ EXPORT_SUFFIXES = (".onnx", ".ts")
 
 def sidecar_path(path: Path) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+#: A sidecar larger than this is refused before it is parsed (one is a few kB, its env's config included).
+MAX_SIDECAR_BYTES = 16 << 20
 
 
 def is_exported(path: Path) -> bool:
@@ -40,6 +45,11 @@ def read_sidecar(path: Path) -> dict:
         raise ZooError(
             f"{path}: no sidecar {side.name} next to it",
             hint="zoo evaluates exported files with the sidecar zoo export wrote; keep them together",
+        )
+    if side.stat().st_size > MAX_SIDECAR_BYTES:
+        raise ZooError(
+            f"{side}: over {MAX_SIDECAR_BYTES >> 20} MiB, not reading it (a sidecar is a few kB)",
+            hint="export the policy again with zoo export",
         )
     try:
         meta = json.loads(side.read_text(encoding="utf-8"))
@@ -105,7 +115,8 @@ class OnnxRunner:
     def _states(self, batch: int) -> dict[str, np.ndarray]:
         names = self.recurrent["inputs"][1:]
         if not self.state or next(iter(self.state.values())).shape[1] != batch:
-            shape = (self.recurrent["num_layers"], batch, self.recurrent["hidden_dim"])
+            layers, hidden = rnn_sizes(self.recurrent)
+            shape = (layers, batch, hidden)
             self.state = {name: np.zeros(shape, dtype=np.float32) for name in names}
         return self.state
 
@@ -145,21 +156,34 @@ _ACTION_KEYS = ("action_type", "action_shape", "num_actions", "nvec", "action_ra
 
 
 def fit_problem(meta: dict, observation_space: Any, action_space: Any) -> str | None:
-    """Why an exported file cannot drive an env with these spaces (its input or output layout differs)."""
+    """Why an exported file cannot drive an env with these spaces (its input or output layout differs).
+
+    The input is compared group by group (name, size, shape) and must tile the file's input: the file's own
+    ``start`` of each group says where it goes, so a file laid out in another key order (alphabetical, as zoo
+    exported goal-conditioned observations before) fits the same env."""
     from gymnasium import spaces
 
-    from zoo.exporter.obs import obs_layout
-    from zoo.exporter.sidecar import action_facts, finite_bounds
+    from zoo.exporter.obs import input_order, obs_layout
+    from zoo.exporter.sidecar import action_facts, read_range
 
     shape, groups = obs_layout(observation_space)
+    named = isinstance(observation_space, spaces.Dict)  # a Box's one group is named by its framework
 
-    def layout(obs_groups: dict) -> list:  # a Box's one group is named by its framework; a Dict's by its keys
-        named = isinstance(observation_space, spaces.Dict)
-        return [(k if named else "", g["start"], g["dim"], list(g["shape"])) for k, g in obs_groups.items()]
+    def sizes(obs_groups: dict) -> dict:
+        return {
+            (k if named else ""): (g.get("dim"), list(g.get("shape") or [])) for k, g in obs_groups.items()
+        }
 
-    if list(shape) != meta.get("obs_shape") or layout(groups) != layout(meta["obs_groups"]):
+    file_groups = meta["obs_groups"]
+    tiled, start = isinstance(file_groups, dict) and all(isinstance(g, dict) for g in file_groups.values()), 0
+    if tiled:
+        for name in input_order(file_groups):
+            tiled = tiled and file_groups[name].get("start") == start
+            start += file_groups[name].get("dim") or 0
+    if list(shape) != meta.get("obs_shape") or not tiled or sizes(groups) != sizes(file_groups):
         return f"the file takes observations of shape {meta.get('obs_shape')}, the env gives {list(shape)}"
-    env, file = action_facts(action_space), {**meta, "action_range": finite_bounds(meta.get("action_range"))}
+    env = action_facts(action_space)
+    file = {**meta, "action_range": read_range(meta.get("action_range"))}
     for key in _ACTION_KEYS:
         if env.get(key) != file.get(key):
             return f"the file's actions have {key} {file.get(key)}, the env's {env.get(key)}"
@@ -175,13 +199,33 @@ class ExportedPolicy:
         self.action_space = action_space
         self.is_recurrent = bool(meta["is_recurrent"])
         self.obs_groups = meta["obs_groups"]
+        self.scales = baked_scales(meta)
         self.runner = open_runner(path, meta["format"], meta.get("recurrent"), meta)
 
     def act(self, obs_batch: Any, state: Any = None, deterministic: bool = True) -> tuple[np.ndarray, Any]:
-        return self.runner(flatten_obs(obs_batch, self.obs_groups)), state
+        flat = flatten_obs(obs_batch, self.obs_groups)
+        if self.scales is not None:  # the env gives what the task computed; the file takes raw values
+            flat = self.scales.raw(flat)
+        return self.runner(flat), state
 
     def reset(self, done_mask: np.ndarray) -> None:
         self.runner.reset(done_mask)
+
+
+def baked_scales(meta: dict):
+    """The observation terms a file applies itself (its sidecar's ``obs_terms_baked``), None when it applies
+    none but the identity or was exported before terms were baked (it takes what the task computes)."""
+    import math
+
+    from zoo.errors import BrokenFile
+    from zoo.exporter.terms import TermScales
+
+    if meta.get("obs_terms_baked") is not True:
+        return None
+    try:
+        return TermScales.of(meta["obs_groups"], math.prod(meta["obs_shape"]))
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise BrokenFile(f"the sidecar's observation terms do not fit its obs_shape ({exc})") from None
 
 
 def exported_kinds(meta: dict) -> SpaceKinds:

@@ -20,6 +20,7 @@ import numpy as np
 
 from zoo.artifacts.digest import sha256_file
 from zoo.errors import BrokenFile, ZooError
+from zoo.exporter.sidecar import rnn_sizes
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -145,7 +146,8 @@ class GraphRunner:
             raise BrokenFile(f"{CONFIG_FILE}: obs_shape {str(config['obs_shape'])[:80]} is not a shape")
         example = [torch.zeros(1, *shape)]
         if self.recurrent is not None:
-            example += [torch.zeros(self.recurrent["num_layers"], 1, self.recurrent["hidden_dim"])] * 2
+            self.layers, self.hidden = rnn_sizes(self.recurrent)
+            example += [torch.zeros(self.layers, 1, self.hidden)] * 2
         self.module.check_shapes(*example)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
@@ -156,7 +158,7 @@ class GraphRunner:
             if self.recurrent is None:
                 return self.module(obs).numpy()
             if self.state is None or self.state[0].shape[1] != len(x):
-                shape = (self.recurrent["num_layers"], len(x), self.recurrent["hidden_dim"])
+                shape = (self.layers, len(x), self.hidden)
                 self.state = (torch.zeros(shape), torch.zeros(shape))
             actions, h, c = self.module(obs, *self.state)
             self.state = (h, c)

@@ -45,11 +45,12 @@ class Form:
     parity: dict
 
 
-def _proven(name: str, policy, runner, obs_groups: dict, tolerance: float) -> dict:
-    from zoo.exporter import _parity_failure
+def _proven(name: str, policy, runner, spec, tolerance: float) -> dict:
+    """The form's parity with the source policy, on raw observations (``spec``: the one the form was written from)."""
+    from zoo.exporter import _parity_failure, term_scales
     from zoo.exporter.parity import check_parity
 
-    parity = check_parity(policy, runner, obs_groups, tolerance=tolerance)
+    parity = check_parity(policy, runner, spec.obs_groups, tolerance=tolerance, scales=term_scales(spec))
     if not parity.ok:
         raise FormFailed(
             f"{name} does not act like the model: {_parity_failure(parity)}; nothing was uploaded",
@@ -76,19 +77,19 @@ def write_forms(
     import numpy as np
     import torch
 
-    from zoo.exporter import DEFAULT_TOLERANCE, _is_box, _spec, export_policy
+    from zoo.exporter import DEFAULT_TOLERANCE, _is_box, _spec, export_policy, with_obs_terms
     from zoo.exporter.obs import flatten_obs
     from zoo.exporter.parity import sample_batch
 
     folder.mkdir(parents=True, exist_ok=True)
-    spec = _spec(policy, facts.get("framework", "this framework's"))  # once: every form is written from it
+    # once, its observation terms applied: every form is written from it and takes raw observations
+    spec = with_obs_terms(_spec(policy, facts.get("framework", "this framework's")), obs_terms)
     onnx = export_policy(
         policy,
         target=facts,
         preset_notes=preset_notes,
         fmt="onnx",
         out=folder / ONNX_FILE,
-        obs_terms=obs_terms,
         exported_at=exported_at,
         exporter=exporter,
         spec=spec,
@@ -119,7 +120,7 @@ def _agent(policy, spec, env_id: str, example, folder: Path, tolerance: float) -
         policy.action_space,
         spec.recurrent is not None,
     )
-    return Form(AGENT_FILE, path, _proven(AGENT_FILE, policy, runner, spec.obs_groups, tolerance))
+    return Form(AGENT_FILE, path, _proven(AGENT_FILE, policy, runner, spec, tolerance))
 
 
 def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: float) -> list[Form]:
@@ -139,7 +140,13 @@ def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: 
     config = {key: value for key, value in sidecar.items() if key not in ("opset", "file_sha256", "exporter")}
     outputs = ["actions", "h", "c"] if spec.recurrent is not None else ["actions"]
     if config.get("recurrent"):  # the graph's names for the states, not the ONNX file's h_in / h_out
-        config["recurrent"] = {**config["recurrent"], "inputs": inputs, "outputs": outputs}
+        shape = next(iter(config["recurrent"]["state_shapes"].values()))
+        config["recurrent"] = {
+            **config["recurrent"],
+            "state_shapes": {name: shape for name in inputs[1:]},
+            "inputs": inputs,
+            "outputs": outputs,
+        }
     config.update(
         {
             "format": FORMAT,
@@ -155,7 +162,7 @@ def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: 
     path = folder / CONFIG_FILE
     path.write_text(dumps(config, what=CONFIG_FILE, indent=1) + "\n", encoding="utf-8")
     runner = GraphRunner(path, read_config(path))  # read back as a downloader reads it
-    config["parity"] = _proven(f"{WEIGHTS_FILE} + {CONFIG_FILE}", policy, runner, spec.obs_groups, tolerance)
+    config["parity"] = _proven(f"{WEIGHTS_FILE} + {CONFIG_FILE}", policy, runner, spec, tolerance)
     path.write_text(dumps(config, what=CONFIG_FILE, indent=1) + "\n", encoding="utf-8")
     return [Form(WEIGHTS_FILE, weights, config["parity"]), Form(CONFIG_FILE, path, config["parity"])]
 

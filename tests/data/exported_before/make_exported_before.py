@@ -18,11 +18,10 @@ sys.path.insert(0, str(HERE.parent.parent))  # tests/: test_sb3 registers ZooSB3
 
 
 def main() -> None:
-    from sb3_contrib import RecurrentPPO
-    from stable_baselines3 import SAC, HerReplayBuffer
-
     import test_sb3  # noqa: F401 - registers ZooSB3Goal-v0
     from helpers import zoo
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3 import SAC, HerReplayBuffer
 
     torch.set_num_threads(1)
     small = {"net_arch": [32, 32]}

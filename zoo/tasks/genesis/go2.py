@@ -218,7 +218,8 @@ class Go2Walking(GenesisTask):
         """What the robot side computes around the policy, as the task does (the sidecar's ``left_to_caller``)."""
         env_cfg, *_ = cls._checked(cfgs)
         return [
-            f"observation: the terms of obs_groups['policy'], in order; dof_pos relative to the default joint "
+            "observation: the terms of obs_groups['policy'], in order, unscaled (the file applies each term's "
+            f"scale and clip); dof_pos relative to the default joint "
             f"angles, joints in the order {joint_names(env_cfg)}",
             f"actions: clip to +-{env_cfg['clip_actions']}, joint targets = {env_cfg['action_scale']} * action + "
             f"default joint angles, applied one step late (the previous action), PD kp {env_cfg['kp']} kd "

@@ -150,8 +150,9 @@ class DroneHover(GenesisTask):
         """What the drone side computes around the policy, as the task does (the sidecar's ``left_to_caller``)."""
         env_cfg = cls._checked(cfgs)[0]
         return [
-            "observation: the terms of obs_groups['policy'], in order; rel_pos = target - position (world "
-            "frame), velocities in the body frame, quaternion (w, x, y, z)",
+            "observation: the terms of obs_groups['policy'], in order, unscaled (the file applies each term's "
+            "scale and clip); rel_pos = target - position (world frame), velocities in the body frame, "
+            "quaternion (w, x, y, z)",
             f"actions: clip to +-{env_cfg['clip_actions']}, propeller RPM = (1 + 0.8 * action) * {HOVER_RPM:.2f}, "
             f"applied in the same step, at {1 / cls.dt:.0f} Hz",
         ]
