@@ -60,7 +60,7 @@ def sections(diagnosis: Diagnosis, training: dict | None, adapter) -> dict:
             [],
             [
                 adapter.training_resume or "how this trainer resumes a stopped run: see its docs",
-                f"what survives a stop: the checkpoints saved in {training['run_folder']}, and zoo watch's "
+                f"what survives a stop: what the trainer saved in {training['run_folder']}, and zoo watch's "
                 "evals.jsonl, best_model.* and best_model_meta.json there (zoo watch, started again, goes on "
                 "where it stopped)",
             ],
