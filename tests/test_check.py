@@ -403,3 +403,19 @@ def test_a_training_that_logged_nan_is_shown_as_written_in_strict_json(tmp_path)
     assert report["details"]["train_return"] == {"step": 2000, "value": "nan"}
     table = zoo("check", run, "--no-cache")
     assert table.exit_code == 0 and " nan " in table.stdout
+
+
+def test_a_cleanrl_run_says_which_training_flags_reach_the_network_and_that_zoo_passes_neither():
+    """CleanRL's --track (Weights & Biases) and --upload-model (the Hub) are each a network integration with its own
+    consent: the check of a CleanRL run says so, once per flag; a run of another framework says nothing of them."""
+    run = next(EXAMPLES.glob("CartPole-v1__dqn__*"))
+    shown = zoo("check", run, env={"COLUMNS": "200"}).stdout.splitlines()
+    assert [line for line in shown if line.startswith("hint:")] == [
+        "hint: CleanRL's --track sends metrics to Weights & Biases (network, a W&B API key): its own consent; "
+        "zoo never turns it on",
+        "hint: CleanRL's --upload-model sends the model and videos to the Hugging Face Hub (network, a Hub write "
+        "token): its own consent; zoo never turns it on",
+    ]
+    other = zoo("check", Path(__file__).parent / "data" / "rsl_rl_legacy", env={"COLUMNS": "200"})
+    assert other.exit_code == 0 and "hint:" not in other.stdout
+    assert "hint:" not in zoo("check", run, "--quiet").stdout  # nothing shown, nothing hinted

@@ -11,6 +11,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 
@@ -84,6 +85,76 @@ def test_doctor_alone_reports_versions_and_hub_settings_without_the_token():
     assert data["authorizes_training"] is False
     table = zoo("doctor", env={"HF_TOKEN": "hf_secret_value_123"})
     assert "hf_secret_value_123" not in table.stdout + table.stderr and "set in HF_TOKEN" in table.stdout
+
+
+def _site_without(tmp_path: Path, hidden: str, fake_version: str | None = None) -> Path:
+    """A copy (symlinks) of this interpreter's site-packages without the distribution ``hidden`` (its module and its
+    metadata), or, with ``fake_version``, with its module but metadata that says that version."""
+    import sysconfig
+
+    site = tmp_path / "site"
+    site.mkdir()
+    prefix = hidden.replace("-", "_")
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(f"{prefix}-") and (fake_version is not None or entry.name != prefix):
+            (site / entry.name).symlink_to(entry)
+    if fake_version is not None:
+        info = site / f"{prefix}-{fake_version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {hidden}\nVersion: {fake_version}\n")
+    return site
+
+
+def _doctor_in(site: Path, *args: str) -> subprocess.CompletedProcess:
+    """``zoo doctor`` in a fresh interpreter whose only site-packages is ``site`` (``-S``, then that folder)."""
+    from helpers import REPO
+
+    code = "import site, sys; site.addsitedir(sys.argv.pop(1)); sys.argv[0] = 'zoo'; from zoo.cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-S", "-c", code, str(site), "doctor", *args],
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_the_framework_alone_checks_its_packages_and_reports_their_versions():
+    """``zoo doctor --framework NAME``: the workflow's first question has an answer, in --json and in the table."""
+    result = zoo("doctor", "--framework", "sb3", "--json")
+    assert result.exit_code == 0, result.stdout
+    (check,) = result.json()["checks"]
+    assert check["name"] == "framework sb3" and check["status"] == "ok"
+    assert check["details"]["versions"]["stable-baselines3"] == version("stable-baselines3")
+    assert f"stable-baselines3 {version('stable-baselines3')}" in check["message"]
+    assert "rl_zoo3, stable_baselines3 found" in check["message"]  # what loading and rl_zoo3.train import
+    table = zoo("doctor", "--framework", "sb3", env={"COLUMNS": "200"}).stdout
+    assert "framework sb3" in table and f"stable-baselines3 {version('stable-baselines3')}" in table
+    cleanrl = zoo("doctor", "--framework", "cleanrl", "--json")
+    assert cleanrl.exit_code == 0 and cleanrl.json()["checks"][0]["message"].startswith(
+        "gymnasium, torch found"
+    )
+
+
+def test_a_framework_whose_package_is_not_installed_fails_with_its_install_line(tmp_path):
+    """stable-baselines3 really absent (a fresh interpreter whose site-packages lacks it): exit 1 and zoo's extra."""
+    result = _doctor_in(_site_without(tmp_path, "stable-baselines3"), "--framework", "sb3", "--json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (check,) = json.loads(result.stdout)["checks"]
+    assert check["status"] == "fail" and check["message"].startswith(
+        "the sb3 extra is missing stable-baselines3"
+    )
+    assert check["hint"] == "pip install 'rl-zoo-hub[sb3]'"
+    assert check["details"]["versions"]["stable-baselines3"] is None
+    table = _doctor_in(tmp_path / "site", "--framework", "sb3")
+    assert table.returncode == 1 and "hint: pip install 'rl-zoo-hub[sb3]'" in table.stdout
+
+
+def test_a_framework_package_outside_zoos_range_fails(tmp_path):
+    result = _doctor_in(_site_without(tmp_path, "stable-baselines3", "1.8.0"), "--framework", "sb3", "--json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (check,) = json.loads(result.stdout)["checks"]
+    assert check["message"] == "stable-baselines3 1.8.0 is outside zoo's stable-baselines3<3,>=2.3"
 
 
 def test_an_extra_is_installed_only_when_import_would_find_all_of_it(monkeypatch):
@@ -400,11 +471,20 @@ def test_custom_policy_class_is_found_never_imported(tmp_path, monkeypatch):
     canary = tmp_path / "imported"
     (tmp_path / "my_policies.py").write_text(f"open({str(canary)!r}, 'w').close()\nclass Policy: ...\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    found = zoo("doctor", "--framework", "custom", "--policy-class", "my_policies:Policy", "--json")
+    pendulum = ("--env-id", "Pendulum-v1")
+    found = zoo(
+        "doctor", "--framework", "custom", "--policy-class", "my_policies:Policy", *pendulum, "--json"
+    )
     assert found.exit_code == 0 and checks(found)["module my_policies"][0] == "ok"
     assert not canary.exists()  # doctor runs no user code
-    missing = zoo("doctor", "--framework", "custom", "--policy-class", "not_installed_mod:Policy", "--json")
+    missing = zoo(
+        "doctor", "--framework", "custom", "--policy-class", "not_installed_mod:Policy", *pendulum, "--json"
+    )
     assert missing.exit_code == 1 and checks(missing)["module not_installed_mod"][0] == "fail"
+    nowhere = zoo("doctor", "--framework", "custom", "--policy-class", "my_policies:Policy")
+    assert nowhere.exit_code == 2 and nowhere.stderr.startswith(
+        "error: --policy-class my_policies:Policy: no env for it to act in"
+    )
     assert zoo("doctor", "--framework", "custom", "--policy-class", "no-colon").exit_code == 2
     assert zoo("doctor", "--framework", "sb3", "--policy-class", "my_policies:Policy").exit_code == 2
 

@@ -142,6 +142,23 @@ def render_check(reports, quiet: bool, paths: list[Path]) -> None:
         f"{len(reports)} run{'s' if len(reports) != 1 else ''}: {counts['ok']} ok, {counts['warning']} warning, "
         f"{counts['error']} error"
     )
+    for framework in sorted({r.run.framework for r, _ in shown}):
+        for hint in network_hints(framework):
+            out().print(f"[dim]hint: {escape(hint)}[/]")
+
+
+def network_hints(framework: str) -> list[str]:
+    """What each of the framework's training flags that reach the network does
+    (:attr:`~zoo.frameworks.Adapter.network_flags`), said where a user meets its runs: each needs its own consent,
+    and zoo passes none of them."""
+    from zoo.frameworks import get_adapter
+
+    adapter = get_adapter(framework)
+    return [
+        f"{adapter.hub.display_name}'s {flag} sends {f.sends} (network, {f.credential}): its own consent; "
+        "zoo never turns it on"
+        for flag, f in adapter.network_flags.items()
+    ]
 
 
 def _best_eval(watch: dict) -> str:

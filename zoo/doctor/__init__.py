@@ -16,7 +16,8 @@ None of them authorizes training: a handoff is a plan for a human to read and ru
 The modules, in the order a diagnosis meets them: :mod:`~zoo.doctor.installed` (what this machine has),
 :mod:`~zoo.doctor.config` (the experiment config and the :class:`Guardrail`), :mod:`~zoo.doctor.checks`
 and :mod:`~zoo.doctor.policy` (the ordered checks), :mod:`~zoo.doctor.diagnosis` (the verdict),
-:mod:`~zoo.doctor.handoff` (the plan). The names below are imported on first use: ``zoo``'s CLI reads
+:mod:`~zoo.doctor.handoff` (the plan) and :mod:`~zoo.doctor.runbook` (how to follow, stop, recover and clean up
+what it runs, and what doctor could not establish). The names below are imported on first use: ``zoo``'s CLI reads
 :class:`Guardrail`'s defaults for its flags, and must not load the checks to start.
 """
 

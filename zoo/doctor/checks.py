@@ -72,6 +72,46 @@ def module_check(module: str, purpose: str, hint: str) -> Check:
     return Check(f"module {top}", OK, f"{top} found ({purpose})")
 
 
+def install_line(adapter, module: str, requirement: str) -> str:
+    """How to install ``module``: the zoo extra the adapter owns that brings it, else ``pip install requirement``."""
+    extra = next((name for name, modules in adapter.extra_modules.items() if module in modules), None)
+    return f"pip install 'rl-zoo-hub[{extra}]'" if extra else f"pip install {requirement}"
+
+
+def framework_check(adapter) -> Check:
+    """``zoo doctor --framework NAME`` without a policy or a config: the workflow's first question, whether NAME's
+    packages are here. Each extra the adapter owns must be installed as ``zoo doctor``'s table counts it (every
+    distribution, and its modules found, not imported) at a version within zoo's requirement, and each module its
+    training imports must be found; the versions of its libraries come from their metadata."""
+    from zoo.doctor.installed import extras, installed_version, requirement_problems
+
+    owned = {e.name: e for e in extras() if e.name in adapter.extra_modules}
+    problems: dict[str, str] = {}  # what is wrong: how to fix it
+    for name, modules in adapter.extra_modules.items():
+        missing = owned[name].missing if name in owned else [m for m in modules if find_spec(m) is None]
+        if missing:
+            problems[f"the {name} extra is missing {', '.join(missing)}"] = (
+                f"pip install 'rl-zoo-hub[{name}]'"
+            )
+    for line in requirement_problems(list(adapter.extra_modules)):
+        problems[line] = f"pip install 'rl-zoo-hub[{','.join(adapter.extra_modules)}]'"
+    owned_modules = {m for modules in adapter.extra_modules.values() for m in modules}
+    for module, requirement in adapter.training_modules.items():
+        if module not in owned_modules and find_spec(module.split(".")[0]) is None:
+            problems[f"no module named {module!r} ({adapter.name} training imports it)"] = (
+                f"pip install {requirement}"
+            )
+    versions = {name: installed_version(name) for name in adapter.packages}
+    name, details = f"framework {adapter.name}", {"versions": versions}
+    if problems:
+        return Check(name, FAIL, "; ".join(problems), " and ".join(dict.fromkeys(problems.values())), details)
+    needed = sorted(owned_modules | set(adapter.training_modules))
+    if not needed:
+        return Check(name, OK, f"{adapter.name} needs no package beyond zoo's own", details=details)
+    said = ", ".join(f"{n} {v or 'not installed (not needed)'}" for n, v in versions.items())
+    return Check(name, OK, f"{', '.join(needed)} found" + (f"; {said}" if said else ""), details=details)
+
+
 def framework_packages(adapter, *, loading: bool, training: bool, script: str | None = None) -> list[Check]:
     """What the framework needs here: the extra zoo loads its models with, and for a training plan the
     script a config names and the modules its training imports (:attr:`Adapter.training_modules`: CleanRL's
@@ -99,7 +139,9 @@ def framework_packages(adapter, *, loading: bool, training: bool, script: str | 
             )
         for module, requirement in adapter.training_modules.items():
             checks.append(
-                module_check(module, f"{adapter.name} training imports it", f"pip install {requirement}")
+                module_check(
+                    module, f"{adapter.name} training imports it", install_line(adapter, module, requirement)
+                )
             )
     return checks
 

@@ -20,6 +20,9 @@ class Diagnosis:
     guardrail: Guardrail = field(default_factory=Guardrail)
     config: ConfigReport | None = None
     policy: dict | None = None  # the artifact: path, sha256, run, entry, companions
+    policy_class: dict | None = (
+        None  # --policy-class without a file: the class and the entry it is evaluated as
+    )
     env: dict | None = None  # env id, module, and (probed) spaces
     eval_budget: dict | None = None
     handoff: list[str] = field(default_factory=list)  # the files --handoff wrote
@@ -59,6 +62,7 @@ class Diagnosis:
                     "runs": self.config.runs if not self.config.problems else None,
                 },
                 "policy": self.policy,
+                "policy_class": self.policy_class,
                 "env": self.env,
                 "eval_budget": self.eval_budget,
                 "handoff": self.handoff,
@@ -112,6 +116,10 @@ def diagnose(
                 "make it importable (PYTHONPATH)",
             )
         )
+        if policy is None:
+            _class_budget(
+                diagnosis, adapter, policy_class, env_id, env_module, exp_name, seed, episodes, registry
+            )
     if policy is not None:
         from zoo.doctor.policy import check_policy
 
@@ -182,6 +190,10 @@ def _packages(
 ) -> None:
     from zoo.doctor.checks import env_packages, framework_packages
 
+    if policy is None and config_report is None:  # the framework alone: are its packages here?
+        from zoo.doctor.checks import framework_check
+
+        diagnosis.checks.append(framework_check(adapter))
     training = config_report is not None and not config_report.problems
     script = config_report.values.get("script") if training else None
     diagnosis.checks += framework_packages(
@@ -191,6 +203,41 @@ def _packages(
         diagnosis.checks += launcher_checks(config_report.values.get("launcher", "local"))
     if env_id:
         diagnosis.checks += env_packages(env_id, env_module)
+
+
+def _class_budget(
+    diagnosis: Diagnosis,
+    adapter,
+    policy_class: str,
+    env_id,
+    env_module,
+    exp_name,
+    seed: int,
+    episodes,
+    registry,
+) -> None:
+    """The evaluation ``zoo eval --policy-class`` would run: the entry it is evaluated as (``--exp-name``, else the
+    registry's one entry that takes a class) on ``env_id``, resolved as ``zoo eval`` resolves it."""
+    from zoo.envs import qualify_env_id
+    from zoo.targets import class_target
+
+    if env_id is None:
+        raise UsageError(
+            f"--policy-class {policy_class}: no env for it to act in",
+            hint="add --env-id ID (or a --config that names one)",
+        )
+    env = qualify_env_id(env_id, env_module)
+    entry = class_target(registry, policy_class, exp_name=exp_name, env_id=env).entry
+    diagnosis.policy_class = {"class": policy_class, "exp_name": entry.name}
+    diagnosis.eval_budget = {
+        "seed": seed,
+        "episodes": episodes or entry.eval["episodes"],
+        "deterministic": adapter.eval_mode(entry, env)[0],
+        "max_steps": None,
+        "render_mode": None,
+        "out": "eval.json",  # zoo eval's folder for a class: the current one
+    }
+    diagnosis.env = {"env_id": env}
 
 
 def _probe_env(diagnosis: Diagnosis, env_id: str | None, env_module: str | None) -> None:

@@ -70,6 +70,24 @@ def extras() -> list[Extra]:
     return list(found.values())
 
 
+def requirement_problems(names: list[str]) -> list[str]:
+    """Each installed distribution that zoo's extras ``names`` require at a version outside zoo's range (a
+    missing one is the module checks' to report); nothing when zoo runs from a source tree never installed."""
+    try:
+        meta = distribution(DIST).metadata
+    except PackageNotFoundError:
+        return []
+    problems = []
+    for name in names:
+        for requirement in _requirements(meta, name):
+            found = installed_version(requirement.name)
+            if found is not None and not requirement.specifier.contains(found, prereleases=True):
+                problems.append(
+                    f"{requirement.name} {found} is outside zoo's {requirement.name}{requirement.specifier}"
+                )
+    return problems
+
+
 def _requirements(meta, extra: str) -> list:
     """The requirements a distribution's metadata lists under ``extra``."""
     from packaging.requirements import Requirement

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zoo.errors import ZooError
-from zoo.frameworks.base import BEST_MODEL, Adapter, Checkpoint, HubNaming, LoadOptions, SavedCheckpoint
+from zoo.frameworks.base import (
+    BEST_MODEL,
+    Adapter,
+    Checkpoint,
+    HubNaming,
+    LoadOptions,
+    NetworkFlag,
+    SavedCheckpoint,
+)
 from zoo.frameworks.kinds import SpaceKinds, SpaceMismatch
 
 if TYPE_CHECKING:
@@ -30,6 +38,7 @@ __all__ = [
     "Checkpoint",
     "HubNaming",
     "LoadOptions",
+    "NetworkFlag",
     "SavedCheckpoint",
     "SpaceKinds",
     "SpaceMismatch",

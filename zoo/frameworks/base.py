@@ -142,6 +142,14 @@ class Misfit:
         return cls(LayoutMismatch(check or load.message, hint), load)
 
 
+@dataclass(frozen=True)
+class NetworkFlag:
+    """A training flag that sends something off this machine: what it sends where, and the credential it needs."""
+
+    sends: str  # "metrics to Weights & Biases"
+    credential: str  # "a W&B API key"
+
+
 #: The stem of the files ``zoo watch`` writes for a run's best checkpoint (``best_model.pt``, ...). Discovery
 #: must never take them for the latest checkpoint, and :meth:`Adapter.checkpoints` never lists them.
 BEST_MODEL = "best_model"
@@ -180,6 +188,17 @@ class Adapter(ABC):
     training_command: ClassVar[str] = "python {script} --config {config}"
     #: The training script when the config names none (``{...}``: the config's fields).
     training_script: ClassVar[str] = "train.py"
+    #: The flag :attr:`training_command` takes for the config's ``device:`` (None: the command has none; the
+    #: config itself carries it, as for ``--config``). :meth:`training_invocation` passes it.
+    training_device_flag: ClassVar[str | None] = None
+    #: The folder a training run writes, as a glob over the config's fields: its name holds a time stamp or a
+    #: counter, so ``zoo doctor --handoff`` follows, recovers and cleans up the newest match.
+    training_run_folder: ClassVar[str] = "{output_dir}"
+    #: How a stopped training run goes on, for the handoff's recovery (None: zoo does not know; said as a gap).
+    training_resume: ClassVar[str | None] = None
+    #: The trainer's own flags that reach the network, ``{flag: NetworkFlag}``: each needs its own consent, so the
+    #: command zoo writes never passes one, and ``zoo check`` and the handoff say what each would do.
+    network_flags: ClassVar[dict[str, NetworkFlag]] = {}
     #: Registry entries this adapter ships (a plug-in's own ``registry.yaml``; zoo's bundled registry holds
     #: the built-in adapters' entries): read after the bundled file and before the user's.
     registry_file: ClassVar[Path | None] = None
@@ -460,6 +479,18 @@ class Adapter(ABC):
         """Folders ``zoo push`` looks in for a replay, newest evaluation first."""
         model = run.model_file or run.path
         return [self.video_dir(run, model)]
+
+    # ------------------------------------------------------------------ training (zoo doctor --handoff)
+    def training_invocation(self, fields: dict[str, Any]) -> str:
+        """The command that trains what a doctor config describes: :attr:`training_command` filled from ``fields``
+        (the config's, plus ``script``, ``config``, ``iterations``, ...), with :attr:`training_device_flag` and the
+        config's ``device`` when it states one. An adapter whose trainer names devices otherwise overrides it."""
+        import shlex
+
+        command = self.training_command.format(**fields)
+        if fields.get("device") and self.training_device_flag:
+            command += f" {self.training_device_flag} {shlex.quote(fields['device'])}"
+        return command
 
     # ------------------------------------------------------------------ following training
     def checkpoints(self, run_dir: Path) -> list[SavedCheckpoint]:

@@ -25,6 +25,7 @@ from zoo.frameworks.base import (
     HubNaming,
     LoadOptions,
     Misfit,
+    NetworkFlag,
     PolicyView,
     SavedCheckpoint,
 )
@@ -99,6 +100,17 @@ class CleanRLAdapter(Adapter):
         "--num-envs {num_envs} --save-model"
     )
     training_script = "cleanrl/{algorithm}.py"
+    #: The scripts write ``runs/{env_id}__{exp_name}__{seed}__{unix time}`` under the folder they run in.
+    training_run_folder = "runs/{env_id}__*__{seed}__*"
+    training_resume = (
+        "CleanRL's scripts cannot resume: they save the model once, when training ends (--save-model), so a stopped "
+        "run keeps its events file and videos but no model; run the command again"
+    )
+    #: Both are the scripts' own flags (tyro booleans, off by default); zoo's command passes neither.
+    network_flags = {
+        "--track": NetworkFlag("metrics to Weights & Biases", "a W&B API key"),
+        "--upload-model": NetworkFlag("the model and videos to the Hugging Face Hub", "a Hub write token"),
+    }
     train_return_tags = ("charts/episodic_return",)
     layout_hint = "CleanRL: runs/{env_id}__{exp_name}__{seed}__{time}/{exp_name}.cleanrl_model"
     hub = HubNaming(
@@ -108,6 +120,24 @@ class CleanRLAdapter(Adapter):
         default_org="cleanrl",
         card_template="cleanrl",
     )
+
+    def training_invocation(self, fields: dict[str, Any]) -> str:
+        """The script's command on the config's ``device``: the torch scripts take ``--cuda``/``--no-cuda`` (a GPU by
+        index is ``CUDA_VISIBLE_DEVICES``); the JAX scripts have no such flag, and JAX reads ``JAX_PLATFORMS``."""
+        from zoo.frameworks.cleanrl.scripts import SCRIPT_ARGS
+
+        command = super().training_invocation(fields)
+        device = fields.get("device")
+        if not device:
+            return command
+        kind, _, index = device.partition(":")
+        takes = SCRIPT_ARGS.get(Path(fields["script"]).stem)
+        env = [f"CUDA_VISIBLE_DEVICES={index}"] if index else []
+        if takes is not None and "cuda" not in takes:
+            env.append(f"JAX_PLATFORMS={'cpu' if kind == 'cpu' else 'cuda'}")
+        else:
+            command += " --no-cuda" if kind == "cpu" else " --cuda"
+        return f"env {' '.join(env)} {command}" if env else command
 
     def entry_problem(self, raw: dict) -> tuple[str, str] | None:
         layout = raw.get("layout")

@@ -113,6 +113,13 @@ class RslRlAdapter(Adapter):
         "--headless"
     )
     training_script = "scripts/reinforcement_learning/rsl_rl/train.py"
+    training_device_flag = "--device"  # Isaac Lab's AppLauncher: "cuda:0" by default
+    #: Isaac Lab's rsl_rl/train.py: ``logs/rsl_rl/{experiment_name}/{time stamp}``.
+    training_run_folder = "logs/rsl_rl/*/*"
+    training_resume = (
+        "Isaac Lab's rsl_rl/train.py goes on from a checkpoint with --resume --load_run RUN_FOLDER_NAME "
+        "--checkpoint model_ITERATION.pt added to the command, into a new run folder"
+    )
     extra = "rsl"
     extra_modules = {"rsl": ("rsl_rl",)}
     train_return_tags = ("Train/mean_reward",)

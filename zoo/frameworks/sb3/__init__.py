@@ -63,14 +63,22 @@ def _installed_sb3() -> str | None:
 class SB3Adapter(Adapter):
     name = "sb3"
     packages = ("stable-baselines3", "sb3-contrib", "rl_zoo3")
-    training_modules = {"stable_baselines3": "stable-baselines3"}
+    training_modules = {"stable_baselines3": "stable-baselines3", "rl_zoo3": "rl_zoo3"}
     training_command = (
         "python -m rl_zoo3.train --algo {algorithm} --env {env_id} -n {total_timesteps} --seed {seed} "
         "-f {output_dir} --save-freq {checkpoint_every} --eval-freq {eval_every} --eval-episodes {eval_episodes} "
         "--vec-env dummy --hyperparams n_envs:{num_envs}{hyperparams}"
     )
+    training_device_flag = "--device"  # rl_zoo3.train's, "auto" by default
+    #: rl_zoo3's save path: ``{log_folder}/{algo}/{env}_{last run id + 1}``.
+    training_run_folder = "{output_dir}/{algorithm}/{env_id}_*"
+    training_resume = (
+        "rl_zoo3 goes on from a saved model with -i RUN/rl_model_STEPS_steps.zip (--trained-agent) added to the "
+        "command: it trains -n more steps into a new run folder"
+    )
     extra = "sb3"
-    extra_modules = {"sb3": ("stable_baselines3",)}
+    #: rl_zoo3 is what the training command runs (and what reads rl_zoo3's own Hub repos).
+    extra_modules = {"sb3": ("stable_baselines3",), "rlzoo3": ("rl_zoo3",)}
     train_return_tags = ("rollout/ep_rew_mean",)
     layout_hint = "SB3: a model .zip (data + policy.pth), e.g. rl_zoo3's logs/{algo}/{env_id}_{n}/"
     hub = HubNaming(

@@ -116,6 +116,13 @@ class SkrlAdapter(Adapter):
         "--headless"
     )
     training_script = "scripts/reinforcement_learning/skrl/train.py"
+    training_device_flag = "--device"  # Isaac Lab's AppLauncher: "cuda:0" by default
+    #: Isaac Lab's skrl/train.py: ``logs/skrl/{experiment directory}/{time stamp}_{algorithm}_{ml framework}``.
+    training_run_folder = "logs/skrl/*/*"
+    training_resume = (
+        "Isaac Lab's skrl/train.py goes on from a checkpoint with --checkpoint RUN/checkpoints/agent_STEPS.pt added "
+        "to the command, into a new run folder"
+    )
     train_return_tags = ("Reward / Total reward (mean)",)
     layout_hint = "skrl: {experiment}/checkpoints/agent_{step}.pt (params/agent.yaml beside checkpoints/)"
     #: A hub repo of an skrl experiment holds its checkpoints and params/: ``zoo enjoy`` fetches both.
