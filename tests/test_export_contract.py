@@ -210,3 +210,17 @@ def test_readers_take_the_contract_forms_and_the_earlier_ones():
             rnn_sizes(hostile)
     assert key_order(["achieved_goal", "desired_goal", "extra", "observation"]) == [*GOAL_ORDER, "extra"]
     assert key_order(["b", "a"]) == ["b", "a"]  # any other Dict: the space's own order (gymnasium's: sorted)
+
+
+def test_a_sidecar_whose_terms_or_size_are_hostile_is_one_clear_error(tmp_path):
+    out = tmp_path / "p.onnx"
+    meta = _export(TD3, out)
+    side = out.with_name("p.onnx.metadata.json")
+    meta["obs_groups"]["obs"]["terms"][0]["scale"] = [1.0] * 7  # 7 scales for 3 values
+    side.write_text(json.dumps(meta))
+    bad = zoo("eval", out, "-n", "1", "-q")
+    assert bad.exit_code == 1 and "observation terms do not fit" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) <= 2 and "Traceback" not in bad.stderr
+    side.write_text(json.dumps(meta) + " " * (17 << 20))
+    huge = zoo("eval", out, "-n", "1", "-q")
+    assert huge.exit_code == 1 and "not reading it" in huge.stderr
