@@ -224,3 +224,27 @@ def test_a_sidecar_whose_terms_or_size_are_hostile_is_one_clear_error(tmp_path):
     side.write_text(json.dumps(meta) + " " * (17 << 20))
     huge = zoo("eval", out, "-n", "1", "-q")
     assert huge.exit_code == 1 and "not reading it" in huge.stderr
+
+
+def test_a_release_described_in_the_earlier_keys_keeps_evaluating(tmp_path):
+    """A recurrent release whose config.json says ``num_layers``/``hidden_dim``/``state_shape`` and ``{low, high}``
+    (as every release before the contract's keys did) plays the same episodes as one in the contract's keys."""
+    from zoo import api
+    from zoo.release.forms import forms_for_target
+
+    new = tmp_path / "new"
+    forms_for_target(api.resolve(BEFORE / "ppo_lstm-Pendulum-v1.zip"), new)
+    old = tmp_path / "old"
+    shutil.copytree(new, old)
+    config = json.loads((old / "config.json").read_text())
+    rec = config["recurrent"]
+    layers, hidden = rec.pop("rnn_num_layers"), rec.pop("rnn_hidden_dim")
+    rec.pop("state_shapes")
+    rec.update(num_layers=layers, hidden_dim=hidden, state_shape=[layers, "batch", hidden])
+    config["action_range"] = {"low": [-2.0], "high": [2.0]}
+    (old / "config.json").write_text(json.dumps(config))
+    common = ("--deterministic", "-n", "3", "--num-envs", "2", "--seed", "1", "-q")
+    for folder in (new, old):
+        done = zoo("eval", folder, *common, "--out", tmp_path / f"{folder.name}.json")
+        assert done.exit_code == 0, done.stderr
+    assert episodes_of(tmp_path / "old.json") == episodes_of(tmp_path / "new.json")
