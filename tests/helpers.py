@@ -254,3 +254,8 @@ def base_install_env(tmp_path: Path) -> dict[str, str]:
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), "OMP_NUM_THREADS": "1"}
+
+
+#: The one term a sidecar gives an observation group of rsl_rl's or skrl's (``policy``, 3 values) when the task
+#: names none: the whole group, scale 1, no clip (docs/export.md).
+POLICY_TERM = {"name": "policy", "start": 0, "dim": 3, "scale": 1.0, "clip": None}

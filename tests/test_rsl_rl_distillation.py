@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import assert_exports_act_like_checkpoint, zoo
+from helpers import POLICY_TERM, assert_exports_act_like_checkpoint, zoo
 from test_rsl_rl import ENV_ID, rsl_rl_returns, zoo_returns
 from train_rsl_rl import PrivilegedVecEnv, configure, student_cfg, train
 
@@ -84,5 +84,7 @@ def test_exports_the_student_and_score_like_the_checkpoint(rsl_distilled, kind, 
         rsl_distilled[kind].run_dir, tmp_path, continuous=True, episodes=4, num_envs=2
     )
     for sidecar in sidecars.values():
-        assert sidecar["obs_groups"] == {"policy": {"start": 0, "dim": 3, "shape": [3]}}
+        assert sidecar["obs_groups"] == {
+            "policy": {"start": 0, "dim": 3, "shape": [3], "terms": [POLICY_TERM]}
+        }
         assert sidecar["parity"]["max_abs_diff"] <= 1e-5 and sidecar["is_recurrent"] is (kind == "gru")

@@ -89,7 +89,9 @@ def test_check_reads_each_layout(runs):
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_eval_reproduces_the_old_runners_inference_policy(runs, name, tmp_path):
     ours = zoo_returns(runs / name, tmp_path / "eval.json", "--env-id", ENV_ID)
-    np.testing.assert_allclose(ours, REFERENCE[name]["returns"], rtol=0, atol=0)
+    # the reference returns were recorded on another CPU: torch's kernels round differently by instruction set
+    # (2e-9 relative measured between two Xeons), so equal means equal to float rounding
+    np.testing.assert_allclose(ours, REFERENCE[name]["returns"], rtol=1e-7, atol=0)
 
 
 def test_an_old_student_exports_like_it_evaluates(runs, tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from helpers import Canary, assert_exports_act_like_checkpoint, zoo
+from helpers import POLICY_TERM, Canary, assert_exports_act_like_checkpoint, zoo
 from skrl_helpers import loaded_agent, runner_for, skrl_returns, zoo_returns
 from skrl_layouts import bare, v1, write_modules
 from train_skrl import configure
@@ -253,7 +253,7 @@ def test_exports_bake_the_scaler_and_score_like_the_checkpoint(skrl_runs, tmp_pa
         assert meta["framework"] == "skrl" and meta["normalization_baked"] is True
         assert meta["normalization"]["kind"] == "skrl_running_standard_scaler"
         assert meta["normalization"]["clip_threshold"] == 5.0 and meta["normalization"]["epsilon"] == 1e-8
-        assert meta["obs_groups"] == {"policy": {"start": 0, "dim": 3, "shape": [3]}}
+        assert meta["obs_groups"] == {"policy": {"start": 0, "dim": 3, "shape": [3], "terms": [POLICY_TERM]}}
         assert any("unclipped" in note for note in meta["left_to_caller"])
 
 
