@@ -329,6 +329,16 @@ def _shims(bin_dir: Path, fork_server: Path | None) -> None:
         (bin_dir / name).chmod(0o755)
 
 
+def _terminal_signals() -> None:
+    """Ctrl-C and Ctrl-\\ as a user's terminal delivers them, whatever the test run inherited: a run started in the
+    background of a non-interactive shell (``nohup python3 dev.py test &``) ignores SIGINT and SIGQUIT, its children
+    inherit that, and a page's ``timeout -s INT 5 zoo watch ...`` would then wait forever."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class Shell:
     """One bash session: each command's output (stdout and stderr together) and status read from files."""
 
@@ -343,6 +353,7 @@ class Shell:
             env=env,
             text=True,
             start_new_session=True,
+            preexec_fn=_terminal_signals,
         )
 
     def _files(self) -> tuple[Path, Path]:
@@ -548,6 +559,7 @@ class PageRun:
                     stdout=subprocess.DEVNULL,
                     stderr=log,
                     start_new_session=True,
+                    preexec_fn=_terminal_signals,
                 )
         _shims(tmp / "bin", self.sockets / "s" if self.sockets else None)
         self.shown_ports: dict[str, str] = {}
