@@ -7,7 +7,9 @@
                           # sharing: a local hub, `zoo push` an example to it, `zoo enjoy` it back
     python3 dev.py test   # .venv + zoo[dev,server,atari,mujoco,sb3,skrl,rsl,rlzoo3,video,jax,envpool,genesis,ray], then the lint
                           # gate (below), then the whole test suite;
-                          # then .venv-myosuite + zoo[dev,sb3,myosuite] and tests/test_myosuite.py in it
+                          # (the trainers with conflicting pins, TRAINER_VENVS, get venvs of their own first:
+                          # the tests train with each library there); then .venv-myosuite + zoo[dev,sb3,myosuite]
+                          # and tests/test_myosuite.py in it
     python3 dev.py test --fast   # the gate, then the main venv's suite without the tests that train, build Genesis
                                  # scenes or are slow
     python3 dev.py lint   # .venv + zoo[dev], then the gate alone: `ruff check .`, `ruff format --check .` and `mypy`
@@ -34,6 +36,25 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 #: MyoSuite's venv and the one test file that runs in it (the main run leaves the file out).
 MYOSUITE_VENV = ROOT / ".venv-myosuite"
 MYOSUITE_TESTS = "tests/test_myosuite.py"
+#: Trainers whose dependencies conflict with the main venv (numpy, gymnasium, huggingface_hub, tensordict,
+#: psutil pins): each venv holds torch and these pinned requirements, and no zoo. zoo reads their files without
+#: them; the main run's tests train with each library in its venv and compare zoo's actions with the library's
+#: own inference there (tests/trainer_venvs.py). {venv folder: (requirements, libraries it serves)}
+TRAINER_VENVS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ".venv-trainers": (
+        (
+            "gymnasium[classic-control]==1.4.0",
+            "tianshou[eval,argparse]==2.0.1",
+            "torchrl==0.14.1",
+            "rl-games==1.6.5",
+        ),
+        ("tianshou", "torchrl", "rl_games"),
+    ),
+    ".venv-trainers-numpy1": (
+        ("sample-factory==2.1.1", "deprl==0.3.2", "gym==0.26.2", "numpy<2"),
+        ("sample_factory", "deprl"),
+    ),
+}
 TORCH = "torch==2.13.0"
 EXAMPLES = Path("examples") / "runs"  # relative to ROOT, where every command runs
 #: The static checks ``dev.py lint`` runs and ``dev.py test`` runs first: (name, tool in the venv, its arguments).
@@ -61,6 +82,24 @@ def setup(extras: str = "", where: Path = VENV) -> None:
     pip = (python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
     run(*pip, TORCH)
     run(*pip, "-e", f".[{extras}]" if extras else ".")
+
+
+def setup_trainers() -> int:
+    """Every venv of :data:`TRAINER_VENVS` (torch first, then its requirements); 1 after a line naming a venv that
+    failed (its tests then fail with the reason, never skip)."""
+    for folder, (requirements, _) in TRAINER_VENVS.items():
+        where = ROOT / folder
+        python = bin_dir(where) / "python"
+        try:
+            if not python.exists():
+                venv.create(where, with_pip=True)
+            pip = (python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
+            run(*pip, TORCH)
+            run(*pip, *requirements)
+        except subprocess.CalledProcessError as exc:
+            print(f"error: setting up {folder} failed ({exc})", file=sys.stderr, flush=True)
+            return 1
+    return 0
 
 
 def demo() -> int:
@@ -232,6 +271,8 @@ def test() -> int:
             return 1
         main = [a for a in args if a not in myosuite_named]
         ensure_chromium()
+        if not fast:
+            setup_trainers()
         cmd = [
             str(BIN / "python"),
             "-m",
