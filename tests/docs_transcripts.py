@@ -60,7 +60,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 FORK_SERVER = Path(__file__).resolve().parent / "docs_forkserver.py"
 #: What a page's scratch folder holds, copied from the repo: what the pages' commands may name.
-COPIED = ("examples", "registry.yaml", "tests/data/rsl_rl_legacy", "tests/data/sidecars", "tests/data/trainer_runs")
+COPIED = (
+    "examples",
+    "registry.yaml",
+    "tests/data/rsl_rl_legacy",
+    "tests/data/sidecars",
+    "tests/data/trainer_runs",
+)
 #: A command that runs longer than this is a hang (generous: training pages run minutes).
 COMMAND_TIMEOUT = 900
 #: How long a background command may take to print its first line (zoo hub serve: its banner).
