@@ -161,7 +161,7 @@ def test_push_then_enjoy_from_a_hub_on_localhost(rl_games_runs, tmp_path):
     assert episodes_of(remote) == episodes_of(local)
 
 
-def test_watch_follows_the_checkpoint_series_never_the_best(rl_games_runs):
+def test_watch_follows_the_checkpoint_series_never_the_best(rl_games_runs, tmp_path):
     adapter = get_adapter("rl_games")
     for name in ("pendulum", "cartpole"):
         saved = adapter.checkpoints(rl_games_runs[name])
@@ -172,6 +172,15 @@ def test_watch_follows_the_checkpoint_series_never_the_best(rl_games_runs):
             f"_ep_{step}_" in n for step, n in zip(steps, names, strict=True)
         )
         assert f"{name}.pth" not in names
+    run = _copy(rl_games_runs["pendulum"], tmp_path / "logs" / "rl_games" / "pendulum" / STAMP)
+    last = adapter.checkpoints(run)[-1].step
+    watched = zoo("watch", run, "--until", last, "-n", "1", "--num-envs", "1", "--poll", "0.2")
+    assert watched.exit_code == 0, watched.stderr
+    lines = [json.loads(line) for line in (run / "evals.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [c.step for c in adapter.checkpoints(run)]
+    assert all(line["framework"] == "rl_games" and line["status"] == "ok" for line in lines)
+    best = zoo("eval", run / "best_model.pth", "-n", "1", "-q", "--out", tmp_path / "best.json")
+    assert best.exit_code == 0, best.stderr  # the copy reads back as a model of the run
 
 
 def _copy(src: Path, dst: Path) -> Path:
@@ -270,3 +279,22 @@ def test_committed_run_is_what_the_trainer_writes():
     assert sorted(r["status"] for r in reports) == ["ok", "warning"], reports
     canary = Canary(data / "never")
     assert not Path(canary.path).exists()
+
+
+def test_isaac_lab_wrapper_clips_are_applied(rl_games_runs, tmp_path):
+    """Isaac Lab's RlGamesVecEnvWrapper reports Box(-clip_actions, clip_actions) (the player rescales to it) and
+    clamps observations to +-clip_observations (``params.env``): with clip_actions 1.0 the actions are exactly
+    half of those rescaled to Pendulum's +-2; a huge clip_observations changes nothing."""
+    import yaml
+
+    from zoo.api import load_policy
+
+    run = _copy(rl_games_runs["pendulum"], tmp_path / "logs" / "rl_games" / "pendulum" / STAMP)
+    agent = run / "params" / "agent.yaml"
+    params = yaml.safe_load(agent.read_text())
+    params["params"]["env"] = {"clip_observations": 1e6, "clip_actions": 1.0}
+    agent.write_text(yaml.dump(params, default_flow_style=False, sort_keys=False))
+    obs = np.random.default_rng(0).uniform(-8, 8, (64, 3)).astype(np.float32)
+    wide = load_policy(rl_games_runs["pendulum"]).act(obs)[0]
+    clipped = load_policy(run).act(obs)[0]
+    assert np.abs(clipped).max() <= 1.0 and np.array_equal(clipped, wide / 2)

@@ -116,9 +116,12 @@ class RlGamesAdapter(Adapter):
         "Isaac Lab's rl_games/train.py goes on from a checkpoint with --checkpoint RUN_FOLDER/nn/NAME.pth added to "
         "the command, into a new run folder"
     )
-    #: Isaac Lab's rl_games/train.py: ``--track`` logs to Weights & Biases (``--wandb-project-name``, ...).
+    #: Isaac Lab's rl_games/train.py: ``--track`` starts ``wandb.init(sync_tensorboard=True, save_code=True)`` with
+    #: the env and agent configs (``--wandb-entity`` is then required).
     network_flags = {
-        "--track": NetworkFlag("metrics and the agent config to Weights & Biases", "a W&B API key")
+        "--track": NetworkFlag(
+            "metrics, the env and agent configs and the code to Weights & Biases", "a W&B API key"
+        )
     }
     train_return_tags = ("rewards/step",)
     layout_hint = (
