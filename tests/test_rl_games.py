@@ -79,6 +79,7 @@ def test_check_recognizes_both_layouts(rl_games_runs):
     cartpole = reports[rl_games_runs["cartpole"].name]
     assert cartpole["status"] == "warning" and "activation unknown" in cartpole["reason"], cartpole
     assert cartpole["details"]["model"] == "MLP 4-32-32-2 (logits, obs normalizer)"
+    assert cartpole["details"]["torch_compile"] is False  # trained with torch_compile: False, keys unprefixed
 
 
 def test_actions_equal_rl_games_player_on_its_own_observations(rl_games_runs, rl_games_reference):

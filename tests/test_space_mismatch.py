@@ -92,13 +92,13 @@ RL_GAMES_RUNS = {
     / "logs"
     / "rl_games"
     / "pendulum"
-    / "2026-12-06_08-40-17",
+    / "2026-12-06_09-00-00",
     "CartPole-v1": Path(__file__).parent
     / "data"
     / "trainer_runs"
     / "rl_games"
     / "runs"
-    / "cartpole_06-08-40-39",
+    / "cartpole_06-09-00-52",
 }
 TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
 CLEANRL_TORCH = (

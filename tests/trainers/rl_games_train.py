@@ -9,10 +9,11 @@ writes, under OUT, the two layouts zoo reads:
   and the agent config dumped to ``params/agent.yaml`` (``yaml.dump(..., default_flow_style=False, sort_keys=False)``,
   Isaac Lab's ``dump_yaml``) before training;
 - ``runs/cartpole_<%d-%H-%M-%S>/``: CartPole-v1 (discrete), rl_games' own default layout (``nn/`` and
-  ``summaries/``, no config), trained from ``cartpole.yaml``, the user's training file (zoo's ``--model-config``).
+  ``summaries/``, no config), trained from ``cartpole.yaml``, the user's training file (zoo's ``--model-config``),
+  with ``torch_compile: False``.
 
 rl_games' runner.py (the documented CLI) is not in the wheel; this is what it does: ``Runner().load(yaml)``, then
-``run({'train': True})``. torch.compile stays on (rl_games' default), so the checkpoints' keys carry ``_orig_mod.``.
+``run({'train': True})``. For Pendulum torch.compile stays on (rl_games' default): its keys carry ``_orig_mod.``.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def cartpole() -> dict:
     network.update(separate=True, space={"discrete": {}})
     network["mlp"]["activation"] = "relu"
     config = {**copy.deepcopy(CONFIG), "name": "cartpole", "env_config": {"name": "CartPole-v1", "seed": 1}}
-    config.update(max_epochs=6, bounds_loss_coef=0.0, lr_schedule="None", learning_rate=3e-4)
+    # torch_compile off: this run's keys have no ``_orig_mod.`` prefix (the Pendulum run keeps rl_games' default)
+    config.update(max_epochs=6, bounds_loss_coef=0.0, lr_schedule="None", learning_rate=3e-4, torch_compile=False)
     return {
         "params": {
             "seed": 1,
