@@ -101,7 +101,9 @@ def cartpole() -> dict:
     network["mlp"]["activation"] = "relu"
     config = {**copy.deepcopy(CONFIG), "name": "cartpole", "env_config": {"name": "CartPole-v1", "seed": 1}}
     # torch_compile off: this run's keys have no ``_orig_mod.`` prefix (the Pendulum run keeps rl_games' default)
-    config.update(max_epochs=6, bounds_loss_coef=0.0, lr_schedule="None", learning_rate=3e-4, torch_compile=False)
+    config.update(
+        max_epochs=6, bounds_loss_coef=0.0, lr_schedule="None", learning_rate=3e-4, torch_compile=False
+    )
     return {
         "params": {
             "seed": 1,
