@@ -288,7 +288,6 @@ class RlGamesAdapter(Adapter):
                 f"{view.checkpoint.model_file}: the weights do not load: {str(exc).strip().splitlines()[0]}"
             ) from None
         sigma = {k.removeprefix(NET): v for k, v in state.items() if k.startswith(f"{NET}sigma")}
-        notes = [f"config: {config.source}"]
         return RlGamesPolicy(
             actor,
             sigma,
@@ -297,7 +296,6 @@ class RlGamesAdapter(Adapter):
             action_space,
             options.device,
             options.seed,
-            notes,
         )
 
 

@@ -30,6 +30,8 @@ NET = "a2c_network."
 _ACTOR = re.compile(r"^a2c_network\.actor_mlp\.(\d+)\.(weight|bias)$")
 #: Keys of the critic and the value normalizer: in the file, never in the actor.
 _CRITIC = ("a2c_network.critic_mlp.", "a2c_network.value.", "value_mean_std.")
+#: rl_games' SAC agent saves these modules instead of ``model`` (``sac_agent.get_weights``).
+_SAC = ("actor", "critic", "critic_target")
 _NORM = ("running_mean_std.running_mean", "running_mean_std.running_var", "running_mean_std.count")
 EPSILON = 1e-5  # RunningMeanStd's default epsilon
 CLAMP = 5.0  # RunningMeanStd clamps normalized observations to +-5
@@ -60,6 +62,11 @@ class Architecture:
 def model_state(checkpoint: Any) -> tuple[dict[str, Any], bool]:
     """The ``model`` dict of a checkpoint, ``_orig_mod.`` stripped (as ``torch_ext.load_checkpoint`` does), and
     whether it was there."""
+    if isinstance(checkpoint, Mapping) and all(isinstance(checkpoint.get(k), Mapping) for k in _SAC):
+        raise UnsupportedError(
+            "an rl_games SAC checkpoint (actor, critic, critic_target): zoo reads the A2C/PPO agents",
+            hint="zoo reads rl_games' a2c_continuous and a2c_discrete agents (see docs/frameworks/rl_games.md)",
+        )
     if not isinstance(checkpoint, Mapping) or not isinstance(checkpoint.get("model"), Mapping):
         keys = (
             sorted(map(str, checkpoint))[:6] if isinstance(checkpoint, Mapping) else type(checkpoint).__name__
@@ -77,11 +84,6 @@ def architecture(state: Mapping[str, Any], compiled: bool) -> Architecture:
     layers = sorted((int(m[1]), k) for k in state if (m := _ACTOR.match(k)) and m[2] == "weight")
     heads = [h for h in ("logits", "mu") if f"{NET}{h}.weight" in state]
     if len(heads) != 1:
-        if any(k.startswith(("actor", "critic", "critic_target")) for k in state) or not state:
-            raise UnsupportedError(
-                "not an A2C/PPO actor_critic model (rl_games' SAC saves actor/critic modules)",
-                hint="zoo reads rl_games' a2c_continuous and a2c_discrete agents",
-            )
         raise NotRlGamesModel(f"no single action head (a2c_network.logits or .mu) among {sorted(state)[:6]}")
     head = heads[0]
     known = {k for _, k in layers} | {k.replace(".weight", ".bias") for _, k in layers}

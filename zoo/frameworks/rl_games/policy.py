@@ -30,7 +30,6 @@ class RlGamesPolicy:
         action_space: Any,
         device: str,
         seed: int,
-        notes: list[str],
     ):
         self.device = torch.device(device)
         self.actor = actor.to(self.device).eval()
@@ -38,7 +37,6 @@ class RlGamesPolicy:
         self.sigma_act = activation(sigma_act)
         self.observation_space = observation_space
         self.action_space = action_space
-        self.notes = notes
         self._generator = torch.Generator(device=self.device).manual_seed(seed)
 
     def act(
