@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import Canary, assert_exports_act_like_checkpoint, episodes_of, write_malicious, zoo
+from helpers import assert_exports_act_like_checkpoint, episodes_of, write_malicious, zoo
 from trainer_venvs import run_trainer
 
 from zoo.frameworks import get_adapter
@@ -273,13 +273,13 @@ def test_plain_run_without_its_yaml_or_with_another_file(rl_games_runs, tmp_path
     assert "Discrete" in stderr or "does not fit" in stderr
 
 
-def test_committed_run_is_what_the_trainer_writes():
-    """tests/data/trainer_runs/rl_games: the docs page's runs, checked like a fresh one."""
+def test_committed_runs_check_as_the_docs_show():
+    """tests/data/trainer_runs/rl_games (the docs page's runs): the Isaac Lab run ok, the plain run a warning."""
     data = Path(__file__).parent / "data" / "trainer_runs" / "rl_games"
-    reports = zoo("check", data, "--json").json()
-    assert sorted(r["status"] for r in reports) == ["ok", "warning"], reports
-    canary = Canary(data / "never")
-    assert not Path(canary.path).exists()
+    reports = {Path(r["run"]["path"]).parent.name: r for r in zoo("check", data, "--json").json()}
+    assert reports["pendulum"]["status"] == "ok" and reports["runs"]["status"] == "warning", reports
+    assert reports["pendulum"]["details"]["torch_compile"] is True
+    assert reports["runs"]["details"]["torch_compile"] is False
 
 
 def test_isaac_lab_wrapper_clips_are_applied(rl_games_runs, tmp_path):
