@@ -24,6 +24,8 @@ TRAINING_FIXTURES = frozenset(
         "c51_run",
         "seeds",
         "skrl_runs",
+        "rl_games_runs",
+        "rl_games_reference",
         "skrl_reference",
         "skrl_kind_runs",
         "skrl_rnn_runs",

@@ -36,6 +36,7 @@ PAGES: dict[str, tuple] = {
     "docs/frameworks/custom.md": (),
     "docs/frameworks/genesis.md": (pytest.mark.trains, pytest.mark.slow, pytest.mark.genesis),
     "docs/frameworks/myosuite.md": (),
+    "docs/frameworks/rl_games.md": (),  # reads the committed runs of tests/data/trainer_runs/rl_games
     "docs/frameworks/rsl_rl.md": (pytest.mark.trains,),  # 5 rsl_rl runs (MLP, LSTM, CNN, distillation), 4 its
     "docs/frameworks/sb3.md": (
         pytest.mark.trains,

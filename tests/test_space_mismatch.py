@@ -61,6 +61,8 @@ WRONG_KIND = {
         name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE)
         for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn")
     },
+    # rl_games: the committed real runs (tests/data/trainer_runs/rl_games), Pendulum-v1's continuous actor
+    "rl_games_ppo": ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE),
     # a policy class has no kind of its own: its first actions are checked against the env's space
     "custom": (
         "Pendulum-v1",
@@ -70,6 +72,7 @@ WRONG_KIND = {
 }
 #: Beyond the registry: the other kinds an entry meets (a categorical skrl policy, an MLP on frames).
 MORE = {
+    "rl_games_ppo:discrete": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
     "skrl_ppo:categorical": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
     "dqn:frames": (
         "CartPole-v1",
@@ -79,6 +82,23 @@ MORE = {
             "BreakoutNoFrameskip-v4's are image observations, Box(210, 160, 3)",
         ),
     ),
+}
+#: rl_games' runs as rl-games 1.6.5 wrote them (it trains in its own venv: tests/trainers/rl_games_train.py).
+RL_GAMES_RUNS = {
+    "Pendulum-v1": Path(__file__).parent
+    / "data"
+    / "trainer_runs"
+    / "rl_games"
+    / "logs"
+    / "rl_games"
+    / "pendulum"
+    / "2026-12-06_09-00-00",
+    "CartPole-v1": Path(__file__).parent
+    / "data"
+    / "trainer_runs"
+    / "rl_games"
+    / "runs"
+    / "cartpole_06-09-00-52",
 }
 TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
 CLEANRL_TORCH = (
@@ -198,6 +218,8 @@ def untrained(tmp_path_factory) -> dict[str, Path]:
             targets[case] = _cleanrl_run(root / case, case, env_id)
         elif entry.framework == "sb3":
             targets[case] = _sb3_model(root / case, case, env_id)
+        elif entry.framework == "rl_games":
+            targets[case] = RL_GAMES_RUNS[env_id]
     return targets
 
 
