@@ -24,6 +24,7 @@ TRAINING_FIXTURES = frozenset(
         "c51_run",
         "seeds",
         "skrl_runs",
+        "deprl_run",
         "skrl_reference",
         "skrl_kind_runs",
         "skrl_rnn_runs",

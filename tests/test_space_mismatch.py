@@ -59,7 +59,7 @@ WRONG_KIND = {
     },
     **{
         name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE)
-        for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn")
+        for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "deprl_mpo")
     },
     # a policy class has no kind of its own: its first actions are checked against the env's space
     "custom": (
@@ -80,7 +80,9 @@ MORE = {
         ),
     ),
 }
-TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
+#: A run deprl 0.3.2 wrote (tests/data/trainer_runs/README.md).
+DEPRL_RUN = Path(__file__).parent / "data" / "trainer_runs" / "deprl" / "runs" / "Pendulum-v1_dep"
+TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical", "deprl_mpo")
 CLEANRL_TORCH = (
     "dqn",
     "c51",
@@ -225,6 +227,7 @@ def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
         config = root / "lstm.yaml"
         config.write_text(yaml.safe_dump(_model_config("lstm")))
         runs["skrl_ppo_rnn"] = (run, ("--exp-name", "skrl_ppo_rnn", "--model-config", config))
+    runs["deprl_mpo"] = (DEPRL_RUN, ())  # deprl's own run, committed (it trains in its trainer venv)
     return runs
 
 
