@@ -302,6 +302,8 @@ def test_model_config_names_a_config_to_read_instead(deprl_run, tmp_path):
     _set_environment(run, "deprl.environments.Gym(make_env(), scaled_actions=True)")
     out = tmp_path / "e.json"
     args = ("--env-id", "Pendulum-v1", "--model-config", good, "-n", "1", "--quiet", "--out", out)
-    assert _error_line(zoo("eval", run, *args[:2], "-n", "1", "--quiet"))  # the run's own config: refused
-    result = zoo("eval", deprl_run["run"], *args)
+    assert "is not a literal" in _error_line(zoo("eval", run, *args[:2], "-n", "1", "--quiet"))
+    result = zoo("eval", run, *args)  # the config named instead of the run's own
     assert result.exit_code == 0, result.stderr
+    same = zoo("eval", deprl_run["run"], *args[4:-1], tmp_path / "own.json")
+    assert same.exit_code == 0 and episodes_of(out) == episodes_of(tmp_path / "own.json")

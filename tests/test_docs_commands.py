@@ -34,6 +34,7 @@ PAGES: dict[str, tuple] = {
     "docs/export.md": (pytest.mark.trains,),  # an rsl_rl LSTM run, 4 iterations
     "docs/frameworks/cleanrl.md": (),
     "docs/frameworks/custom.md": (),
+    "docs/frameworks/deprl.md": (),  # reads deprl's committed run (it trains in its own venv)
     "docs/frameworks/genesis.md": (pytest.mark.trains, pytest.mark.slow, pytest.mark.genesis),
     "docs/frameworks/myosuite.md": (),
     "docs/frameworks/rsl_rl.md": (pytest.mark.trains,),  # 5 rsl_rl runs (MLP, LSTM, CNN, distillation), 4 its

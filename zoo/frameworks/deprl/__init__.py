@@ -52,6 +52,18 @@ class DeprlCheckpoint(Checkpoint):
 
     info: TorchFileInfo | None = None
     config: RunConfig | None = None
+    #: Why the run's own config.yaml cannot be taken: ``zoo check`` reports it; a load with ``--model-config``
+    #: reads that file instead.
+    config_error: ZooError | None = None
+
+    def run_config(self, model_config: Path | None) -> RunConfig:
+        """``--model-config`` when given, else the run's own config (its error raised here)."""
+        if model_config is not None:
+            return read_config(model_config)
+        if self.config_error is not None:
+            raise self.config_error
+        assert self.config is not None
+        return self.config
 
 
 @dataclass
@@ -148,8 +160,12 @@ class DeprlAdapter(Adapter):
     def read(self, run: Run, entry: Entry | None) -> DeprlCheckpoint:
         assert run.model_file is not None
         info = inspect_torch_file(run.model_file)
-        config = read_config(run_dir(run) / CONFIG)
-        return DeprlCheckpoint(run.model_file, info.kind, info.size, info=info, config=config)
+        checkpoint = DeprlCheckpoint(run.model_file, info.kind, info.size, info=info)
+        try:
+            checkpoint.config = read_config(run_dir(run) / CONFIG)
+        except ZooError as exc:
+            checkpoint.config_error = exc
+        return checkpoint
 
     def inspect(self, report: RunReport, registry: Registry) -> PolicyView | None:
         run = report.run
@@ -158,11 +174,11 @@ class DeprlAdapter(Adapter):
         report.details["step"] = _discover.step_of(run.model_file)
         report.details["checkpoints"] = sorted(p.name for p in [run.model_file, *run.other_model_files])
         entry, checkpoint = self.read_entry(report, registry, run.exp_name)
-        assert isinstance(checkpoint, DeprlCheckpoint) and checkpoint.info and checkpoint.config
+        assert isinstance(checkpoint, DeprlCheckpoint) and checkpoint.info
+        config = checkpoint.run_config(None)
         if not flag_torch_file(report, checkpoint.info, not_torch_hint=_NOT_DEPRL):
             return None
         layout = actor_layout(checkpoint.info.content)
-        config = checkpoint.config
         _check_width(layout, config)
         report.details.update(
             actor={"sizes": list(layout.sizes), "activation": "relu", "output": "tanh(loc)"},
@@ -181,8 +197,7 @@ class DeprlAdapter(Adapter):
         from zoo.artifacts.torchfile import load_checkpoint
 
         assert isinstance(checkpoint, DeprlCheckpoint) and checkpoint.info is not None
-        config = read_config(options.model_config) if options.model_config else checkpoint.config
-        assert config is not None
+        config = checkpoint.run_config(options.model_config)
         state = load_checkpoint(checkpoint.model_file, checkpoint.info, trust_pickle=options.trust_pickle)
         layout = actor_layout(state)
         _check_width(layout, config)
