@@ -171,6 +171,8 @@ def test_push_then_enjoy_from_a_local_hub(deprl_run, tmp_path):
             token=SENTINEL,
         )
         assert fetched.returncode == 0, fetched.stderr
+    card = (tmp_path / "stage" / "README.md").read_text()
+    assert "library_name: deprl" in card and "- deprl" in card
     local = zoo("eval", run, "--deterministic", "-n", "2", "--quiet", "--out", tmp_path / "local.json")
     assert local.exit_code == 0, local.stderr
     assert episodes_of(tmp_path / "remote.json") == episodes_of(tmp_path / "local.json")
@@ -187,6 +189,16 @@ def test_a_baseline_folder_is_read_like_a_run(deprl_run, tmp_path):
     assert report["status"] == "ok" and report["run"]["path"] == str(baseline), report
     given = _check(baseline / "checkpoints" / f"step_{STEPS}.pt")
     assert given["status"] == "ok" and given["details"]["checkpoint"] == f"step_{STEPS}.pt"
+
+
+def test_a_myosuite_run_is_recognized_without_myosuite(deprl_run, tmp_path):
+    """The env id of a MyoSuite run comes from its config string; evaluating it needs MyoSuite's own venv."""
+    run = _hostile_run(deprl_run, tmp_path)
+    _set_environment(run, "deprl.environments.Gym('myoLegWalk-v0', scaled_actions=False, reset_type='random')")
+    report = _check(run)
+    assert report["run"]["env_id"] == "myoLegWalk-v0" and report["details"]["scaled_actions"] is False
+    assert report["status"] == "warning" and "gym.make keywords ['reset_type']" in report["reason"], report
+    assert any("myosuite" in note for note in report["notes"]), report
 
 
 def test_discovery_claims_nothing_of_other_layouts(deprl_run, tmp_path):

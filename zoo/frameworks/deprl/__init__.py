@@ -95,7 +95,8 @@ def _check_width(layout: ActorLayout, config: RunConfig) -> None:
 class DeprlAdapter(Adapter):
     name = "deprl"
     packages = ("deprl",)
-    training_modules = {"deprl": "deprl"}
+    #: deprl 0.3.2 and its vendored tonic import gym, which deprl does not declare (numpy<2: a venv of its own).
+    training_modules = {"deprl": "deprl", "gym": "gym"}
     #: deprl 0.3.2's launcher reads a JSON config from its last argument (the upstream README's YAML is 0.4's).
     training_command = "python -m deprl.main {config}"
     training_script = "deprl.main"
