@@ -194,7 +194,9 @@ def test_a_baseline_folder_is_read_like_a_run(deprl_run, tmp_path):
 def test_a_myosuite_run_is_recognized_without_myosuite(deprl_run, tmp_path):
     """The env id of a MyoSuite run comes from its config string; evaluating it needs MyoSuite's own venv."""
     run = _hostile_run(deprl_run, tmp_path)
-    _set_environment(run, "deprl.environments.Gym('myoLegWalk-v0', scaled_actions=False, reset_type='random')")
+    _set_environment(
+        run, "deprl.environments.Gym('myoLegWalk-v0', scaled_actions=False, reset_type='random')"
+    )
     report = _check(run)
     assert report["run"]["env_id"] == "myoLegWalk-v0" and report["details"]["scaled_actions"] is False
     assert report["status"] == "warning" and "gym.make keywords ['reset_type']" in report["reason"], report
