@@ -256,6 +256,19 @@ def test_a_planted_pickle_in_a_step_file_never_runs(deprl_run, tmp_path):
     assert "unsafe pickle" in stderr and not canary.exists()
 
 
+def test_an_actor_deprl_does_not_write_is_refused_not_guessed(deprl_run, tmp_path):
+    run = _hostile_run(deprl_run, tmp_path)
+    step = run / "checkpoints" / f"step_{STEPS}.pt"
+    state = torch.load(step, weights_only=True)
+    state["actor.encoder.observation_normalizer._mean"] = torch.zeros(3)  # an actor that would normalize
+    torch.save(state, step)
+    report = _check(run)
+    assert report["status"] == "error" and "actor.encoder.observation_normalizer._mean" in report["reason"]
+    del state["actor.encoder.observation_normalizer._mean"], state["actor.head.scale_layer.0.weight"]
+    torch.save(state, step)
+    assert "no tensor actor.head.scale_layer.0.weight" in _check(run)["reason"]
+
+
 def test_code_in_the_config_strings_is_never_run(deprl_run, tmp_path):
     run = _hostile_run(deprl_run, tmp_path)
     canary = tmp_path / "canary"
