@@ -26,6 +26,7 @@ TRAINING_FIXTURES = frozenset(
         "skrl_runs",
         "rl_games_runs",
         "rl_games_reference",
+        "deprl_run",
         "skrl_reference",
         "skrl_kind_runs",
         "skrl_rnn_runs",

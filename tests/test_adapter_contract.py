@@ -261,12 +261,24 @@ SAVED_RUNS = {
         ["model_10.pt", "model_2.pt", "best_model.pt", "params/agent.yaml"],
         [(2, "model_2.pt", {}), (10, "model_10.pt", {})],
     ),
+    "deprl": (
+        [
+            "config.yaml",
+            "checkpoints/step_1000.pt",
+            "checkpoints/step_500.pt",
+            "checkpoints/time.pt",
+            "checkpoints/obs_norm.pt",
+            "best_model.pt",
+        ],
+        [(500, "checkpoints/step_500.pt", {}), (1000, "checkpoints/step_1000.pt", {})],
+    ),
 }
 BEST_NAMES = {
     "cleanrl": ["best_model.cleanrl_model"],
     "sb3": ["best_model.zip", "best_model_vecnormalize.pkl"],
     "skrl": ["best_model.pt"],
     "rsl_rl": ["best_model.pt"],
+    "deprl": ["best_model.pt"],
 }
 
 
@@ -315,7 +327,7 @@ def test_checkpoints_lists_a_training_run_by_step_and_never_the_best_model(name,
     assert list(adapter.best_model_files(run, found[-1] if name != "sb3" else found[1])) == BEST_NAMES[name]
 
 
-@pytest.mark.parametrize("name", ["cleanrl", "skrl", "rsl_rl"])
+@pytest.mark.parametrize("name", ["cleanrl", "skrl", "rsl_rl", "deprl"])
 def test_the_best_model_is_not_the_latest_checkpoint_but_loads_as_the_run_s_model(name, tmp_path):
     """A run dir's model stays its latest checkpoint; the best model given by name is read as a model of
     that very run (its config and names), and claimed by one framework only."""

@@ -34,6 +34,7 @@ PAGES: dict[str, tuple] = {
     "docs/export.md": (pytest.mark.trains,),  # an rsl_rl LSTM run, 4 iterations
     "docs/frameworks/cleanrl.md": (),
     "docs/frameworks/custom.md": (),
+    "docs/frameworks/deprl.md": (),  # reads deprl's committed run (it trains in its own venv)
     "docs/frameworks/genesis.md": (pytest.mark.trains, pytest.mark.slow, pytest.mark.genesis),
     "docs/frameworks/myosuite.md": (),
     "docs/frameworks/rl_games.md": (),  # reads the committed runs of tests/data/trainer_runs/rl_games

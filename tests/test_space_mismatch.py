@@ -59,7 +59,7 @@ WRONG_KIND = {
     },
     **{
         name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE)
-        for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn")
+        for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "deprl_mpo")
     },
     # rl_games: the committed real runs (tests/data/trainer_runs/rl_games), Pendulum-v1's continuous actor
     "rl_games_ppo": ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE),
@@ -100,6 +100,10 @@ RL_GAMES_RUNS = {
     / "runs"
     / "cartpole_06-09-00-52",
 }
+#: A run deprl 0.3.2 wrote (tests/data/trainer_runs/README.md).
+DEPRL_RUN = Path(__file__).parent / "data" / "trainer_runs" / "deprl" / "runs" / "Pendulum-v1_dep"
+#: The committed runs of the libraries that train in their own venvs, by framework: {framework: {env id: run}}.
+COMMITTED_RUNS = {"rl_games": RL_GAMES_RUNS, "deprl": {"Pendulum-v1": DEPRL_RUN}}
 TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
 CLEANRL_TORCH = (
     "dqn",
@@ -207,7 +211,8 @@ def _sb3_model(root: Path, name: str, env_id: str) -> Path:
 
 @pytest.fixture(scope="module")
 def untrained(tmp_path_factory) -> dict[str, Path]:
-    """``{case: target}`` of every CleanRL and SB3 case (CleanRL run dirs, SB3 zips with rl_zoo3's hub names)."""
+    """``{case: target}`` of every CleanRL and SB3 case (CleanRL run dirs, SB3 zips with rl_zoo3's hub names) and of the
+    libraries that train in their own venvs (their committed runs)."""
     root = tmp_path_factory.mktemp("kinds")
     targets = {}
     for case, (env_id, _, _) in {**WRONG_KIND, **MORE}.items():
@@ -218,8 +223,8 @@ def untrained(tmp_path_factory) -> dict[str, Path]:
             targets[case] = _cleanrl_run(root / case, case, env_id)
         elif entry.framework == "sb3":
             targets[case] = _sb3_model(root / case, case, env_id)
-        elif entry.framework == "rl_games":
-            targets[case] = RL_GAMES_RUNS[env_id]
+        elif entry.framework in COMMITTED_RUNS:
+            targets[case] = COMMITTED_RUNS[entry.framework][env_id]
     return targets
 
 
