@@ -254,6 +254,21 @@ def test_watch_sees_the_rotation_in_step_order(torchrl_runs):
     assert all(c.model_file.name == "manifest.json" for c in found)
 
 
+def test_zoo_watch_keeps_the_best_rotated_checkpoint_as_a_directory_checkpoint(tmp_path):
+    """The best copy is ``best_model/`` (manifest, policy, environment_metadata): read back as a model of the run,
+    never as its latest checkpoint."""
+    rotation = tmp_path / "dqn" / "checkpoints"
+    shutil.copytree(DATA / "dqn", tmp_path / "dqn")
+    watched = zoo("watch", rotation, "--until", "400", "-n", "2", "--num-envs", "2", "--poll", "0.1")
+    assert watched.exit_code == 0, watched.stderr
+    assert "best_model/manifest.json" in watched.stdout + watched.stderr
+    (report,) = zoo("check", rotation, "--json").json()
+    assert report["status"] == "ok" and report["details"]["step"] == 400
+    assert report["details"]["checkpoints"][-1] == "best_model"
+    assert not list((rotation / "best_model" / "components").glob("*-optimizer"))
+    _eval(rotation / "best_model" / "manifest.json", tmp_path / "best.json", episodes=2, num_envs=2)
+
+
 def test_committed_run_checks_ok_and_evaluates():
     reports = _check(DATA)
     assert sorted(reports) == ["dqn/checkpoints", "ppo"] and all(
