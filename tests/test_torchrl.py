@@ -38,6 +38,8 @@ def torchrl_runs(tmp_path_factory):
         run_trainer("torchrl", "torchrl_train.py", algo, root / algo, cwd=root)
     (root / "dqn" / "torchrl_policy.yaml").write_text(DQN_CONFIG)
     (root / "ppo" / "torchrl_policy.yaml").write_text(PPO_CONFIG)
+    shutil.move(root / "ppo" / "unified", root / "ppo_unified")  # a run of its own
+    (root / "ppo_unified" / "torchrl_policy.yaml").write_text(PPO_CONFIG)
     final = root / "dqn" / "checkpoints" / "checkpoint-000000000400"
     refs = {}
     for algo, checkpoint in (("dqn", final), ("ppo", root / "ppo" / "ppo_ckpt.pt")):
@@ -105,7 +107,7 @@ def _policy(target: Path, *, model_config: Path | None = None, env_id: str | Non
 
 def test_check_reads_each_layout_with_its_algorithm_env_and_checkpoint(torchrl_runs):
     reports = _check(torchrl_runs["root"])
-    assert sorted(reports) == ["dqn", "dqn/checkpoints", "ppo"], reports
+    assert sorted(reports) == ["dqn", "dqn/checkpoints", "ppo", "ppo_unified"], reports
     archive, rotation, ppo = reports["dqn"], reports["dqn/checkpoints"], reports["ppo"]
     for report in (archive, rotation, ppo):
         assert report["status"] == "ok", report
@@ -160,6 +162,16 @@ def test_eval_episodes_are_torchrl_own(torchrl_runs, tmp_path):
     np.testing.assert_allclose([r for r, _ in got], [r for r, _ in ppo_ref], rtol=1e-6)
     assert _eval(torchrl_runs["ppo"], tmp_path / "one.json", num_envs=1, episodes=1) == ppo_ref[:1]
     assert np.std([r for r, _ in ppo_ref]) > 0
+
+
+def test_a_unified_render_checkpoint_gives_the_same_episodes(torchrl_runs, tmp_path):
+    """``save_render_checkpoint(format="archive")`` (TorchRL 0.15's default): vecnorm's tensors in the
+    environment_metadata state dict, read from their raw bytes."""
+    unified = torchrl_runs["root"] / "ppo_unified"
+    assert _check(unified)["."]["details"]["format"] == "torchrl-checkpoint (archive)"
+    assert (
+        _eval(unified, tmp_path / "u.json", num_envs=1, episodes=1) == _reference(torchrl_runs["ref_ppo"])[:1]
+    )
 
 
 def test_a_plain_state_dict_takes_the_model_config(torchrl_runs, tmp_path):

@@ -9,7 +9,8 @@ sota script's ``checkpoint.path`` names, without the replay buffer (its ``includ
 ``MLP(Tanh, [64, 64])`` + ``AddStateIndependentNormalScale`` in a ``ProbabilisticActor`` with ``TanhNormal`` over the
 action bounds, ``VecNorm`` + ``ClipTransform(-10, 10)`` on observations, ``ClipPPOLoss``, ``GAE``) and saves
 ``save_render_checkpoint``'s legacy payload ``OUT/ppo_ckpt.pt`` with the frozen ``vecnorm`` statistics, as that script
-does, plus ``OUT/plain/policy_state_dict.pt``: the user's plain ``torch.save(actor.state_dict())``.
+does, the same as a unified archive ``OUT/unified/ppo_ckpt`` (``format="archive"``, the default from TorchRL
+0.15), and ``OUT/plain/policy_state_dict.pt``: the user's plain ``torch.save(actor.state_dict())``.
 """
 
 from __future__ import annotations
@@ -197,6 +198,16 @@ def train_ppo(out: Path, frames: int, seed: int) -> None:
         frames=collected,
         metrics={},
         config={"env": {"env_name": env_name}, "collector": {"total_frames": frames}, "seed": seed},
+    )
+    # the same with format="archive", save_render_checkpoint's default from TorchRL 0.15: a unified checkpoint whose
+    # environment_metadata is a state dict (vecnorm's tensors)
+    (out / "unified").mkdir(exist_ok=True)
+    save_render_checkpoint(
+        out / "unified" / "ppo_ckpt",
+        actor,
+        env_metadata={"env_name": env_name, "normalize_observation": True, "vecnorm": frozen},
+        frames=collected,
+        format="archive",
     )
     (out / "plain").mkdir(exist_ok=True)
     torch.save(actor.state_dict(), out / "plain" / "policy_state_dict.pt")

@@ -181,6 +181,8 @@ class TorchRLAdapter(Adapter):
         "sota-implementations/dqn/dqn_cartpole.py goes on from its checkpoint with checkpoint.resume=true "
         "(checkpoint.path naming it)"
     )
+    #: Hydra's override of sota-implementations' top-level ``device`` (added by :meth:`training_invocation`).
+    training_device_flag = "device="
     network_flags = {
         "logger.backend=wandb": NetworkFlag("metrics to Weights & Biases", "a W&B API key"),
     }
@@ -212,6 +214,15 @@ class TorchRLAdapter(Adapter):
             ("model", "policy", "layout"),
             "the actor is rebuilt from the weights and torchrl_policy.yaml",
         )
+
+    def training_invocation(self, fields: dict[str, Any]) -> str:
+        """The filled command with the config's device as a Hydra override (``device=cuda:0``), not a flag."""
+        import shlex
+
+        command = self.training_command.format(**fields)
+        if fields.get("device"):
+            command += f" {self.training_device_flag}{shlex.quote(str(fields['device']))}"
+        return command
 
     # ------------------------------------------------------------------ discovery
     def discover(self, root: Path) -> Iterator[Run]:
