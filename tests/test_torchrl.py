@@ -26,6 +26,8 @@ PPO_CONFIG = (
     "algorithm: ppo\nhead: tanh_normal\nnum_cells: [64, 64]\nactivation: tanh\ntanh_loc: false\n"
     "observation_norm: checkpoint\nobservation_clip: [-10, 10]\n"
 )
+#: sota-implementations/sac's actor: MLP(ReLU) -> NormalParamExtractor -> TanhNormal (no observation transform).
+SAC_CONFIG = "algorithm: sac\nhead: tanh_normal\nnum_cells: [64, 64]\nactivation: relu\n"
 DATA = Path(__file__).parent / "data" / "trainer_runs" / "torchrl"
 
 
@@ -34,15 +36,20 @@ def torchrl_runs(tmp_path_factory):
     """``{root, dqn, ppo, plain, ref_dqn, ref_ppo}``: TorchRL's runs (with the users' model configs) and TorchRL's
     own episodes on seeds 0-3 of the final DQN rotation checkpoint and the PPO render checkpoint."""
     root = tmp_path_factory.mktemp("torchrl")
-    for algo in ("dqn", "ppo"):
+    for algo in ("dqn", "ppo", "sac"):
         run_trainer("torchrl", "torchrl_train.py", algo, root / algo, cwd=root)
     (root / "dqn" / "torchrl_policy.yaml").write_text(DQN_CONFIG)
     (root / "ppo" / "torchrl_policy.yaml").write_text(PPO_CONFIG)
+    (root / "sac" / "torchrl_policy.yaml").write_text(SAC_CONFIG)
     shutil.move(root / "ppo" / "unified", root / "ppo_unified")  # a run of its own
     (root / "ppo_unified" / "torchrl_policy.yaml").write_text(PPO_CONFIG)
     final = root / "dqn" / "checkpoints" / "checkpoint-000000000400"
     refs = {}
-    for algo, checkpoint in (("dqn", final), ("ppo", root / "ppo" / "ppo_ckpt.pt")):
+    for algo, checkpoint in (
+        ("dqn", final),
+        ("ppo", root / "ppo" / "ppo_ckpt.pt"),
+        ("sac", root / "sac" / "sac_ckpt"),
+    ):
         out = root / f"ref_{algo}.json"
         run_trainer("torchrl", "torchrl_reference.py", algo, checkpoint, out, *SEEDS, cwd=root)
         refs[algo] = json.loads(out.read_text())
@@ -54,6 +61,8 @@ def torchrl_runs(tmp_path_factory):
         "plain": root / "ppo" / "plain" / "policy_state_dict.pt",
         "ref_dqn": refs["dqn"],
         "ref_ppo": refs["ppo"],
+        "sac": root / "sac",
+        "ref_sac": refs["sac"],
     }
 
 
@@ -107,7 +116,8 @@ def _policy(target: Path, *, model_config: Path | None = None, env_id: str | Non
 
 def test_check_reads_each_layout_with_its_algorithm_env_and_checkpoint(torchrl_runs):
     reports = _check(torchrl_runs["root"])
-    assert sorted(reports) == ["dqn", "dqn/checkpoints", "ppo", "ppo_unified"], reports
+    assert sorted(reports) == ["dqn", "dqn/checkpoints", "ppo", "ppo_unified", "sac"], reports
+    assert reports["sac"]["status"] == "ok" and reports["sac"]["details"]["algorithm"] == "SAC"
     archive, rotation, ppo = reports["dqn"], reports["dqn/checkpoints"], reports["ppo"]
     for report in (archive, rotation, ppo):
         assert report["status"] == "ok", report
@@ -137,7 +147,11 @@ def test_check_reads_each_layout_with_its_algorithm_env_and_checkpoint(torchrl_r
 def test_actions_are_torchrl_own_on_real_observations(torchrl_runs):
     """DQN: the same argmax on every observation. PPO: bit for bit one observation at a time (TorchRL's reference
     runs batch 1); a batch of 800 rounds the matmul otherwise, within 1e-5 (measured 2.4e-7)."""
-    for algo, target in (("dqn", torchrl_runs["rotation"]), ("ppo", torchrl_runs["ppo"])):
+    for algo, target in (
+        ("dqn", torchrl_runs["rotation"]),
+        ("ppo", torchrl_runs["ppo"]),
+        ("sac", torchrl_runs["sac"]),
+    ):
         ref = torchrl_runs[f"ref_{algo}"]
         obs = np.asarray(ref["observations"], dtype=np.float32)
         expected = np.asarray(ref["actions"])
@@ -161,6 +175,8 @@ def test_eval_episodes_are_torchrl_own(torchrl_runs, tmp_path):
     assert [length for _, length in got] == [length for _, length in ppo_ref]
     np.testing.assert_allclose([r for r, _ in got], [r for r, _ in ppo_ref], rtol=1e-6)
     assert _eval(torchrl_runs["ppo"], tmp_path / "one.json", num_envs=1, episodes=1) == ppo_ref[:1]
+    sac_ref = _reference(torchrl_runs["ref_sac"])
+    assert _eval(torchrl_runs["sac"], tmp_path / "sac.json", num_envs=1, episodes=1) == sac_ref[:1]
     assert np.std([r for r, _ in ppo_ref]) > 0
 
 
@@ -172,6 +188,31 @@ def test_a_unified_render_checkpoint_gives_the_same_episodes(torchrl_runs, tmp_p
     assert (
         _eval(unified, tmp_path / "u.json", num_envs=1, episodes=1) == _reference(torchrl_runs["ref_ppo"])[:1]
     )
+
+
+def test_stochastic_mode_samples_the_tanh_normal_and_refuses_what_it_cannot_sample(torchrl_runs, tmp_path):
+    """PPO's AddStateIndependentNormalScale: seeded samples (the same twice, another return than the mean's);
+    SAC's NormalParamExtractor maps its scale with a function the checkpoint does not name: refused, one line."""
+    runs = [
+        zoo(
+            "eval",
+            torchrl_runs["ppo"],
+            "--stochastic",
+            "-q",
+            "-n",
+            1,
+            "--num-envs",
+            1,
+            "--out",
+            tmp_path / f"{i}.json",
+        )
+        for i in (0, 1)
+    ]
+    assert all(r.exit_code == 0 for r in runs), runs[0].stderr
+    sampled = [json.loads((tmp_path / f"{i}.json").read_text())["episodes"][0]["return"] for i in (0, 1)]
+    assert sampled[0] == sampled[1] != _reference(torchrl_runs["ref_ppo"])[0][0]
+    refused = zoo("eval", torchrl_runs["sac"], "--stochastic", "-q", "-n", 1, "--num-envs", 1)
+    _one_line_error(refused, "zoo samples TanhNormal actions only with AddStateIndependentNormalScale")
 
 
 def test_a_plain_state_dict_takes_the_model_config(torchrl_runs, tmp_path):

@@ -21,7 +21,7 @@ import torch
 from tensordict import TensorDict
 from torchrl.checkpoint import Checkpoint
 from torchrl.envs import ClipTransform, Compose, ExplorationType, ObservationNorm, set_exploration_type
-from torchrl_train import dqn_env, dqn_model, ppo_env, ppo_models
+from torchrl_train import dqn_env, dqn_model, ppo_env, ppo_models, sac_env, sac_models
 
 torch.set_num_threads(1)
 
@@ -56,10 +56,21 @@ def ppo_policy(checkpoint: Path):
     return payload["env_name"], act
 
 
+def sac_policy(checkpoint: Path):
+    actor, _ = sac_models(sac_env("Pendulum-v1"))
+    Checkpoint(policy=actor).load(checkpoint, components={"policy"})
+    actor.eval()
+
+    def act(obs):
+        return actor(TensorDict(observation=torch.as_tensor(obs)[None], batch_size=[1]))["action"][0].numpy()
+
+    return "Pendulum-v1", act
+
+
 def main() -> None:
     algo, checkpoint, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     seeds = [int(s) for s in sys.argv[4:]]
-    env_id, act = {"dqn": dqn_policy, "ppo": ppo_policy}[algo](checkpoint)
+    env_id, act = {"dqn": dqn_policy, "ppo": ppo_policy, "sac": sac_policy}[algo](checkpoint)
     episodes, observations, actions = [], [], []
     with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
         for seed in seeds:

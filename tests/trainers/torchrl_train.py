@@ -19,7 +19,12 @@ import sys
 from pathlib import Path
 
 import torch
-from tensordict.nn import AddStateIndependentNormalScale, TensorDictModule, TensorDictSequential
+from tensordict.nn import (
+    AddStateIndependentNormalScale,
+    NormalParamExtractor,
+    TensorDictModule,
+    TensorDictSequential,
+)
 from torchrl.checkpoint import Checkpoint, CheckpointRotation
 from torchrl.collectors import Collector
 from torchrl.data import Composite, LazyTensorStorage, TensorDictReplayBuffer
@@ -33,7 +38,7 @@ from torchrl.envs import (
 )
 from torchrl.envs.libs.gym import GymEnv
 from torchrl.modules import MLP, EGreedyModule, ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
-from torchrl.objectives import ClipPPOLoss, DQNLoss, HardUpdate
+from torchrl.objectives import ClipPPOLoss, DQNLoss, HardUpdate, SACLoss, SoftUpdate
 from torchrl.objectives.value import GAE
 from torchrl.render import save_render_checkpoint
 
@@ -213,9 +218,77 @@ def train_ppo(out: Path, frames: int, seed: int) -> None:
     torch.save(actor.state_dict(), out / "plain" / "policy_state_dict.pt")
 
 
+def sac_env(env_name: str):
+    env = TransformedEnv(GymEnv(env_name, device="cpu"))
+    env.append_transform(RewardSum())
+    env.append_transform(StepCounter())
+    return env
+
+
+def sac_models(env):
+    """sota-implementations/sac/utils.py's make_sac_agent: MLP(ReLU) giving loc and scale through
+    NormalParamExtractor (biased softplus), TanhNormal over the action bounds; Q-networks on (observation, action)."""
+    spec, n_obs = env.action_spec_unbatched, env.observation_spec["observation"].shape[-1]
+    actor_net = MLP(
+        in_features=n_obs, num_cells=[64, 64], out_features=2 * spec.shape[-1], activation_class=torch.nn.ReLU
+    )
+    actor_net = torch.nn.Sequential(
+        actor_net, NormalParamExtractor(scale_mapping="biased_softplus_1.0", scale_lb=0.1)
+    )
+    actor = ProbabilisticActor(
+        TensorDictModule(actor_net, in_keys=["observation"], out_keys=["loc", "scale"]),
+        in_keys=["loc", "scale"],
+        spec=env.full_action_spec_unbatched,
+        distribution_class=TanhNormal,
+        distribution_kwargs={"low": spec.space.low, "high": spec.space.high, "tanh_loc": False},
+        default_interaction_type=ExplorationType.RANDOM,
+        return_log_prob=False,
+    )
+    qvalue = ValueOperator(
+        MLP(
+            in_features=n_obs + spec.shape[-1],
+            num_cells=[64, 64],
+            out_features=1,
+            activation_class=torch.nn.ReLU,
+        ),
+        in_keys=["action", "observation"],
+    )
+    return actor, qvalue
+
+
+def train_sac(out: Path, frames: int, seed: int) -> None:
+    """A few SAC updates on Pendulum-v1, saved as sota-implementations/sac does with TorchRL's Checkpoint."""
+    torch.manual_seed(seed)
+    env_name = "Pendulum-v1"
+    env = sac_env(env_name)
+    env.set_seed(seed)
+    actor, qvalue = sac_models(env)
+    loss = SACLoss(actor_network=actor, qvalue_network=qvalue, num_qvalue_nets=2, loss_function="l2")
+    loss.make_value_estimator(gamma=0.99)
+    updater = SoftUpdate(loss, eps=0.995)
+    optimizer = torch.optim.Adam(loss.parameters(), lr=3e-4)
+    buffer = TensorDictReplayBuffer(storage=LazyTensorStorage(max_size=10_000), batch_size=64)
+    collector = Collector(
+        create_env_fn=env, policy=actor, frames_per_batch=100, total_frames=frames, init_random_frames=100
+    )
+    for data in collector:
+        buffer.extend(data.reshape(-1))
+        for _ in range(5):
+            parts = loss(buffer.sample())
+            total = parts["loss_actor"] + parts["loss_qvalue"] + parts["loss_alpha"]
+            optimizer.zero_grad()
+            total.backward()
+            optimizer.step()
+            updater.step()
+    collector.shutdown()
+    Checkpoint(policy=actor, environment_metadata={"env_name": env_name}).save(
+        out / "sac_ckpt", format="archive"
+    )
+
+
 if __name__ == "__main__":
     algo, folder = sys.argv[1], Path(sys.argv[2])
-    frames = int(sys.argv[3]) if len(sys.argv) > 3 else (400 if algo == "dqn" else 512)
+    frames = int(sys.argv[3]) if len(sys.argv) > 3 else {"dqn": 400, "ppo": 512, "sac": 300}[algo]
     folder.mkdir(parents=True, exist_ok=True)
-    {"dqn": train_dqn, "ppo": train_ppo}[algo](folder, frames, 0)
+    {"dqn": train_dqn, "ppo": train_ppo, "sac": train_sac}[algo](folder, frames, 0)
     print(f"trained {algo} into {folder}")
