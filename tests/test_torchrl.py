@@ -429,3 +429,48 @@ def test_discovery_leaves_other_frameworks_files_alone(torchrl_runs, tmp_path):
     rsl.mkdir(parents=True)
     shutil.copy(torchrl_runs["plain"], rsl / "model_100.pt")
     assert list(get_adapter("torchrl").discover(tmp_path)) == []
+
+
+def test_the_other_refusals_the_docs_list_are_one_line_each(torchrl_runs, tmp_path):
+    import torch
+
+    sac = tmp_path / "sac"
+    shutil.copytree(torchrl_runs["sac"], sac)
+    (sac / "torchrl_policy.yaml").write_text(SAC_CONFIG + "observation_norm: checkpoint\n")
+    _one_line_error(
+        zoo("eval", sac, "-q"), "says observation_norm: checkpoint, but the checkpoint holds no vecnorm"
+    )
+
+    ppo = tmp_path / "ppo"
+    shutil.copytree(torchrl_runs["ppo"], ppo, ignore=shutil.ignore_patterns("plain"))
+    (ppo / "torchrl_policy.yaml").write_text(DQN_CONFIG.replace("[120, 84]", "[64, 64]"))
+    _one_line_error(
+        zoo("eval", ppo, "-q"),
+        "says head qvalue, but the policy holds module.0.module.1.state_independent_scale",
+    )
+
+    plain = tmp_path / "plain.pt"
+    state = torch.load(torchrl_runs["plain"], weights_only=True)
+    state["module.0.module.1.extra_gain"] = torch.ones(1)
+    torch.save(state, plain)
+    args = (
+        "--exp-name",
+        "torchrl_ppo",
+        "--env-id",
+        "Pendulum-v1",
+        "--model-config",
+        torchrl_runs["sac"] / "torchrl_policy.yaml",
+    )
+    _one_line_error(
+        zoo("eval", plain, "-q", *args),
+        "tensors zoo's rebuilt MLP does not use: module.0.module.1.extra_gain",
+    )
+
+    rot = tmp_path / "rot"
+    shutil.copytree(torchrl_runs["rotation"] / "checkpoint-000000000400", rot / "checkpoint-000000000400")
+    shutil.copy(torchrl_runs["dqn"] / "torchrl_policy.yaml", rot)
+    manifest_file = rot / "checkpoint-000000000400" / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest["format_version"] = 2
+    manifest_file.write_text(json.dumps(manifest))
+    _one_line_error(zoo("eval", rot, "-q", "--env-id", "CartPole-v1"), "format_version 2 (zoo reads 1)")
