@@ -46,6 +46,7 @@ TRAINING_FIXTURES = frozenset(
         "skrl_go2_run",
         "genesis_hover_run",
         "mismatch_runs",
+        "torchrl_runs",
         "release_runs",
         "retrained_dqn",
         "sb3_releases",

@@ -63,6 +63,8 @@ WRONG_KIND = {
     },
     # rl_games: the committed real runs (tests/data/trainer_runs/rl_games), Pendulum-v1's continuous actor
     "rl_games_ppo": ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE),
+    "torchrl_dqn": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
+    **{name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE) for name in ("torchrl_ppo", "torchrl_sac")},
     # a policy class has no kind of its own: its first actions are checked against the env's space
     "custom": (
         "Pendulum-v1",
@@ -104,7 +106,15 @@ RL_GAMES_RUNS = {
 DEPRL_RUN = Path(__file__).parent / "data" / "trainer_runs" / "deprl" / "runs" / "Pendulum-v1_dep"
 #: The committed runs of the libraries that train in their own venvs, by framework: {framework: {env id: run}}.
 COMMITTED_RUNS = {"rl_games": RL_GAMES_RUNS, "deprl": {"Pendulum-v1": DEPRL_RUN}}
-TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
+TRAINED = (
+    "rsl_ppo",
+    "skrl_ppo",
+    "skrl_ppo_rnn",
+    "skrl_ppo:categorical",
+    "torchrl_dqn",
+    "torchrl_ppo",
+    "torchrl_sac",
+)
 CLEANRL_TORCH = (
     "dqn",
     "c51",
@@ -230,7 +240,8 @@ def untrained(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
-    """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env."""
+    """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env; TorchRL's
+    committed run (tests/data/trainer_runs/torchrl)."""
     import skrl_rnn
     import yaml
     from test_rsl_rl import _train
@@ -252,6 +263,10 @@ def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
         config = root / "lstm.yaml"
         config.write_text(yaml.safe_dump(_model_config("lstm")))
         runs["skrl_ppo_rnn"] = (run, ("--exp-name", "skrl_ppo_rnn", "--model-config", config))
+    torchrl = Path(__file__).parent / "data" / "trainer_runs" / "torchrl"  # written by TorchRL (its README)
+    runs["torchrl_dqn"] = (torchrl / "dqn" / "checkpoints", ())
+    runs["torchrl_ppo"] = (torchrl / "ppo", ())
+    runs["torchrl_sac"] = (torchrl / "ppo", ("--exp-name", "torchrl_sac"))
     return runs
 
 
@@ -400,7 +415,7 @@ def test_enjoy_of_a_run_published_for_another_kind_of_env(untrained, case, tmp_p
     assert not (tmp_path / "eval.json").exists()
 
 
-@pytest.mark.parametrize("case", ["rsl_ppo", "skrl_ppo"])
+@pytest.mark.parametrize("case", ["rsl_ppo", "skrl_ppo", "torchrl_dqn", "torchrl_ppo"])
 def test_export_and_doctor_of_trained_runs_say_both_kinds(mismatch_runs, case, tmp_path):
     _env_id, wrong, needles = WRONG_KIND[case]
     run, flags = mismatch_runs[case]

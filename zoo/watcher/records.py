@@ -84,9 +84,13 @@ def _line_problem(line: Any) -> str | None:
 
 
 def _is_best_name(name: Any) -> bool:
-    """A best-model file name as zoo writes them: a bare name in the run dir (a meta that names a path
-    elsewhere would have the next new best delete that file)."""
-    return isinstance(name, str) and name.startswith(BEST_MODEL) and Path(name).name == name
+    """A best-model file name as zoo writes them: a bare name in the run dir, or a path inside a ``best_model*``
+    folder there (a checkpoint that is a folder, such as TorchRL's); a meta that names a path elsewhere would
+    have the next new best delete that file."""
+    if not isinstance(name, str) or not name.startswith(BEST_MODEL):
+        return False
+    parts = name.split("/")
+    return Path(name).name == name or (all(parts) and ".." not in parts and "\\" not in name)
 
 
 def _meta_problem(meta: Any) -> str | None:
