@@ -61,6 +61,9 @@ WRONG_KIND = {
         name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE)
         for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn")
     },
+    # Tianshou's committed runs (tests/data/trainer_runs/tianshou): their policy.pt says the policy's kind
+    "tianshou_dqn": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
+    "tianshou_ppo": ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE),
     # a policy class has no kind of its own: its first actions are checked against the env's space
     "custom": (
         "Pendulum-v1",
@@ -81,6 +84,11 @@ MORE = {
     ),
 }
 TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
+#: Runs a trainer venv's library wrote, committed (tests/data/trainer_runs/): case -> the run dir under it.
+COMMITTED = {
+    "tianshou_dqn": "tianshou/CartPole-v1/DQNExperiment_*/exp_seed=42",
+    "tianshou_ppo": "tianshou/Pendulum-v1/PPOExperiment_*/exp_seed=42",
+}
 CLEANRL_TORCH = (
     "dqn",
     "c51",
@@ -260,7 +268,7 @@ def _eval(target: Path, wrong: str, needles: tuple[str, ...], tmp_path: Path, *f
 
 
 @pytest.mark.parametrize(
-    "case", sorted(c for c in {**WRONG_KIND, **MORE} if c not in TRAINED and c != "custom")
+    "case", sorted(c for c in {**WRONG_KIND, **MORE} if c not in (*TRAINED, *COMMITTED) and c != "custom")
 )
 def test_check_and_eval_say_both_kinds(untrained, case, tmp_path):
     if case not in untrained:
@@ -279,6 +287,15 @@ def test_trained_runs_check_and_eval_say_both_kinds(mismatch_runs, case, tmp_pat
     _eval(run, wrong, needles, tmp_path, *flags)
     if "--model-config" not in flags:  # zoo check reads the architecture from params/agent.yaml only
         _check_row(run, wrong, needles, *flags)
+
+
+@pytest.mark.parametrize("case", sorted(COMMITTED))
+def test_committed_runs_check_and_eval_say_both_kinds(case, tmp_path):
+    _env_id, wrong, needles = WRONG_KIND[case]
+    run = next((Path(__file__).parent / "data" / "trainer_runs").glob(COMMITTED[case]))
+    line = _eval(run, wrong, needles, tmp_path)
+    assert line.startswith(f"error: {case} ")
+    _check_row(run, wrong, needles)
 
 
 def test_a_policy_class_is_refused_by_its_first_actions(tmp_path):

@@ -2,7 +2,9 @@
 
 ``python tianshou_reference.py RUN_DIR ENV_ID SEED EPISODES OUT_JSON`` writes, for episodes i = 0..EPISODES-1 on
 ``gymnasium.make(ENV_ID)`` reset with seed SEED + i (what zoo's evaluator gives sub-env i with ``--seed SEED
---num-envs EPISODES``): each episode's return and length, every raw observation, and Tianshou's action for it.
+--num-envs EPISODES``): each episode's return and length, every raw observation, and Tianshou's action for it;
+then the observations of random-action rollouts with the same seeds (states the policy's own episodes do not
+reach), with Tianshou's action for each.
 
 The actions are Tianshou's: ``policy.compute_action`` (forward, then ``map_action``) on the observation normalized
 by the run's ``RunningMeanStd.norm`` (``env_obs_rms.pkl``, what the run's ``VectorEnvNormObs`` applies), with
@@ -73,6 +75,19 @@ def main(run_dir: str, env_id: str, seed: int, episodes: int, out: str) -> None:
                     break
             env.close()
             found.append({"return": total, "length": length})
+        # observations off the policy's own path: random-action rollouts with the same seeds, Tianshou's action on each
+        for i in range(episodes):
+            env = gym.make(env_id)
+            obs, _ = env.reset(seed=seed + i)
+            env.action_space.seed(seed + i)
+            for _ in range(50):
+                seen = rms.norm(obs) if rms is not None else obs
+                observations.append(np.asarray(obs, dtype=np.float32).tolist())
+                actions.append(np.asarray(policy.compute_action(seen)).tolist())
+                obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
+                if terminated or truncated:
+                    break
+            env.close()
     result = {
         "episodes": found,
         "observations": observations,

@@ -8,7 +8,8 @@ Algorithm), ``log.txt``, the TensorBoard events and, for the obs-normalized PPO 
   ``training_seed``/``test_seed`` to ``EnvFactoryRegistered``, which forwards them to ``gymnasium.make`` and
   CartPole refuses them (a bug of the example): they are left out here.
 - ppo: upstream ``examples/mujoco/mujoco_ppo_hl.py`` on Pendulum-v1 (its ``MujocoEnvFactory`` normalizes
-  observations: copied as tianshou_mujoco_env.py), one small epoch.
+  observations: copied as tianshou_mujoco_env.py), two small epochs, the logger's ``save_interval=1`` adding a
+  ``policy_epoch_<N>.pt`` per epoch (Tianshou passes its checkpoint function to on-policy trainers only).
 Sizes are tiny (a few hundred env steps): the tests need a real run, not a good one.
 """
 
@@ -34,13 +35,13 @@ def dqn(base: str, seed: int) -> None:
     )
     training_config = OffPolicyTrainingConfig(
         max_epochs=1,
-        epoch_num_steps=600,
+        epoch_num_steps=2000,
         num_training_envs=2,
         num_test_envs=2,
         buffer_size=2000,
         batch_size=64,
         collection_step_num_env_steps=10,
-        update_step_num_gradient_steps_per_sample=1 / 10,
+        update_step_num_gradient_steps_per_sample=1 / 2,
         start_timesteps=0,
         start_timesteps_random=False,
     )
@@ -66,6 +67,7 @@ def ppo(base: str, seed: int) -> None:
     from tianshou.highlevel.config import OnPolicyTrainingConfig
     from tianshou.highlevel.env import VectorEnvType
     from tianshou.highlevel.experiment import ExperimentConfig, PPOExperimentBuilder
+    from tianshou.highlevel.logger import LoggerFactoryDefault
     from tianshou.highlevel.params.algorithm_params import PPOParams
     from tianshou.highlevel.params.lr_scheduler import LRSchedulerFactoryFactoryLinear
     from tianshou_mujoco_env import MujocoEnvFactory
@@ -75,12 +77,12 @@ def ppo(base: str, seed: int) -> None:
         persistence_base_dir=os.path.abspath(os.path.join(base, task)), watch=False, seed=seed
     )
     training_config = OnPolicyTrainingConfig(
-        max_epochs=1,
+        max_epochs=2,
         epoch_num_steps=512,
         batch_size=64,
         num_training_envs=2,
         num_test_envs=2,
-        buffer_size=512,
+        buffer_size=256,
         collection_step_num_env_steps=256,
         update_step_num_repetitions=1,
     )
@@ -108,6 +110,7 @@ def ppo(base: str, seed: int) -> None:
         )
         .with_actor_factory_default(hidden_sizes, torch.nn.Tanh, continuous_unbounded=True)
         .with_critic_factory_default(hidden_sizes, torch.nn.Tanh)
+        .with_logger_factory(LoggerFactoryDefault(save_interval=1))  # policy_epoch_<N>.pt each epoch
     )
     builder.build_and_run(num_experiments=1, launcher="sequential")
 

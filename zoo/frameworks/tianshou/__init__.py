@@ -259,7 +259,7 @@ class TianshouAdapter(Adapter):
             )
         report.details["algorithm"] = entry.algorithm
         _describe(report, checkpoint)
-        if not actor.deterministic_eval:
+        if actor.policy_class != "DiscreteQLearningPolicy" and not actor.deterministic_eval:
             report.notes.append(
                 "Tianshou's own evaluation samples actions (deterministic_eval is False in this policy); "
                 "zoo eval --deterministic takes the distribution's mode"
@@ -372,8 +372,9 @@ def _describe(report: RunReport, checkpoint: TianshouCheckpoint) -> None:
         "head": actor.head,
         "sizes": actor.sizes(),
         "activations": activations[0] if len(activations) == 1 else activations,
-        "deterministic_eval": actor.deterministic_eval,
     }
+    if actor.policy_class != "DiscreteQLearningPolicy":
+        report.details["policy"]["deterministic_eval"] = actor.deterministic_eval
     if actor.head == "gaussian":
         report.details["policy"].update(
             unbounded=actor.unbounded,
