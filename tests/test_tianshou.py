@@ -3,7 +3,7 @@ Tianshou's own inference.
 
 The session fixture trains in the trainer venv (dev.py's ``TRAINER_VENVS``) with tests/trainers/tianshou_train.py:
 DQN on CartPole-v1 and PPO on Pendulum-v1 (obs-normalized, ``policy_epoch_<N>.pt`` per epoch), laid out as
-Tianshou persists them. tests/trainers/tianshou_reference.py then records Tianshou's own ``compute_action``
+Tianshou persists them; and with the low-level example tests/trainers/tianshou_mujoco_ppo.py (``policy.pth``). tests/trainers/tianshou_reference.py then records Tianshou's own ``compute_action``
 (``deterministic_eval = True``) on the observations of seeded episodes, and its episode returns.
 """
 
@@ -32,16 +32,27 @@ def tianshou_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("tianshou")
     for algo in ("dqn", "ppo"):
         run_trainer("tianshou", "tianshou_train.py", algo, root / "log", cwd=root)
+    run_trainer(
+        "tianshou", "tianshou_mujoco_ppo.py", "--task", "Pendulum-v1", "--persistence_base_dir", root / "ll",
+        "--epoch", "1", "--epoch_num_steps", "512", "--collection_step_num_env_steps", "256",
+        "--update_step_num_repetitions", "1", "--num_training_envs", "2", "--num_test_envs", "2",
+        "--buffer_size", "256", "--hidden_sizes", "[32, 32]", "--device", "cpu", cwd=root,
+    )  # fmt: skip
     dqn = next((root / "log" / "CartPole-v1").glob("DQNExperiment_*/exp_seed=42"))
     ppo = next((root / "log" / "Pendulum-v1").glob("PPOExperiment_*/exp_seed=42"))
-    return {"root": root / "log", "dqn": dqn, "ppo": ppo}
+    low = next((root / "ll" / "Pendulum-v1" / "ppo" / "0").glob("*-*"))
+    config = (
+        root / "mujoco_ppo.yaml"
+    )  # what mujoco_ppo.py builds: Net(activation=nn.Tanh), the defaults for the rest
+    config.write_text("activation: Tanh\n")
+    return {"root": root / "log", "dqn": dqn, "ppo": ppo, "ll": low, "ll_config": config}
 
 
 @pytest.fixture(scope="session")
 def tianshou_reference(tianshou_runs):
     """Tianshou's own actions and episodes per run (tests/trainers/tianshou_reference.py)."""
     found = {}
-    for key, env_id in (("dqn", "CartPole-v1"), ("ppo", "Pendulum-v1")):
+    for key, env_id in (("dqn", "CartPole-v1"), ("ppo", "Pendulum-v1"), ("ll", "Pendulum-v1")):
         out = tianshou_runs["root"].parent / f"reference_{key}.json"
         run = tianshou_runs[key]
         run_trainer("tianshou", "tianshou_reference.py", run, env_id, SEED, EPISODES, out, cwd=run)
@@ -78,10 +89,11 @@ def test_check_recognizes_both_runs_with_algorithm_env_and_checkpoints(tianshou_
 def test_actions_equal_tianshou_compute_action_on_its_observations(tianshou_runs, tianshou_reference):
     from zoo import api
 
-    for key, atol in (("dqn", 0.0), ("ppo", 1e-5)):
+    for key, atol in (("dqn", 0.0), ("ppo", 1e-5), ("ll", 1e-5)):
         ref = tianshou_reference[key]
         obs = np.asarray(ref["observations"], dtype=np.float32)
-        policy = api.load_policy(tianshou_runs[key])
+        config = tianshou_runs["ll_config"] if key == "ll" else None
+        policy = api.load_policy(tianshou_runs[key], model_config=config)
         actions, _ = policy.act(obs, deterministic=True)
         expected = np.asarray(ref["actions"]).reshape(actions.shape)
         assert len(obs) > 30
@@ -92,11 +104,12 @@ def test_actions_equal_tianshou_compute_action_on_its_observations(tianshou_runs
 
 
 def test_eval_gives_tianshou_own_deterministic_episodes(tianshou_runs, tianshou_reference, tmp_path):
-    for key in ("dqn", "ppo"):
+    for key in ("dqn", "ppo", "ll"):
         out = tmp_path / f"{key}.json"
+        config = ("--model-config", tianshou_runs["ll_config"]) if key == "ll" else ()
         result = zoo(
             "eval", tianshou_runs[key], "--deterministic", "-n", EPISODES, "--num-envs", EPISODES,
-            "--seed", SEED, "-q", "--out", out,
+            "--seed", SEED, "-q", "--out", out, *config,
         )  # fmt: skip
         assert result.exit_code == 0, result.stderr
         got = episodes_of(out)
@@ -127,6 +140,23 @@ def test_exports_bake_the_normalizer_and_act_like_the_checkpoint(tianshou_runs, 
         assert normalization["kind"] == "tianshou_running_mean_std" and normalization["clip_max"] == 10.0
     else:
         assert normalization is None
+
+
+def test_low_level_policy_pth_needs_a_model_config_and_then_exports(tianshou_runs, tmp_path):
+    run, config = tianshou_runs["ll"], tianshou_runs["ll_config"]
+    (report,) = _reports(run)
+    assert report["status"] == "warning" and "activation functions unknown" in report["reason"]
+    assert report["run"]["env_id"] == "Pendulum-v1" and report["run"]["exp_name"] == "tianshou_ppo"
+    assert report["run"]["seed"] == 0 and report["details"]["obs_rms"]["size"] == 3
+    _one_line_error(zoo("eval", run, "-q", "-n", "1"), "activation functions are unknown", "--model-config")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("activation: \"__import__('os').system('true')\"\n")
+    _one_line_error(zoo("eval", run, "-q", "-n", "1", "--model-config", bad), "is not one of ReLU")
+    hl = zoo("eval", tianshou_runs["dqn"], "-q", "-n", "1", "--model-config", config)
+    _one_line_error(hl, "policy.pt states the architecture")
+    assert_exports_act_like_checkpoint(
+        run, tmp_path, "--model-config", str(config), continuous=True, episodes=4
+    )
 
 
 def test_push_to_a_local_hub_and_enjoy_it_back(tianshou_runs, tmp_path):
@@ -259,8 +289,11 @@ def test_a_task_string_that_is_code_is_a_name_never_run(tianshou_runs, tmp_path,
     assert not canary.exists()
 
 
-def test_the_committed_run_checks_and_evaluates_like_a_trained_one(tmp_path):
-    reports = {r["details"]["algorithm"]: r for r in _reports(DATA)}
-    assert reports["DQN"]["status"] == "ok" and reports["PPO"]["status"] == "ok"
-    result = zoo("eval", DATA, "--exp-name", "tianshou_ppo", "-n", "2", "-q", "--out", tmp_path / "e.json")
-    assert result.exit_code == 0, result.stderr
+def test_the_committed_runs_check_and_evaluate_like_trained_ones(tmp_path):
+    reports = sorted((r["details"]["algorithm"], r["status"]) for r in _reports(DATA))
+    assert reports == [("DQN", "ok"), ("PPO", "ok"), ("PPO", "warning")]  # the low-level run needs its config
+    low = next((DATA / "mujoco").glob("Pendulum-v1/ppo/0/*"))
+    config = DATA / "mujoco_ppo.yaml"
+    for target, flags in ((DATA / "Pendulum-v1", ()), (low, ("--model-config", config))):
+        result = zoo("eval", target, "-n", "2", "-q", "--out", tmp_path / "e.json", *flags)
+        assert result.exit_code == 0, result.stderr

@@ -13,6 +13,8 @@ by the run's ``RunningMeanStd.norm`` (``env_obs_rms.pkl``, what the run's ``Vect
 Tianshou's own restore (``Experiment.from_directory(...).create_experiment_world()``, whose ``PolicyPersistence``
 calls ``torch.load`` without ``weights_only``) fails under torch >= 2.6: the error is written as ``restore_error``.
 The reference therefore loads the object it trusts (written by tianshou_train.py) with ``weights_only=False``.
+A low-level ``policy.pth`` (tianshou_mujoco_ppo.py) holds weights only: the policy is built as that example builds
+it and the weights loaded into it.
 """
 
 from __future__ import annotations
@@ -44,18 +46,62 @@ def restore_error(run_dir: str) -> str | None:
     return None
 
 
-def main(run_dir: str, env_id: str, seed: int, episodes: int, out: str) -> None:
+def high_level(run_dir: str):
+    """The high-level API's run: the pickled Algorithm's policy, and env_obs_rms.pkl when the run has one."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the env factory experiment.pkl names
     algorithm = torch.load(os.path.join(run_dir, "policy.pt"), map_location="cpu", weights_only=False)
-    policy = algorithm.policy
-    policy.eval()
-    if hasattr(policy, "deterministic_eval"):
-        policy.deterministic_eval = True
     rms_path = os.path.join(run_dir, "env_obs_rms.pkl")
     rms = None
     if os.path.exists(rms_path):
         with open(rms_path, "rb") as fh:
             rms = pickle.load(fh)
+    return algorithm.policy, rms
+
+
+def low_level(run_dir: str, env_id: str):
+    """A low-level mujoco_ppo.py run: its policy built as that example builds it (Net of Tanh layers, an unbounded
+    ContinuousActorProbabilistic, action_scaling with the "clip" bound), the saved weights loaded into it."""
+    from tianshou.algorithm.modelfree.reinforce import ProbabilisticActorPolicy
+    from tianshou.utils.net.common import Net
+    from tianshou.utils.net.continuous import ContinuousActorProbabilistic
+    from torch.distributions import Independent, Normal
+
+    checkpoint = torch.load(os.path.join(run_dir, "policy.pth"), map_location="cpu", weights_only=False)
+    state = checkpoint["model"]
+    prefix = "policy.actor.preprocess.model.model."
+    layers = sorted(
+        int(k[len(prefix) :].split(".")[0]) for k in state if k.startswith(prefix) and k.endswith("weight")
+    )
+    env = gym.make(env_id)
+    net = Net(
+        state_shape=env.observation_space.shape,
+        hidden_sizes=[state[f"{prefix}{i}.weight"].shape[0] for i in layers],
+        activation=torch.nn.Tanh,
+    )
+    actor = ContinuousActorProbabilistic(
+        preprocess_net=net, action_shape=env.action_space.shape, unbounded=True
+    )
+    policy = ProbabilisticActorPolicy(
+        actor=actor,
+        dist_fn=lambda loc_scale: Independent(Normal(*loc_scale), 1),
+        action_scaling=True,
+        action_bound_method="clip",
+        action_space=env.action_space,
+    )
+    policy.load_state_dict(
+        {k.removeprefix("policy."): v for k, v in state.items() if k.startswith("policy.")}
+    )
+    return policy, checkpoint["obs_rms"]
+
+
+def main(run_dir: str, env_id: str, seed: int, episodes: int, out: str) -> None:
+    if os.path.exists(os.path.join(run_dir, "policy.pt")):
+        policy, rms = high_level(run_dir)
+    else:
+        policy, rms = low_level(run_dir, env_id)
+    policy.eval()
+    if hasattr(policy, "deterministic_eval"):
+        policy.deterministic_eval = True
     found = []
     observations, actions = [], []
     with torch.no_grad():
@@ -92,7 +138,9 @@ def main(run_dir: str, env_id: str, seed: int, episodes: int, out: str) -> None:
         "episodes": found,
         "observations": observations,
         "actions": actions,
-        "restore_error": restore_error(run_dir),
+        "restore_error": restore_error(run_dir)
+        if os.path.exists(os.path.join(run_dir, "policy.pt"))
+        else None,
     }
     with open(out, "w") as fh:
         json.dump(result, fh)

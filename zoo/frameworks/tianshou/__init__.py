@@ -7,6 +7,10 @@ classes, so ``torch.load(weights_only=True)`` refuses them and Tianshou's own re
 (its ``torch.load`` has no ``weights_only=False``). zoo reads them without Tianshou and without running them
 (:mod:`zoo.frameworks.tianshou.objects`), takes the acting network out of the records
 (:mod:`zoo.frameworks.tianshou.model`) and rebuilds it in plain torch (:mod:`zoo.frameworks.tianshou.policy`).
+
+The low-level mujoco examples save ``{task}/{algo}/{seed}/{yymmdd-HHMMSS}/policy.pth``, the algorithm's state
+dict and the ``RunningMeanStd``, read the same way; their activation is in the user's script only, so loading
+one takes ``--model-config``.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class TianshouCheckpoint(Checkpoint):
 
     loaded: Loaded | None = None
     actor: Actor | None = None
+    low_level: bool = False  # a low-level example's policy.pth: weights and obs_rms, no architecture
     norm: ObsNorm | None = None
     norm_file: Path | None = None
     experiment: Experiment | None = None
@@ -88,10 +93,16 @@ def read_experiment(path: Path) -> Experiment:
 
 def read_obs_rms(path: Path) -> ObsNorm:
     """``env_obs_rms.pkl`` (Tianshou's ``RunningMeanStd``) as the statistics its ``norm`` applies."""
-    from zoo.frameworks.tianshou.objects import Numpy, is_record, read_pickle
+    from zoo.frameworks.tianshou.objects import read_pickle
 
-    root = read_pickle(path).root
-    if not is_record(root, "tianshou.utils.statistics.RunningMeanStd"):
+    return obs_norm_of(read_pickle(path).root, path)
+
+
+def obs_norm_of(root: object, path: Path) -> ObsNorm:
+    """A ``RunningMeanStd`` record (``env_obs_rms.pkl``, a low-level ``policy.pth``'s ``obs_rms``) as statistics."""
+    from zoo.frameworks.tianshou.objects import Numpy, Record, is_record
+
+    if not is_record(root, "tianshou.utils.statistics.RunningMeanStd") or not isinstance(root, Record):
         raise BrokenFile(f"{path}: not a Tianshou RunningMeanStd (it holds a {short(root)})")
     arrays = Numpy(path)
     mean, var = arrays.array(root.get("mean")), arrays.array(root.get("var"))
@@ -147,6 +158,8 @@ class TianshouAdapter(Adapter):
         "tianshou: {persistence_base_dir}/{Algo}Experiment_{YYYYMMDD-HHMMSS}/exp_seed={seed}/"
         "{experiment.pkl, policy.pt[, env_obs_rms.pkl]}"
     )
+    #: A low-level example's ``policy.pth`` holds weights only: its activation comes from ``--model-config``.
+    takes_model_config = True
     hub = HubNaming(
         library_name="tianshou",
         display_name="Tianshou",
@@ -184,6 +197,8 @@ class TianshouAdapter(Adapter):
 
     def best_model_files(self, run_dir: Path, checkpoint: SavedCheckpoint) -> dict[str, Path]:
         """``best_model.pt`` and ``best_model_obs_rms.pkl``, the names discovery reads back as a model of the run."""
+        if checkpoint.model_file.name == _discover.LOW_LEVEL:
+            return {_discover.BEST_LOW_LEVEL: checkpoint.model_file}
         files = {_discover.BEST_FILE: checkpoint.model_file}
         if "obs_rms" in checkpoint.companions:
             files[f"{BEST_MODEL}_obs_rms.pkl"] = checkpoint.companions["obs_rms"]
@@ -215,6 +230,8 @@ class TianshouAdapter(Adapter):
         assert model is not None
         _verify(model)
         loaded = read_torch_object(model)
+        if model.suffix == ".pth":
+            return _read_low_level(run, model, loaded)
         actor = actor_of(loaded.root, Numpy(model))
         folder = model.parent
         experiment = read_experiment(folder / EXPERIMENT) if (folder / EXPERIMENT).is_file() else None
@@ -259,12 +276,21 @@ class TianshouAdapter(Adapter):
             )
         report.details["algorithm"] = entry.algorithm
         _describe(report, checkpoint)
-        if actor.policy_class != "DiscreteQLearningPolicy" and not actor.deterministic_eval:
+        if actor.head != "argmax" and not actor.deterministic_eval and not checkpoint.low_level:
             report.notes.append(
                 "Tianshou's own evaluation samples actions (deterministic_eval is False in this policy); "
                 "zoo eval --deterministic takes the distribution's mode"
             )
         return PolicyView(checkpoint, entry, _kinds(actor), model=actor)
+
+    def checked(self, report: RunReport, view: PolicyView, env_id: str, spaces: tuple) -> None:
+        checkpoint = view.checkpoint
+        if isinstance(checkpoint, TianshouCheckpoint) and checkpoint.low_level:
+            report.flag(
+                WARNING,
+                "activation functions unknown: a low-level policy.pth holds weights only",
+                "zoo eval needs --model-config PATH (see docs/frameworks/tianshou.md)",
+            )
 
     def misfit(self, view: PolicyView, env_id: str, spaces: tuple | None) -> Misfit | None:
         """The policy's recorded spaces and its network's sizes against the env's."""
@@ -277,6 +303,13 @@ class TianshouAdapter(Adapter):
     def loaded(self, checkpoint: Checkpoint, entry: Entry, env_id: str, options: LoadOptions) -> PolicyView:
         """The same reading as ``zoo check``'s (nothing in these files needs trust: nothing in them runs)."""
         assert isinstance(checkpoint, TianshouCheckpoint) and checkpoint.actor is not None
+        if checkpoint.low_level:
+            return _low_level_view(checkpoint, entry, options)
+        if options.model_config is not None:
+            raise UsageError(
+                "--model-config is not used by Tianshou's high-level runs (policy.pt states the architecture)",
+                hint="drop --model-config",
+            )
         if entry.algorithm != checkpoint.actor.algorithm:
             raise UsageError(
                 f"{checkpoint.model_file} holds a {checkpoint.actor.algorithm} algorithm, not {entry.algorithm}",
@@ -294,8 +327,13 @@ class TianshouAdapter(Adapter):
         loaded = checkpoint.loaded
         weights = {key: loaded.array(info) for key, info in actor.tensors.items()}
         _finite(weights, checkpoint.model_file)
+        if checkpoint.low_level:  # the example's policy scales to the env's action space, as Tianshou's does
+            from zoo.frameworks.tianshou.model import Space
+
+            act = spaces[1]
+            actor.action = Space("Box", tuple(act.shape), low=act.low, high=act.high)
         module = build_actor(actor, weights, checkpoint.norm)
-        sigma, epsilon = _exploration(loaded, actor)
+        sigma, epsilon = _exploration(loaded, actor, checkpoint.low_level)
         return TianshouPolicy(
             module, actor, spaces[0], spaces[1], options.device, options.seed, sigma, epsilon
         )
@@ -345,12 +383,15 @@ def _finite(weights: dict, path: Path) -> None:
         )
 
 
-def _exploration(loaded: Loaded, actor: Actor) -> tuple[Any, float]:
-    """``(exp(sigma) parameter of a Gaussian actor, eps_inference of a DQN policy)`` for stochastic mode."""
+def _exploration(loaded: Loaded, actor: Actor, low_level: bool) -> tuple[Any, float]:
+    """``(sigma parameter of a Gaussian actor, eps_inference of a DQN policy)`` for stochastic mode."""
     from zoo.artifacts.weights_only import TensorInfo
     from zoo.frameworks.tianshou.model import child
     from zoo.frameworks.tianshou.objects import Numpy, Record
 
+    if low_level:
+        info = loaded.root["model"].get("policy.actor.sigma_param")
+        return (loaded.array(info).reshape(-1) if isinstance(info, TensorInfo) else None), 0.0
     policy = child(loaded.root, "policy")
     assert isinstance(policy, Record)
     epsilon = policy.get("eps_inference") or 0.0
@@ -363,6 +404,49 @@ def _exploration(loaded: Loaded, actor: Actor) -> tuple[Any, float]:
     return sigma, epsilon
 
 
+def _read_low_level(run: Run, model: Path, loaded: Loaded) -> TianshouCheckpoint:
+    """A low-level mujoco example's ``policy.pth``: ``{"model": state dict, "obs_rms": RunningMeanStd}``."""
+    from zoo.frameworks.tianshou.model import low_level_actor
+
+    root = loaded.root
+    state = root.get("model") if isinstance(root, dict) else None
+    if not isinstance(state, dict):
+        raise BrokenFile(
+            f"{model}: not a Tianshou example's policy.pth (a dict with the algorithm's state dict under 'model')",
+            hint=_DOCS,
+        )
+    algorithm = (run.exp_name or "tianshou_ppo").removeprefix("tianshou_").upper()
+    actor = low_level_actor(state, None, algorithm)
+    norm = obs_norm_of(root["obs_rms"], model) if root.get("obs_rms") is not None else None
+    return TianshouCheckpoint(
+        model,
+        "torch-zip (state dict and RunningMeanStd)",
+        model.stat().st_size,
+        loaded=loaded,
+        actor=actor,
+        norm=norm,
+        norm_file=model if norm is not None else None,
+        low_level=True,
+    )
+
+
+def _low_level_view(checkpoint: TianshouCheckpoint, entry: Entry, options: LoadOptions) -> PolicyView:
+    """The low-level actor with the activation and action mapping ``--model-config`` states."""
+    from zoo.errors import UnsupportedError
+    from zoo.frameworks.tianshou.model import low_level_actor, read_model_config
+
+    if options.model_config is None:
+        raise UnsupportedError(
+            f"{checkpoint.model_file}: its activation functions are unknown (a low-level policy.pth holds weights only)",
+            hint="pass --model-config PATH, e.g. a file saying 'activation: Tanh' for Tianshou's mujoco examples "
+            "(see docs/frameworks/tianshou.md)",
+        )
+    assert checkpoint.loaded is not None and checkpoint.actor is not None
+    config = read_model_config(options.model_config)
+    actor = low_level_actor(checkpoint.loaded.root["model"], config, checkpoint.actor.algorithm)
+    return PolicyView(checkpoint, entry, _kinds(actor), model=actor)
+
+
 def _describe(report: RunReport, checkpoint: TianshouCheckpoint) -> None:
     actor = checkpoint.actor
     assert actor is not None
@@ -371,11 +455,13 @@ def _describe(report: RunReport, checkpoint: TianshouCheckpoint) -> None:
         "class": actor.policy_class,
         "head": actor.head,
         "sizes": actor.sizes(),
-        "activations": activations[0] if len(activations) == 1 else activations,
+        "activations": (activations[0] or None) if len(activations) == 1 else activations,
     }
-    if actor.policy_class != "DiscreteQLearningPolicy":
+    if checkpoint.low_level:  # the rest is what --model-config says; the file holds none of it
+        report.details["layout"] = "low-level example (policy.pth)"
+    elif actor.policy_class != "DiscreteQLearningPolicy":
         report.details["policy"]["deterministic_eval"] = actor.deterministic_eval
-    if actor.head == "gaussian":
+    if actor.head == "gaussian" and not checkpoint.low_level:
         report.details["policy"].update(
             unbounded=actor.unbounded,
             max_action=actor.max_action,
@@ -393,9 +479,9 @@ def _describe(report: RunReport, checkpoint: TianshouCheckpoint) -> None:
         else None
     )
     experiment = checkpoint.experiment
-    if experiment is None:
+    if experiment is None and not checkpoint.low_level:
         report.flag(WARNING, f"no {EXPERIMENT} beside {checkpoint.model_file.name}", "pass --env-id")
-    else:
+    elif experiment is not None:
         report.details["experiment"] = {"name": experiment.name, "env_factory": experiment.env_factory}
     if report.run.env_id is not None:
         report.details["env_id"] = report.run.env_id

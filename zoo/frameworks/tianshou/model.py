@@ -253,3 +253,108 @@ def space_of(record: object, arrays: Any) -> Space | None:
         shape = tuple(int(d) for d in record.get("_shape") or low.shape)
         return Space("Box", shape, low=low, high=high)
     return None
+
+
+# ---------------------------------------------------------------------------------------------- low-level runs
+#: What a model config of a low-level run says, with the mujoco examples' values as defaults (all of them build
+#: ``Net(hidden_sizes, activation=nn.Tanh)`` and ``ContinuousActorProbabilistic(unbounded=True)``, and their
+#: policy maps actions with ``action_scaling=True``, ``action_bound_method="clip"`` unless told otherwise).
+MODEL_CONFIG_KEYS = ("activation", "unbounded", "max_action", "action_bound_method", "action_scaling")
+_ACTOR = "policy.actor."
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The architecture facts a low-level ``policy.pth`` does not hold (``--model-config``)."""
+
+    activation: str
+    unbounded: bool = True
+    max_action: float = 1.0
+    action_bound_method: str | None = "clip"
+    action_scaling: bool = True
+    source: str = ""
+
+
+def read_model_config(path: Any) -> ModelConfig:
+    """``--model-config``: a YAML mapping of :data:`MODEL_CONFIG_KEYS` (zoo's bounded reader, no tags)."""
+    from zoo import safeyaml
+    from zoo.errors import UsageError
+
+    data = safeyaml.read(path)
+    hint = f"a mapping of {', '.join(MODEL_CONFIG_KEYS)} (see docs/frameworks/tianshou.md)"
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: --model-config must be a mapping", hint=hint)
+    unknown = sorted(str(k) for k in data if k not in MODEL_CONFIG_KEYS)
+    if unknown:
+        raise UsageError(f"{path}: unknown key {unknown[0]!r} in --model-config", hint=hint)
+    activation = data.get("activation")
+    if activation not in ACTIVATIONS or ACTIVATIONS[activation]:
+        plain = ", ".join(name for name, args in ACTIVATIONS.items() if not args)
+        raise UsageError(f"{path}: activation {activation!r:.60} is not one of {plain}", hint=hint)
+    bound = data.get("action_bound_method", "clip")
+    if bound not in (None, "clip", "tanh"):
+        raise UsageError(f"{path}: action_bound_method {bound!r:.60} is not clip, tanh or null", hint=hint)
+    flags = {key: data.get(key, default) for key, default in (("unbounded", True), ("action_scaling", True))}
+    max_action = data.get("max_action", 1.0)
+    if not all(isinstance(v, bool) for v in flags.values()) or type(max_action) not in (int, float):
+        raise UsageError(f"{path}: unbounded and action_scaling are booleans, max_action a number", hint=hint)
+    return ModelConfig(
+        activation, flags["unbounded"], float(max_action), bound, flags["action_scaling"], str(path)
+    )
+
+
+def low_level_actor(state: dict[str, Any], config: ModelConfig | None, algorithm: str) -> Actor:
+    """The Gaussian actor of a low-level ``policy.pth``'s ``model`` (the algorithm's state dict): the
+    ``Net``'s hidden ``Linear`` layers (each followed by the activation the config names; None: unknown), then
+    ``mu``. What the config says is the head's mapping."""
+    preprocess = _ACTOR + "preprocess.model.model."
+    hidden = sorted(
+        {
+            int(k[len(preprocess) :].split(".")[0])
+            for k in state
+            if k.startswith(preprocess) and k.endswith(".weight")
+        }
+    )
+    mu = sorted(
+        {
+            int(k[len(_ACTOR + "mu.model.") :].split(".")[0])
+            for k in state
+            if k.startswith(_ACTOR + "mu.model.") and k.endswith(".weight")
+        }
+    )
+    if not hidden or len(mu) != 1:
+        raise _refuse(
+            "a low-level policy.pth other than a ContinuousActorProbabilistic over a Net (keys policy.actor.*)"
+        )
+    layers, tensors = [], {}
+    for index in hidden:
+        key = f"{preprocess}{index}"
+        tensors[f"{key}.weight"] = state[f"{key}.weight"]
+        bias = f"{key}.bias" if f"{key}.bias" in state else None
+        if bias:
+            tensors[bias] = state[bias]
+        layers += [
+            Layer("linear", f"{key}.weight", bias),
+            Layer("activation", name=config.activation if config else None),
+        ]
+    key = f"{_ACTOR}mu.model.{mu[0]}"
+    tensors[f"{key}.weight"] = state[f"{key}.weight"]
+    bias = f"{key}.bias" if f"{key}.bias" in state else None
+    if bias:
+        tensors[bias] = state[bias]
+    layers.append(Layer("linear", f"{key}.weight", bias))
+    if not all(isinstance(t, TensorInfo) and len(t.shape) in (1, 2) for t in tensors.values()):
+        raise _refuse("a low-level actor whose weights are not 1-d or 2-d tensors")
+    return Actor(
+        algorithm=algorithm,
+        policy_class="ProbabilisticActorPolicy",
+        head="gaussian",
+        layers=layers,
+        tensors=tensors,
+        observation=None,
+        action=None,
+        unbounded=config.unbounded if config else True,
+        max_action=config.max_action if config else 1.0,
+        bound_method=config.action_bound_method if config else "clip",
+        scaling=config.action_scaling if config else True,
+    )
