@@ -101,6 +101,9 @@ def test_actions_equal_tianshou_compute_action_on_its_observations(tianshou_runs
         assert diff <= atol, (key, diff)
         if key == "dqn":
             assert actions.dtype == np.int64 and len(set(actions.tolist())) == 2  # both actions chosen
+        # one observation at a time, as compute_action acts: the same torch kernels, the same bits
+        single = np.concatenate([policy.act(o[None], deterministic=True)[0] for o in obs[:300]])
+        assert np.array_equal(single.reshape(expected[:300].shape), expected[:300].astype(single.dtype)), key
 
 
 def test_eval_gives_tianshou_own_deterministic_episodes(tianshou_runs, tianshou_reference, tmp_path):
@@ -157,6 +160,21 @@ def test_low_level_policy_pth_needs_a_model_config_and_then_exports(tianshou_run
     assert_exports_act_like_checkpoint(
         run, tmp_path, "--model-config", str(config), continuous=True, episodes=4
     )
+
+
+def test_stochastic_mode_samples_reproducibly(tmp_path):
+    """Tianshou's own eval mode samples Normal(mu, exp(sigma)); zoo's is seeded: same seed, same episodes."""
+    run = DATA / "Pendulum-v1"
+    outs = []
+    for name, mode, seed in (
+        ("a", "--stochastic", "1"),
+        ("b", "--stochastic", "1"),
+        ("c", "--deterministic", "1"),
+    ):
+        result = zoo("eval", run, mode, "-n", "2", "--seed", seed, "-q", "--out", tmp_path / f"{name}.json")
+        assert result.exit_code == 0, result.stderr
+        outs.append(episodes_of(tmp_path / f"{name}.json"))
+    assert outs[0] == outs[1] != outs[2]
 
 
 def test_push_to_a_local_hub_and_enjoy_it_back(tianshou_runs, tmp_path):
