@@ -84,11 +84,16 @@ def read_experiment(path: Path) -> Experiment:
     name = root.get("name")
     return Experiment(
         task if isinstance(task, str) else None,
-        int(Numpy(path).number(seed)) if seed is not None else None,
+        _seed(Numpy(path).number(seed)) if seed is not None else None,
         obs_norm if isinstance(obs_norm, bool) else None,
         factory.qualname if isinstance(factory, Record) else None,
         name if isinstance(name, str) else None,
     )
+
+
+def _seed(value: float | int) -> int | None:
+    """An experiment's seed: an integer, or None for anything else a damaged file holds."""
+    return int(value) if isinstance(value, int) or (isinstance(value, float) and value.is_integer()) else None
 
 
 def read_obs_rms(path: Path) -> ObsNorm:
@@ -100,6 +105,8 @@ def read_obs_rms(path: Path) -> ObsNorm:
 
 def obs_norm_of(root: object, path: Path) -> ObsNorm:
     """A ``RunningMeanStd`` record (``env_obs_rms.pkl``, a low-level ``policy.pth``'s ``obs_rms``) as statistics."""
+    import numpy as np
+
     from zoo.frameworks.tianshou.objects import Numpy, Record, is_record
 
     if not is_record(root, "tianshou.utils.statistics.RunningMeanStd") or not isinstance(root, Record):
@@ -111,6 +118,8 @@ def obs_norm_of(root: object, path: Path) -> ObsNorm:
         raise BrokenFile(f"{path}: mean {mean.shape} and var {var.shape} are not one vector shape")
     if clip is not None and not isinstance(clip, int | float):
         clip = arrays.number(clip)
+    if not all(np.isfinite(x) for x in (eps, clip or 0.0)):
+        raise BrokenFile(f"{path}: eps {eps!r} or clip_max {clip!r} is not a finite number")
     return ObsNorm(mean, var, float(eps), float(clip) if clip else None)
 
 

@@ -20,6 +20,7 @@ here it only names a further :class:`Record` type, and is refused on anything th
 from __future__ import annotations
 
 import io
+import math
 import pickle
 import zipfile
 from collections import OrderedDict, defaultdict
@@ -213,20 +214,25 @@ def _rebuild_parameter(data: object, requires_grad: object = False, *rest: objec
 
 @dataclass
 class Loaded:
-    """A pickle read as data: the root object and the globals it named; ``archive`` backs its tensors."""
+    """A pickle read as data: the root object and the globals it named; ``storages`` back its tensors."""
 
     root: Any
     names: list[str]
     path: Path
-    archive: dict[str, bytes] = field(default_factory=dict)  # storage key -> raw bytes (torch files)
+    storages: dict[str, str] = field(default_factory=dict)  # storage key -> its entry in the torch zip
     big_endian: bool = False
 
     def array(self, info: TensorInfo) -> np.ndarray:
-        """The tensor's values, copied out of its storage's bytes (offset, shape and strides as recorded)."""
+        """The tensor's values, copied out of its storage's bytes (offset, shape and strides as recorded). Only
+        the storages of the tensors asked for are read: a policy file holds optimizer states too."""
         dtype = np.dtype(info.dtype if info.dtype != "bfloat16" else "uint16")
-        raw = np.frombuffer(
-            self.archive[info.storage_key], dtype.newbyteorder(">" if self.big_endian else "<")
-        )
+        try:
+            with zipfile.ZipFile(self.path) as zf:
+                entry = zf.getinfo(self.storages[info.storage_key])
+                data = limits.read_entry(zf, entry, limits.MAX_ENTRY_BYTES)
+        except (KeyError, zipfile.BadZipFile, OSError, limits.EntryProblem) as exc:
+            raise BrokenFile(f"{self.path}: storage {info.storage_key} cannot be read ({exc})") from None
+        raw = np.frombuffer(data, dtype.newbyteorder(">" if self.big_endian else "<"))
         strided = np.lib.stride_tricks.as_strided(
             raw[info.offset :], info.shape, tuple(s * dtype.itemsize for s in info.stride), writeable=False
         )
@@ -263,7 +269,7 @@ def read_pickle(path: Path, allowed: tuple[str, ...] = WEIGHT_FILE_MODULES) -> L
 
 
 def read_torch_object(path: Path) -> Loaded:
-    """A ``torch.save`` zip of an object (``policy.pt``): ``data.pkl`` read as data, its storages' bytes kept.
+    """A ``torch.save`` zip of an object (``policy.pt``): ``data.pkl`` read as data, its storages named.
     The caller has verified the archive (:func:`~zoo.artifacts.torchfile.inspect_torch_file`: CRCs, bounds)."""
     try:
         with zipfile.ZipFile(path) as zf:
@@ -275,11 +281,10 @@ def read_torch_object(path: Path) -> Loaded:
             root, names = _run(
                 data, path, WEIGHT_FILE_MODULES, {k: i.file_size for k, i in keys.items()}, "data.pkl"
             )
-            archive = {k: limits.read_entry(zf, i, limits.MAX_ENTRY_BYTES) for k, i in keys.items()}
-            big = "byteorder" in records and zf.read(records["byteorder"])[:8] == b"big"
+            big = "byteorder" in records and limits.read_entry(zf, records["byteorder"], 64) == b"big"
     except (zipfile.BadZipFile, OSError, limits.EntryProblem) as exc:
         raise BrokenFile(f"{path}: {exc}") from None
-    return Loaded(root, names, path, archive, big)
+    return Loaded(root, names, path, {key: info.filename for key, info in keys.items()}, big)
 
 
 #: numpy's dtype names a recorded array or scalar may have (numbers and bools; never objects).
@@ -325,7 +330,7 @@ class Numpy:
         dtype = self.dtype(dtype_record)
         if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
             raise self._bad("an array's shape")
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        count = math.prod(shape)  # Python integers: a huge shape cannot wrap around to match the data
         if not isinstance(raw, bytes) or len(raw) != count * dtype.itemsize:
             raise self._bad("an array's data")
         values = np.frombuffer(raw, dtype).reshape(shape, order="F" if fortran else "C")
