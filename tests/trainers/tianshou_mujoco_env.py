@@ -1,3 +1,7 @@
+"""Upstream Tianshou v2.0.1 ``examples/mujoco/mujoco_env.py``, copied unchanged (the examples are not in the wheel):
+``MujocoEnvFactory`` normalizes observations with ``VectorEnvNormObs`` and persists the ``RunningMeanStd`` as
+``env_obs_rms.pkl``. Imported by tianshou_train.py and tianshou_mujoco_ppo.py in the trainer venv."""
+
 import logging
 import pickle
 
