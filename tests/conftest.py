@@ -43,6 +43,8 @@ TRAINING_FIXTURES = frozenset(
         "go2_run",
         "short_run",
         "tinyrl_run",
+        "tianshou_runs",
+        "tianshou_reference",
         "skrl_go2_run",
         "genesis_hover_run",
         "mismatch_runs",

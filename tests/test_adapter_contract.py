@@ -204,7 +204,7 @@ def test_an_unknown_framework_is_one_clear_error():
     from zoo.errors import ZooError
 
     with pytest.raises(ZooError, match="has no adapter"):
-        get_adapter("tianshou")
+        get_adapter("not_a_framework")
 
 
 @pytest.mark.parametrize("name", ADAPTERS)

@@ -44,6 +44,7 @@ PAGES: dict[str, tuple] = {
     ),  # 3 rl_zoo3 runs (Breakout 64 steps) and 10 SB3 zips, <= 800 steps
     "docs/frameworks/skrl.md": (pytest.mark.trains,),  # 7 skrl runs, 256 to 1,000 steps x 4 envs
     "docs/frameworks/torchrl.md": (),  # the committed TorchRL run
+    "docs/frameworks/tianshou.md": (),  # the committed runs in tests/data/trainer_runs/tianshou
     "docs/hub-serve.md": (),
     "docs/leaderboard.md": (),
     "docs/push.md": (pytest.mark.trains,),  # an rl_zoo3 PPO run, 2,048 steps

@@ -65,6 +65,9 @@ WRONG_KIND = {
     "rl_games_ppo": ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE),
     "torchrl_dqn": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
     **{name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE) for name in ("torchrl_ppo", "torchrl_sac")},
+    # Tianshou's committed runs (tests/data/trainer_runs/tianshou): their policy.pt says the policy's kind
+    "tianshou_dqn": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
+    "tianshou_ppo": ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE),
     # a policy class has no kind of its own: its first actions are checked against the env's space
     "custom": (
         "Pendulum-v1",
@@ -85,36 +88,26 @@ MORE = {
         ),
     ),
 }
-#: rl_games' runs as rl-games 1.6.5 wrote them (it trains in its own venv: tests/trainers/rl_games_train.py).
-RL_GAMES_RUNS = {
-    "Pendulum-v1": Path(__file__).parent
-    / "data"
-    / "trainer_runs"
-    / "rl_games"
-    / "logs"
-    / "rl_games"
-    / "pendulum"
-    / "2026-12-06_09-00-00",
-    "CartPole-v1": Path(__file__).parent
-    / "data"
-    / "trainer_runs"
-    / "rl_games"
-    / "runs"
-    / "cartpole_06-09-00-52",
+TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
+#: Runs that a library training in its own venv wrote, committed (tests/data/trainer_runs/README.md):
+#: case -> (the run under tests/data/trainer_runs, a glob; the flags it is read with).
+COMMITTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "rl_games_ppo": ("rl_games/logs/rl_games/pendulum/2026-12-06_09-00-00", ()),
+    "rl_games_ppo:discrete": ("rl_games/runs/cartpole_06-09-00-52", ()),
+    "deprl_mpo": ("deprl/runs/Pendulum-v1_dep", ()),
+    "torchrl_dqn": ("torchrl/dqn/checkpoints", ()),
+    "torchrl_ppo": ("torchrl/ppo", ()),
+    "torchrl_sac": ("torchrl/ppo", ("--exp-name", "torchrl_sac")),
+    "tianshou_dqn": ("tianshou/CartPole-v1/DQNExperiment_*/exp_seed=42", ()),
+    "tianshou_ppo": ("tianshou/Pendulum-v1/PPOExperiment_*/exp_seed=42", ()),
 }
-#: A run deprl 0.3.2 wrote (tests/data/trainer_runs/README.md).
-DEPRL_RUN = Path(__file__).parent / "data" / "trainer_runs" / "deprl" / "runs" / "Pendulum-v1_dep"
-#: The committed runs of the libraries that train in their own venvs, by framework: {framework: {env id: run}}.
-COMMITTED_RUNS = {"rl_games": RL_GAMES_RUNS, "deprl": {"Pendulum-v1": DEPRL_RUN}}
-TRAINED = (
-    "rsl_ppo",
-    "skrl_ppo",
-    "skrl_ppo_rnn",
-    "skrl_ppo:categorical",
-    "torchrl_dqn",
-    "torchrl_ppo",
-    "torchrl_sac",
-)
+
+
+def committed_run(case: str) -> tuple[Path, tuple[str, ...]]:
+    pattern, flags = COMMITTED[case]
+    return next((Path(__file__).parent / "data" / "trainer_runs").glob(pattern)), flags
+
+
 CLEANRL_TORCH = (
     "dqn",
     "c51",
@@ -221,8 +214,7 @@ def _sb3_model(root: Path, name: str, env_id: str) -> Path:
 
 @pytest.fixture(scope="module")
 def untrained(tmp_path_factory) -> dict[str, Path]:
-    """``{case: target}`` of every CleanRL and SB3 case (CleanRL run dirs, SB3 zips with rl_zoo3's hub names) and of the
-    libraries that train in their own venvs (their committed runs)."""
+    """``{case: target}`` of every CleanRL and SB3 case (CleanRL run dirs, SB3 zips with rl_zoo3's hub names)."""
     root = tmp_path_factory.mktemp("kinds")
     targets = {}
     for case, (env_id, _, _) in {**WRONG_KIND, **MORE}.items():
@@ -233,15 +225,12 @@ def untrained(tmp_path_factory) -> dict[str, Path]:
             targets[case] = _cleanrl_run(root / case, case, env_id)
         elif entry.framework == "sb3":
             targets[case] = _sb3_model(root / case, case, env_id)
-        elif entry.framework in COMMITTED_RUNS:
-            targets[case] = COMMITTED_RUNS[entry.framework][env_id]
     return targets
 
 
 @pytest.fixture(scope="module")
 def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
-    """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env; TorchRL's
-    committed run (tests/data/trainer_runs/torchrl)."""
+    """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env."""
     import skrl_rnn
     import yaml
     from test_rsl_rl import _train
@@ -263,10 +252,6 @@ def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
         config = root / "lstm.yaml"
         config.write_text(yaml.safe_dump(_model_config("lstm")))
         runs["skrl_ppo_rnn"] = (run, ("--exp-name", "skrl_ppo_rnn", "--model-config", config))
-    torchrl = Path(__file__).parent / "data" / "trainer_runs" / "torchrl"  # written by TorchRL (its README)
-    runs["torchrl_dqn"] = (torchrl / "dqn" / "checkpoints", ())
-    runs["torchrl_ppo"] = (torchrl / "ppo", ())
-    runs["torchrl_sac"] = (torchrl / "ppo", ("--exp-name", "torchrl_sac"))
     return runs
 
 
@@ -302,7 +287,7 @@ def _eval(target: Path, wrong: str, needles: tuple[str, ...], tmp_path: Path, *f
 
 
 @pytest.mark.parametrize(
-    "case", sorted(c for c in {**WRONG_KIND, **MORE} if c not in TRAINED and c != "custom")
+    "case", sorted(c for c in {**WRONG_KIND, **MORE} if c not in (*TRAINED, *COMMITTED) and c != "custom")
 )
 def test_check_and_eval_say_both_kinds(untrained, case, tmp_path):
     if case not in untrained:
@@ -321,6 +306,15 @@ def test_trained_runs_check_and_eval_say_both_kinds(mismatch_runs, case, tmp_pat
     _eval(run, wrong, needles, tmp_path, *flags)
     if "--model-config" not in flags:  # zoo check reads the architecture from params/agent.yaml only
         _check_row(run, wrong, needles, *flags)
+
+
+@pytest.mark.parametrize("case", sorted(COMMITTED))
+def test_committed_runs_check_and_eval_say_both_kinds(case, tmp_path):
+    _env_id, wrong, needles = {**WRONG_KIND, **MORE}[case]
+    run, flags = committed_run(case)
+    line = _eval(run, wrong, needles, tmp_path, *flags)
+    assert line.startswith(f"error: {_entry_name(case)} ")
+    _check_row(run, wrong, needles, *flags)
 
 
 def test_a_policy_class_is_refused_by_its_first_actions(tmp_path):
@@ -415,10 +409,15 @@ def test_enjoy_of_a_run_published_for_another_kind_of_env(untrained, case, tmp_p
     assert not (tmp_path / "eval.json").exists()
 
 
-@pytest.mark.parametrize("case", ["rsl_ppo", "skrl_ppo", "torchrl_dqn", "torchrl_ppo"])
-def test_export_and_doctor_of_trained_runs_say_both_kinds(mismatch_runs, case, tmp_path):
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.trains) for c in ("rsl_ppo", "skrl_ppo")]
+    + ["torchrl_dqn", "torchrl_ppo"],
+)
+def test_export_and_doctor_of_trained_runs_say_both_kinds(request, case, tmp_path):
+    """Trained here (rsl_rl, skrl: ``mismatch_runs``, which trains) or committed (TorchRL)."""
     _env_id, wrong, needles = WRONG_KIND[case]
-    run, flags = mismatch_runs[case]
+    run, flags = committed_run(case) if case in COMMITTED else request.getfixturevalue("mismatch_runs")[case]
     _one_error_line(zoo("export", run, "--env-id", wrong, "--out", tmp_path / "policy.onnx", *flags), needles)
     doctor = zoo(
         "doctor",
