@@ -139,7 +139,8 @@ def reference(train_dir: Path, exp: str, env_id: str, kind: str, seeds: list[int
 
 
 def hub(url: str, repo: str, train_dir: Path, env_id: str) -> None:
-    """SF's load_from_hub layout (train_dir/<repo name>), read back by SF's own enjoy code."""
+    """SF's load_from_hub layout (train_dir/<repo name>), read back by SF's own enjoy code: a line of what SF's
+    load_from_hf said and the files that arrived, then :func:`reference`'s episodes."""
     import os
 
     os.environ["HF_ENDPOINT"] = url
@@ -155,22 +156,18 @@ def hub(url: str, repo: str, train_dir: Path, env_id: str) -> None:
         result["load_from_hf"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
     name = repo.split("/")[1]
     snapshot_download(repo, local_dir=str(train_dir / name))
-    cfg, actor_critic, checkpoint, sf_loaded = sf_policy(train_dir, name, env_id, "latest")
-    result.update(
-        checkpoint=Path(checkpoint).name,
-        sf_load_checkpoint_ok=sf_loaded,
-        keys=len(actor_critic.state_dict()),
-        files=sorted(
-            str(p.relative_to(train_dir / name)) for p in (train_dir / name).rglob("*") if p.is_file()
-        ),
+    folder = train_dir / name
+    result["files"] = sorted(
+        p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and ".cache" not in p.parts
     )
     print(json.dumps(result))
+    reference(train_dir, name, env_id, "latest", [0, 1, 2])  # Sample Factory's own enjoy path on what arrived
 
 
 if __name__ == "__main__":
     command, rest = sys.argv[1], sys.argv[2:]
     if command == "train":
-        train(Path(rest[0]).resolve())
+        train(Path(rest[0]))  # as given: config.json records it (a relative train_dir stays relative)
     elif command == "reference":
         reference(Path(rest[0]).resolve(), rest[1], rest[2], rest[3], [int(s) for s in rest[4:]])
     elif command == "hub":
