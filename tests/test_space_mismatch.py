@@ -61,6 +61,9 @@ WRONG_KIND = {
         name: ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE)
         for name in ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn")
     },
+    # Sample Factory's committed GRU run (tests/data/trainer_runs): its head's 2 outputs could be a Gaussian's, so the
+    # env config.json names says the kind
+    "sf_appo": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
     # a policy class has no kind of its own: its first actions are checked against the env's space
     "custom": (
         "Pendulum-v1",
@@ -80,7 +83,7 @@ MORE = {
         ),
     ),
 }
-TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical")
+TRAINED = ("rsl_ppo", "skrl_ppo", "skrl_ppo_rnn", "skrl_ppo:categorical", "sf_appo")
 CLEANRL_TORCH = (
     "dqn",
     "c51",
@@ -203,17 +206,19 @@ def untrained(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
-    """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env."""
+    """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env;
+    Sample Factory's committed run (its trainer needs a venv of its own)."""
     import skrl_rnn
     import yaml
     from test_rsl_rl import _train
+    from test_sample_factory import DATA_RUN
     from test_skrl_rnn import _model_config
     from train_skrl import CATEGORICAL, gaussian_policy, ppo_cfg, train_isaac_lab_style
 
     from zoo.evaluator import single_cpu_thread
 
     root = tmp_path_factory.mktemp("kinds-trained")
-    runs = {"rsl_ppo": (_train(root / "rsl", None).run_dir, ())}
+    runs = {"rsl_ppo": (_train(root / "rsl", None).run_dir, ()), "sf_appo": (DATA_RUN, ())}
     with single_cpu_thread("cpu"):
         for case, policy in (("skrl_ppo", gaussian_policy()), ("skrl_ppo:categorical", CATEGORICAL)):
             env_id = {**WRONG_KIND, **MORE}[case][0]
