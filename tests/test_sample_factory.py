@@ -3,8 +3,8 @@ inference.
 
 Sample Factory pins numpy<2, gymnasium<1.0 and huggingface_hub<1.0, so it trains in its own venv (dev.py's
 ``.venv-trainers-numpy1``): tests/trainers/sample_factory_runs.py trains with its documented gym entry
-(``sf_examples.train_gym_env``) CartPole-v1 with the default GRU core and without one, and Pendulum-v1 registered
-the same way; then runs Sample Factory's own deterministic inference (``create_actor_critic`` + ``load_state_dict``
+(``sf_examples.train_gym_env``) CartPole-v1 with the default GRU core, without one and with separate actor and
+critic weights, and Pendulum-v1 registered the same way; then runs Sample Factory's own deterministic inference (``create_actor_critic`` + ``load_state_dict``
 + ``argmax_actions`` with the rnn state, as ``enjoy --eval_deterministic=True``) from ``reset(seed)`` of seeds 0-2,
 recording its observations, actions and episodes. zoo's actions on those observations must be Sample Factory's
 (max |diff| 0 on every step), and ``zoo eval`` on 3 envs seeded 0-2 must give its episodes.
@@ -24,31 +24,21 @@ from trainer_venvs import run_trainer
 SCRIPT = "sample_factory_runs.py"
 SEEDS = ("0", "1", "2")
 #: experiment -> env id (config.json's env is the gym id: registered so by sf_examples.train_gym_env)
-EXPERIMENTS = {"cartpole_gru": "CartPole-v1", "cartpole_mlp": "CartPole-v1", "pendulum": "Pendulum-v1"}
+EXPERIMENTS = {
+    "cartpole_gru": "CartPole-v1",
+    "cartpole_mlp": "CartPole-v1",
+    "cartpole_separate": "CartPole-v1",  # actor_critic_share_weights false
+    "pendulum": "Pendulum-v1",
+}
 DATA_RUN = Path(__file__).parent / "data" / "trainer_runs" / "sample_factory" / "train_dir" / "cartpole_gru"
 
 
 @pytest.fixture(scope="session")
 def sf_runs(tmp_path_factory) -> Path:
-    """``train_dir`` of the three experiments, each with Sample Factory's reference for its latest checkpoint (and
+    """``train_dir`` of the four experiments, each with Sample Factory's reference for its latest checkpoint (and
     the GRU run's for its best one)."""
     root = tmp_path_factory.mktemp("sample_factory")
-    run_trainer("sample_factory", SCRIPT, "train", "train_dir", cwd=root)
-    for exp, env_id in EXPERIMENTS.items():
-        run_trainer(
-            "sample_factory", SCRIPT, "reference", "train_dir", exp, env_id, "latest", *SEEDS, cwd=root
-        )
-    run_trainer(
-        "sample_factory",
-        SCRIPT,
-        "reference",
-        "train_dir",
-        "cartpole_gru",
-        "CartPole-v1",
-        "best",
-        *SEEDS,
-        cwd=root,
-    )
+    run_trainer("sample_factory", SCRIPT, "train-and-reference", "train_dir", *SEEDS, cwd=root)
     return root / "train_dir"
 
 
@@ -99,6 +89,9 @@ def test_check_recognizes_the_experiments(sf_runs):
     assert gru["model"] == "4 -> mlp [32, 32] elu -> GRU x1 (32) -> head 2"
     assert reports["cartpole_mlp"]["details"]["recurrent"] is False
     assert reports["pendulum"]["details"]["model"] == "3 -> mlp [32, 32] elu -> head 2"
+    assert (
+        reports["cartpole_separate"]["details"]["model"] == "4 -> mlp [32, 32] elu -> head 2"
+    )  # the actor's
 
 
 def test_sample_factorys_own_loader_fails_on_its_files_zoo_reads_them(sf_runs):
@@ -318,13 +311,14 @@ def test_an_env_name_that_is_no_gym_id_asks_for_env_id(sf_runs, tmp_path):
     assert _eval(run, tmp_path / "ok.json", "--env-id", "CartPole-v1")  # with the id named, it evaluates
 
 
-def test_models_zoo_does_not_rebuild_are_refused_by_name(sf_runs, tmp_path):
+def test_a_config_that_contradicts_the_weights_is_refused_by_name(sf_runs, tmp_path):
     run = _copy(sf_runs, tmp_path)
     config = json.loads((run / "config.json").read_text())
     config["actor_critic_share_weights"] = False
     (run / "config.json").write_text(json.dumps(config))
     (report,) = zoo("check", run, "--json").json()
-    assert report["status"] == "error" and "separate actor and critic weights" in report["reason"]
+    assert report["status"] == "error"
+    assert "config.json says actor_critic_share_weights false, the weights are shared" in report["reason"]
     config.update(actor_critic_share_weights=True, use_rnn=False)
     (run / "config.json").write_text(json.dumps(config))
     (report,) = zoo("check", run, "--json").json()

@@ -2,13 +2,16 @@
 
 ``train TRAIN_DIR`` trains with SF's documented gym entry (``sf_examples.train_gym_env``: its
 ``register_custom_components`` / ``parse_custom_args`` / ``run_rl``, as ``python -m sf_examples.train_gym_env``
-does), CartPole-v1 with the default GRU core and without it, and Pendulum-v1 registered the same way.
+does), CartPole-v1 with the default GRU core, without it, and with separate actor and critic weights, and
+Pendulum-v1 registered the same way.
 
 ``reference TRAIN_DIR EXP ENV_ID KIND SEEDS...`` is SF's own deterministic inference, as its ``enjoy`` does it with
 ``--eval_deterministic=True``: ``load_from_checkpoint`` (config.json), ``create_actor_critic``, ``load_state_dict``,
 then each step ``prepare_and_normalize_obs`` -> ``actor_critic(obs, rnn_states)`` -> ``argmax_actions`` and the new
 rnn states. enjoy resets its env without a seed, so the episodes are driven here from ``reset(seed=s)`` of a plain
 gymnasium env (what zoo's evaluator steps), one episode per seed; observations and actions are recorded.
+
+``train-and-reference TRAIN_DIR SEEDS...`` does both, every experiment's latest checkpoint and the GRU run's best.
 
 ``hub URL REPO TRAIN_DIR`` reads a repo back as SF's ``load_from_hub`` lays it out (``train_dir/<repo name>``), with
 SF's own ``load_from_hf`` first (its git ``Repository`` clone), then ``snapshot_download`` into the same folder,
@@ -56,6 +59,14 @@ RUNS = {
     "cartpole_gru": ["--env=CartPole-v1", "--train_for_env_steps=3000"],
     "cartpole_mlp": ["--env=CartPole-v1", "--use_rnn=False", "--train_for_env_steps=2000"],
     "pendulum": ["--env=Pendulum-v1", "--use_rnn=False", "--train_for_env_steps=3000"],
+    # separate weights without a core: Sample Factory 2.1.1's learner cannot train them with one
+    # (AttributeError: 'PackedSequence' object has no attribute 'chunk', in ActorCriticSeparateWeights._core_rnn)
+    "cartpole_separate": [
+        "--env=CartPole-v1",
+        "--actor_critic_share_weights=False",
+        "--use_rnn=False",
+        "--train_for_env_steps=2000",
+    ],
 }
 
 
@@ -164,9 +175,21 @@ def hub(url: str, repo: str, train_dir: Path, env_id: str) -> None:
     reference(train_dir, name, env_id, "latest", [0, 1, 2])  # Sample Factory's own enjoy path on what arrived
 
 
+def train_and_reference(train_dir: Path, seeds: list[int]) -> None:
+    """:func:`train`, then :func:`reference` of each experiment's latest checkpoint and of the GRU run's best, in
+    one process (Sample Factory's imports take seconds)."""
+    train(train_dir)
+    for exp, args in RUNS.items():
+        env_id = next(a.split("=", 1)[1] for a in args if a.startswith("--env="))
+        reference(train_dir.resolve(), exp, env_id, "latest", seeds)
+    reference(train_dir.resolve(), "cartpole_gru", "CartPole-v1", "best", seeds)
+
+
 if __name__ == "__main__":
     command, rest = sys.argv[1], sys.argv[2:]
-    if command == "train":
+    if command == "train-and-reference":
+        train_and_reference(Path(rest[0]), [int(s) for s in rest[1:]])
+    elif command == "train":
         train(Path(rest[0]))  # as given: config.json records it (a relative train_dir stays relative)
     elif command == "reference":
         reference(Path(rest[0]).resolve(), rest[1], rest[2], rest[3], [int(s) for s in rest[4:]])

@@ -3,7 +3,8 @@
 ``Learner._get_checkpoint_dict`` saves ``{train_step, env_steps, best_performance, model, optimizer, curr_lr}``;
 ``best_performance`` is the float ``-1e9`` until a best is saved, then an ``np.float64`` (a numpy scalar that
 ``torch.load(weights_only=True)`` refuses unless numpy's scalar and dtype are allowlisted, as zoo's loader does).
-``model`` is ``ActorCriticSharedWeights.state_dict()`` (the default ``actor_critic_share_weights``):
+``model`` is ``ActorCriticSharedWeights.state_dict()`` (the default ``actor_critic_share_weights``; with separate
+weights, ``ActorCriticSeparateWeights``' ``actor_encoder``/``actor_core``/``actor_decoder`` and ``critic_*``):
 
 - ``obs_normalizer.running_mean_std.running_mean_std.<key>.{running_mean, running_var, count}`` (float64) when
   ``normalize_input``;
@@ -31,12 +32,36 @@ from zoo.frameworks.sample_factory.config import SfConfig
 CHECKPOINT_KEYS = frozenset({"train_step", "env_steps", "best_performance", "model", "optimizer", "curr_lr"})
 OBS_KEY = "obs"  # Sample Factory wraps a non-dict observation as {"obs": ...}
 NORM = f"obs_normalizer.running_mean_std.running_mean_std.{OBS_KEY}."
-ENCODER = f"encoder.encoders.{OBS_KEY}.mlp_head."
 HEAD = "action_parameterization.distribution_linear."
 STDDEV = "action_parameterization.learned_stddev"
-#: The critic's tensors: in every checkpoint, never used by the actor.
-CRITIC = ("critic_linear.", "returns_normalizer.")
-_NOT_REBUILT = "zoo rebuilds Sample Factory's default shared-weights actor-critic (see docs/frameworks/sample_factory.md)"
+#: The critic's tensors: in every checkpoint, never used by the actor (with separate weights, its own encoder,
+#: core and decoder too).
+CRITIC = ("critic_linear.", "returns_normalizer.", "critic_encoder.", "critic_core.", "critic_decoder.")
+
+
+@dataclass(frozen=True)
+class Prefixes:
+    """Where the actor's encoder, core and decoder are in the state dict: ``encoder.``/``core.``/``decoder.``
+    (``ActorCriticSharedWeights``), or ``actor_encoder.``/``actor_core.``/``actor_decoder.``
+    (``ActorCriticSeparateWeights``, ``actor_critic_share_weights: false``)."""
+
+    encoder: str
+    core: str
+    decoder: str
+
+    @classmethod
+    def of(cls, share_weights: bool) -> Prefixes:
+        actor = "" if share_weights else "actor_"
+        return cls(
+            f"{actor}encoder.encoders.{OBS_KEY}.mlp_head.", f"{actor}core.core.", f"{actor}decoder.mlp."
+        )
+
+    @property
+    def encoders(self) -> str:
+        return self.encoder.removesuffix(f"{OBS_KEY}.mlp_head.")
+
+
+_NOT_REBUILT = "zoo rebuilds Sample Factory's MLP actor-critics (see docs/frameworks/sample_factory.md)"
 
 
 @dataclass(frozen=True)
@@ -54,6 +79,7 @@ class Architecture:
     normalized: bool
     nonlinearity: str
     tanh_scale: float
+    prefixes: Prefixes
 
     def summary(self) -> str:
         parts = [f"mlp {list(self.encoder)} {self.nonlinearity}"]
@@ -125,30 +151,34 @@ def _linear_chain(state: Mapping[str, Any], prefix: str, inputs: int, what: str)
     return tuple(sizes)
 
 
-def _refuse_layout(state: Mapping[str, Any], config: SfConfig) -> None:
+def _refuse_layout(state: Mapping[str, Any], config: SfConfig, at: Prefixes) -> None:
     """Refuse, by name, the models zoo does not rebuild (before any shape is read)."""
-    if not config.share_weights or any(k.startswith(("actor_encoder.", "critic_encoder.")) for k in state):
-        raise UnsupportedError(
-            "separate actor and critic weights (actor_critic_share_weights false) are not rebuilt by zoo",
-            hint=_NOT_REBUILT,
+    other = Prefixes.of(not config.share_weights)
+    if any(k.startswith((other.encoders, other.core, other.decoder)) for k in state):
+        said = "true" if config.share_weights else "false"
+        found = "separate actor and critic ones" if config.share_weights else "shared"
+        raise BrokenFile(
+            f"config.json says actor_critic_share_weights {said}, the weights are {found}",
+            hint="is this checkpoint from the experiment its config.json describes?",
         )
-    keys = {k.split(".")[2] for k in state if k.startswith("encoder.encoders.") and k.count(".") >= 3}
+    keys = {k[len(at.encoders) :].split(".")[0] for k in state if k.startswith(at.encoders)}
     if keys - {OBS_KEY}:
         raise UnsupportedError(
             f"dict observations (encoders for {', '.join(sorted(keys))}) are not rebuilt by zoo",
             hint=_NOT_REBUILT,
         )
-    if any(k.startswith("encoder.") and not k.startswith(ENCODER) for k in state):
-        other = next(k for k in state if k.startswith("encoder.") and not k.startswith(ENCODER))
+    mlp = [k for k in state if k.startswith(at.encoders) and not k.startswith(at.encoder)]
+    if mlp:
         raise UnsupportedError(
-            f"encoder {other!r} is not Sample Factory's MLP encoder (conv encoders: images)",
+            f"encoder {mlp[0]!r} is not Sample Factory's MLP encoder (conv encoders: images)",
             hint=_NOT_REBUILT,
         )
 
 
 def architecture(state: Mapping[str, Any], config: SfConfig) -> Architecture:
     """The actor the weights hold, checked against config.json (which says the nonlinearity and the core)."""
-    _refuse_layout(state, config)
+    at = Prefixes.of(config.share_weights)
+    _refuse_layout(state, config, at)
     used = set()
     normalized = any(k.startswith(NORM) for k in state)
     if normalized != config.normalize_input:
@@ -157,7 +187,7 @@ def architecture(state: Mapping[str, Any], config: SfConfig) -> Architecture:
             f"{'hold' if normalized else 'have no'} an observation normalizer",
             hint="is this checkpoint from the experiment its config.json describes?",
         )
-    first = f"{ENCODER}0.weight"
+    first = f"{at.encoder}0.weight"
     obs_dim = _shape(state, first)[1] if first in state else None
     if normalized:
         keys = [f"{NORM}{n}" for n in ("running_mean", "running_var", "count")]
@@ -171,26 +201,26 @@ def architecture(state: Mapping[str, Any], config: SfConfig) -> Architecture:
         used.update(keys)
     if obs_dim is None:
         raise BrokenFile("the model has neither an encoder nor an observation normalizer to size its input")
-    encoder = _linear_chain(state, ENCODER, obs_dim, "the encoder's")
+    encoder = _linear_chain(state, at.encoder, obs_dim, "the encoder's")
     if encoder != config.encoder_mlp_layers:
         raise BrokenFile(
             f"config.json declares encoder_mlp_layers {list(config.encoder_mlp_layers)}, the weights have {list(encoder)}",
             hint="is this checkpoint from the experiment its config.json describes?",
         )
-    used.update(k for k in state if k.startswith(ENCODER))
+    used.update(k for k in state if k.startswith(at.encoder))
     features = encoder[-1] if encoder else obs_dim
-    rnn_type = _core(state, config, features) if config.use_rnn else None
-    if rnn_type is None and any(k.startswith("core.") for k in state):
+    rnn_type = _core(state, config, features, at.core) if config.use_rnn else None
+    if rnn_type is None and any(k.startswith(at.core) for k in state):
         raise BrokenFile("config.json says use_rnn false, the weights hold a recurrent core")
-    used.update(k for k in state if k.startswith("core.core."))
+    used.update(k for k in state if k.startswith(at.core))
     if rnn_type:
         features = config.rnn_size
-    decoder = _linear_chain(state, "decoder.mlp.", features, "the decoder's")
+    decoder = _linear_chain(state, at.decoder, features, "the decoder's")
     if decoder != config.decoder_mlp_layers:
         raise BrokenFile(
             f"config.json declares decoder_mlp_layers {list(config.decoder_mlp_layers)}, the weights have {list(decoder)}"
         )
-    used.update(k for k in state if k.startswith("decoder.mlp."))
+    used.update(k for k in state if k.startswith(at.decoder))
     features = decoder[-1] if decoder else features
     out, inp = _shape(state, f"{HEAD}weight")
     if inp != features or _shape(state, f"{HEAD}bias") != (out,):
@@ -221,18 +251,19 @@ def architecture(state: Mapping[str, Any], config: SfConfig) -> Architecture:
         normalized=normalized,
         nonlinearity=config.nonlinearity,
         tanh_scale=config.continuous_tanh_scale if learned else 0.0,
+        prefixes=at,
     )
 
 
-def _core(state: Mapping[str, Any], config: SfConfig, inputs: int) -> str:
+def _core(state: Mapping[str, Any], config: SfConfig, inputs: int, prefix: str) -> str:
     gates = 3 if config.rnn_type == "gru" else 4
     hidden, layers = config.rnn_size, config.rnn_num_layers
     for k in range(layers):
         expected = {
-            f"core.core.weight_ih_l{k}": (gates * hidden, inputs if k == 0 else hidden),
-            f"core.core.weight_hh_l{k}": (gates * hidden, hidden),
-            f"core.core.bias_ih_l{k}": (gates * hidden,),
-            f"core.core.bias_hh_l{k}": (gates * hidden,),
+            f"{prefix}weight_ih_l{k}": (gates * hidden, inputs if k == 0 else hidden),
+            f"{prefix}weight_hh_l{k}": (gates * hidden, hidden),
+            f"{prefix}bias_ih_l{k}": (gates * hidden,),
+            f"{prefix}bias_hh_l{k}": (gates * hidden,),
         }
         for key, shape in expected.items():
             if _shape(state, key) != shape:
@@ -244,7 +275,7 @@ def _core(state: Mapping[str, Any], config: SfConfig, inputs: int) -> str:
     extra = [
         k
         for k in state
-        if k.startswith("core.core.") and not re.search(rf"_l({'|'.join(map(str, range(layers)))})$", k)
+        if k.startswith(prefix) and not re.search(rf"_l({'|'.join(map(str, range(layers)))})$", k)
     ]
     if extra:
         raise BrokenFile(f"the core holds {extra[0]}, beyond the {layers} layer(s) config.json declares")

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from zoo.frameworks.sample_factory.checkpoint import ENCODER, HEAD, NORM, STDDEV, Architecture
+from zoo.frameworks.sample_factory.checkpoint import HEAD, NORM, STDDEV, Architecture
 from zoo.frameworks.sample_factory.config import SfConfig
 
 _NORM_EPS, _CLIP, _EPS = 1e-5, 5.0, 1e-8  # running_mean_std.py's _NORM_EPS and _DEFAULT_CLIP, misc.EPS
@@ -46,7 +46,8 @@ def _mlp(sizes: tuple[int, ...], inputs: int, activation: str) -> nn.Module:
 
 
 class SfActor(nn.Module):
-    """The actor half of ``ActorCriticSharedWeights``, deterministic output included."""
+    """The actor of ``ActorCriticSharedWeights`` (or of ``ActorCriticSeparateWeights``: its ``actor_*`` modules, whose
+    half of Sample Factory's rnn state comes first), deterministic output included."""
 
     def __init__(self, arch: Architecture, config: SfConfig, state: Mapping[str, Any]):
         super().__init__()
@@ -67,16 +68,16 @@ class SfActor(nn.Module):
         self.register_buffer("mean", mean.clone())
         self.register_buffer("inv_std", inv_std.clone())
         self.encoder = _mlp(arch.encoder, arch.obs_dim, arch.nonlinearity)
-        self.encoder.load_state_dict(_strip(state, ENCODER), strict=True)
+        self.encoder.load_state_dict(_strip(state, arch.prefixes.encoder), strict=True)
         features = arch.encoder[-1] if arch.encoder else arch.obs_dim
         self.core: nn.Module = nn.Identity()
         if self.recurrent:
             rnn = nn.LSTM if self.is_lstm else nn.GRU
             self.core = rnn(features, arch.rnn_size, arch.rnn_layers)
-            self.core.load_state_dict(_strip(state, "core.core."), strict=True)
+            self.core.load_state_dict(_strip(state, arch.prefixes.core), strict=True)
             features = arch.rnn_size
         self.decoder = _mlp(arch.decoder, features, arch.nonlinearity)
-        self.decoder.load_state_dict(_strip(state, "decoder.mlp."), strict=True)
+        self.decoder.load_state_dict(_strip(state, arch.prefixes.decoder), strict=True)
         self.head = nn.Linear(arch.decoder[-1] if arch.decoder else features, arch.head_out)
         self.head.load_state_dict(_strip(state, HEAD), strict=True)
         self.register_buffer("log_std", state[STDDEV].clone() if arch.learned_stddev else torch.zeros(0))
