@@ -3,10 +3,11 @@ inference.
 
 Sample Factory pins numpy<2, gymnasium<1.0 and huggingface_hub<1.0, so it trains in its own venv (dev.py's
 ``.venv-trainers-numpy1``): tests/trainers/sample_factory_runs.py trains with its documented gym entry
-(``sf_examples.train_gym_env``) CartPole-v1 with the default GRU core, without one and with separate actor and
-critic weights, and Pendulum-v1 registered the same way; then runs Sample Factory's own deterministic inference (``create_actor_critic`` + ``load_state_dict``
-+ ``argmax_actions`` with the rnn state, as ``enjoy --eval_deterministic=True``) from ``reset(seed)`` of seeds 0-2,
-recording its observations, actions and episodes. zoo's actions on those observations must be Sample Factory's
+(``sf_examples.train_gym_env``) CartPole-v1 with the default GRU core, a 2-layer LSTM, no core and separate actor and
+critic weights, and Pendulum-v1 registered the same way; then runs Sample Factory's own deterministic inference
+(``create_actor_critic`` + ``load_state_dict`` + ``argmax_actions`` with the rnn state, as
+``enjoy --eval_deterministic=True``) from ``reset(seed)`` of seeds 0-2, recording its observations, actions and
+episodes. zoo's actions on those observations must be Sample Factory's
 (max |diff| 0 on every step), and ``zoo eval`` on 3 envs seeded 0-2 must give its episodes.
 """
 
@@ -27,6 +28,7 @@ SEEDS = ("0", "1", "2")
 EXPERIMENTS = {
     "cartpole_gru": "CartPole-v1",
     "cartpole_mlp": "CartPole-v1",
+    "cartpole_lstm": "CartPole-v1",  # rnn_type lstm, rnn_num_layers 2
     "cartpole_separate": "CartPole-v1",  # actor_critic_share_weights false
     "pendulum": "Pendulum-v1",
 }
@@ -35,7 +37,7 @@ DATA_RUN = Path(__file__).parent / "data" / "trainer_runs" / "sample_factory" / 
 
 @pytest.fixture(scope="session")
 def sf_runs(tmp_path_factory) -> Path:
-    """``train_dir`` of the four experiments, each with Sample Factory's reference for its latest checkpoint (and
+    """``train_dir`` of the five experiments, each with Sample Factory's reference for its latest checkpoint (and
     the GRU run's for its best one)."""
     root = tmp_path_factory.mktemp("sample_factory")
     run_trainer("sample_factory", SCRIPT, "train-and-reference", "train_dir", *SEEDS, cwd=root)
@@ -88,6 +90,7 @@ def test_check_recognizes_the_experiments(sf_runs):
     assert gru["recurrent"] is True and gru["core"] == "GRU x1 (hidden 32)"
     assert gru["model"] == "4 -> mlp [32, 32] elu -> GRU x1 (32) -> head 2"
     assert reports["cartpole_mlp"]["details"]["recurrent"] is False
+    assert reports["cartpole_lstm"]["details"]["model"] == "4 -> mlp [32, 32] elu -> LSTM x2 (32) -> head 2"
     assert reports["pendulum"]["details"]["model"] == "3 -> mlp [32, 32] elu -> head 2"
     assert (
         reports["cartpole_separate"]["details"]["model"] == "4 -> mlp [32, 32] elu -> head 2"
@@ -116,7 +119,7 @@ def test_actions_are_sample_factorys_on_its_own_observations(sf_runs, exp):
 
     recorded = np.load(sf_runs / exp / "sf_reference_latest.npz")
     policy = load_policy(sf_runs / exp)
-    assert policy.is_recurrent is (exp == "cartpole_gru")
+    assert policy.is_recurrent is (exp in ("cartpole_gru", "cartpole_lstm"))
     steps, worst = 0, 0.0
     for i in range(len(SEEDS)):
         policy.reset(np.ones(1, dtype=bool))  # a new episode: Sample Factory starts it from zero states
@@ -149,7 +152,7 @@ def test_the_best_checkpoint_is_evaluated_by_naming_it(sf_runs, tmp_path):
     assert json.loads((tmp_path / "best.json").read_text())["checkpoint"].endswith(best.name)
 
 
-@pytest.mark.parametrize("exp", ["cartpole_gru", "pendulum"])
+@pytest.mark.parametrize("exp", ["cartpole_gru", "cartpole_lstm", "pendulum"])
 def test_exports_act_like_the_checkpoint(sf_runs, exp, tmp_path):
     sidecars = assert_exports_act_like_checkpoint(
         sf_runs / exp, tmp_path, continuous=exp == "pendulum", episodes=4, num_envs=2
@@ -162,7 +165,7 @@ def test_exports_act_like_the_checkpoint(sf_runs, exp, tmp_path):
             "eps": 1e-5,
             "clip": 5.0,
         }
-        assert meta["is_recurrent"] is (exp == "cartpole_gru")
+        assert meta["is_recurrent"] is (exp != "pendulum")
 
 
 def test_watch_follows_the_checkpoints_and_reads_its_best_copy_back(sf_runs, tmp_path):

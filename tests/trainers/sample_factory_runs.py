@@ -2,7 +2,7 @@
 
 ``train TRAIN_DIR`` trains with SF's documented gym entry (``sf_examples.train_gym_env``: its
 ``register_custom_components`` / ``parse_custom_args`` / ``run_rl``, as ``python -m sf_examples.train_gym_env``
-does), CartPole-v1 with the default GRU core, without it, and with separate actor and critic weights, and
+does), CartPole-v1 with the default GRU core, a 2-layer LSTM, no core, and separate actor and critic weights, and
 Pendulum-v1 registered the same way.
 
 ``reference TRAIN_DIR EXP ENV_ID KIND SEEDS...`` is SF's own deterministic inference, as its ``enjoy`` does it with
@@ -59,6 +59,12 @@ RUNS = {
     "cartpole_gru": ["--env=CartPole-v1", "--train_for_env_steps=3000"],
     "cartpole_mlp": ["--env=CartPole-v1", "--use_rnn=False", "--train_for_env_steps=2000"],
     "pendulum": ["--env=Pendulum-v1", "--use_rnn=False", "--train_for_env_steps=3000"],
+    "cartpole_lstm": [
+        "--env=CartPole-v1",
+        "--rnn_type=lstm",
+        "--rnn_num_layers=2",
+        "--train_for_env_steps=2000",
+    ],
     # separate weights without a core: Sample Factory 2.1.1's learner cannot train them with one
     # (AttributeError: 'PackedSequence' object has no attribute 'chunk', in ActorCriticSeparateWeights._core_rnn)
     "cartpole_separate": [

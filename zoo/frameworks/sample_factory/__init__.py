@@ -86,7 +86,9 @@ def _action_kind(arch: Architecture, config: SfConfig) -> SpaceKinds:
     try:
         import gymnasium as gym
 
-        space = gym.spec(trained_on) and gym.make(trained_on).action_space
+        env = gym.make(trained_on)
+        space = env.action_space
+        env.close()
     except Exception:  # noqa: BLE001 - an env zoo cannot make here: the shapes decide
         return SpaceKinds()
     return SpaceKinds(type(space).__name__, said_by=f"trained on {trained_on}, as config.json says")
