@@ -53,6 +53,7 @@ TRAINING_FIXTURES = frozenset(
         "retrained_dqn",
         "sb3_releases",
         "config_named_runs",
+        "sf_runs",
     }
 )
 

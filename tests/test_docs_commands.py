@@ -39,6 +39,7 @@ PAGES: dict[str, tuple] = {
     "docs/frameworks/myosuite.md": (),
     "docs/frameworks/rl_games.md": (),  # reads the committed runs of tests/data/trainer_runs/rl_games
     "docs/frameworks/rsl_rl.md": (pytest.mark.trains,),  # 5 rsl_rl runs (MLP, LSTM, CNN, distillation), 4 its
+    "docs/frameworks/sample_factory.md": (),  # reads the committed run in tests/data/trainer_runs
     "docs/frameworks/sb3.md": (
         pytest.mark.trains,
     ),  # 3 rl_zoo3 runs (Breakout 64 steps) and 10 SB3 zips, <= 800 steps

@@ -68,6 +68,9 @@ WRONG_KIND = {
     # Tianshou's committed runs (tests/data/trainer_runs/tianshou): their policy.pt says the policy's kind
     "tianshou_dqn": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
     "tianshou_ppo": ("Pendulum-v1", "CartPole-v1", BOX_ON_DISCRETE),
+    # Sample Factory's committed GRU run (tests/data/trainer_runs): its head's 2 outputs could be a Gaussian's, so the
+    # env that config.json names says the kind
+    "sf_appo": ("CartPole-v1", "Pendulum-v1", DISCRETE_ON_BOX),
     # a policy class has no kind of its own: its first actions are checked against the env's space
     "custom": (
         "Pendulum-v1",
@@ -100,6 +103,7 @@ COMMITTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "torchrl_sac": ("torchrl/ppo", ("--exp-name", "torchrl_sac")),
     "tianshou_dqn": ("tianshou/CartPole-v1/DQNExperiment_*/exp_seed=42", ()),
     "tianshou_ppo": ("tianshou/Pendulum-v1/PPOExperiment_*/exp_seed=42", ()),
+    "sf_appo": ("sample_factory/train_dir/cartpole_gru", ()),
 }
 
 
@@ -230,7 +234,8 @@ def untrained(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def mismatch_runs(tmp_path_factory) -> dict[str, tuple[Path, tuple[str, ...]]]:
-    """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env."""
+    """``{case: (run dir, flags)}``: rsl_rl's runner and skrl's trainer, a few iterations each on the case's env;
+    Sample Factory's committed run (its trainer needs a venv of its own)."""
     import skrl_rnn
     import yaml
     from test_rsl_rl import _train

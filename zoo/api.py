@@ -817,9 +817,12 @@ def _release_first(entry: Entry, env_id: str, settings: EvalSettings, load: Load
     native file: when the evaluation is deterministic on the CPU with torch, all that form computes."""
     from zoo.frameworks import get_adapter
 
+    adapter = get_adapter(entry.framework)
+    if not adapter.hub.release_forms:  # its repos hold the library's own layout, no framework-free form
+        return False
     deterministic = settings.deterministic
     if deterministic is None:
-        deterministic, _ = get_adapter(entry.framework).eval_mode(entry, env_id)
+        deterministic, _ = adapter.eval_mode(entry, env_id)
     native_only = load.engine != "torch" or settings.device.startswith("cuda")
     # the user's tensor env (--env-factory) states its spaces only once built: the native checkpoint is evaluated
     return bool(deterministic) and not native_only and not (load.policy_class or load.env_factory)

@@ -707,6 +707,14 @@ def release_forms(target, folder: Path, notify: Callable[[str], None] | None = N
     from zoo.errors import UnsupportedError
     from zoo.release.forms import forms_for_target
 
+    hub = target.adapter.hub
+    if not hub.release_forms:
+        if notify:
+            notify(
+                f"note: no framework-free forms: {hub.display_name}'s own hub loader reads the repo root's files, "
+                "whose names they would take"
+            )
+        return {}
     try:
         return {form.name: form.path for form in forms_for_target(target, folder)}
     except UnsupportedError as exc:
