@@ -217,7 +217,12 @@ def test_push_stages_sample_factorys_layout_and_both_loaders_read_it_back(sf_run
         staged = {p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file()}
         assert {"config.json", "README.md", "eval.json"} <= staged
         assert {f"checkpoint_p0/{p.name}" for p in (run / "checkpoint_p0").iterdir()} <= staged
-        assert not {"model.safetensors", "agent.pt", "policy.onnx"} & staged  # they would take config.json
+        assert "model.safetensors" not in staged  # its config.json would take Sample Factory's
+        assert {
+            "agent.pt",
+            "policy.onnx",
+            "policy.onnx.metadata.json",
+        } <= staged  # usable without Sample Factory
         assert json.loads((stage / "config.json").read_text())["encoder_mlp_layers"] == [
             32,
             32,

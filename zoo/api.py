@@ -816,9 +816,12 @@ def _release_first(entry: Entry, env_id: str, settings: EvalSettings, load: Load
     """Whether ``zoo enjoy`` fetches a release's framework-free form (model.safetensors + config.json) before its
     native file: when the evaluation is deterministic on the CPU with torch, all that form computes."""
     from zoo.frameworks import get_adapter
+    from zoo.release.config import CONFIG_FILE
 
     adapter = get_adapter(entry.framework)
-    if not adapter.hub.release_forms:  # its repos hold the library's own layout, no framework-free form
+    if (
+        CONFIG_FILE in adapter.hub.loader_files
+    ):  # its repos' config.json is the run's, not the safetensors form's
         return False
     deterministic = settings.deterministic
     if deterministic is None:

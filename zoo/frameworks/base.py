@@ -89,10 +89,10 @@ class HubNaming:
     #: them as one folder and reads it as a run, its latest checkpoint the model. Empty: one model file.
     run_files: tuple[str, ...] = ()
     card_template: str = "default"  # ``cards_templates/<name>.md.j2``
-    #: Whether ``zoo push`` adds the release's framework-free forms (config.json, model.safetensors, agent.pt,
-    #: policy.onnx) at the repo root. False where the library's own hub loader reads one of those names there
-    #: (an experiment folder's own ``config.json``): the run's file stays, and ``zoo enjoy`` fetches the run.
-    release_forms: bool = True
+    #: Files the library's own hub loader reads at the repo root (Sample Factory: its experiment's
+    #: ``config.json``). ``zoo push`` leaves out a framework-free form that would take one of these names, with the
+    #: file that form needs (model.safetensors goes with config.json), and ``zoo enjoy`` then fetches the run.
+    loader_files: tuple[str, ...] = ()
 
 
 @dataclass

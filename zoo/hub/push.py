@@ -705,24 +705,24 @@ def release_forms(target, folder: Path, notify: Callable[[str], None] | None = N
     the repo: path}``. A policy zoo cannot export goes without them (``notify`` hears why); a form that fails its
     parity check stops the push (FormFailed)."""
     from zoo.errors import UnsupportedError
-    from zoo.release.forms import forms_for_target
+    from zoo.release.forms import forms_for_target, without_loader_files
 
-    hub = target.adapter.hub
-    if not hub.release_forms:
-        if notify:
-            notify(
-                f"note: no framework-free forms: {hub.display_name}'s own hub loader reads the repo root's files, "
-                "whose names they would take"
-            )
-        return {}
     try:
-        return {form.name: form.path for form in forms_for_target(target, folder)}
+        forms = {form.name: form.path for form in forms_for_target(target, folder)}
     except UnsupportedError as exc:
         if notify:
             notify(
                 f"warning: no framework-free forms (agent.pt, model.safetensors, policy.onnx): {exc.message}"
             )
         return {}
+    hub = target.adapter.hub
+    kept = without_loader_files(forms, hub.loader_files)
+    if notify and len(kept) < len(forms):
+        left_out = ", ".join(sorted(set(forms) - set(kept)))
+        notify(
+            f"note: {left_out} left out: {hub.display_name}'s own hub loader reads the run's files of those names"
+        )
+    return kept
 
 
 def release_context(target, forms: dict[str, Path]) -> dict:

@@ -167,6 +167,15 @@ def _safetensors(policy, spec, sidecar: dict, example, folder: Path, tolerance: 
     return [Form(WEIGHTS_FILE, weights, config["parity"]), Form(CONFIG_FILE, path, config["parity"])]
 
 
+def without_loader_files(forms: dict[str, Path], loader_files: tuple[str, ...]) -> dict[str, Path]:
+    """``forms`` less those whose names a library's own hub loader reads at the repo root (its run's files keep
+    those names), and less model.safetensors when its config.json goes: a weights file no config describes."""
+    from zoo.release.config import CONFIG_FILE, WEIGHTS_FILE
+
+    dropped = set(loader_files) | ({WEIGHTS_FILE} if CONFIG_FILE in loader_files else set())
+    return {name: path for name, path in forms.items() if name not in dropped}
+
+
 def forms_for_target(target, folder: Path, options=None, exporter: str = "auto") -> list[Form]:
     """:func:`write_forms` for a resolved target (:class:`zoo.targets.Target`): its policy loaded as ``zoo
     eval`` loads it (``options``: :class:`zoo.frameworks.LoadOptions`, default on the CPU), the facts from its

@@ -148,14 +148,14 @@ class SampleFactoryAdapter(Adapter):
     )
     #: Sample Factory's push_to_hub uploads the experiment folder as the repo root, and its load_from_hub clones it
     #: into train_dir/<repo name>: zoo push stages the same layout, and zoo enjoy fetches config.json with the
-    #: checkpoints. The release's framework-free forms would take the root's config.json, which Sample Factory's
-    #: enjoy reads: they are not staged.
+    #: checkpoints. The release's safetensors form would take the root's config.json, which Sample Factory's enjoy
+    #: reads: it is left out (agent.pt and policy.onnx are staged).
     hub = HubNaming(
         library_name="sample-factory",
         display_name="Sample Factory",
         tags=("deep-reinforcement-learning", "reinforcement-learning", "sample-factory"),
         run_files=(_discover.CONFIG, "checkpoint_p*/*.pth"),
-        release_forms=False,
+        loader_files=(_discover.CONFIG,),
     )
 
     def training_invocation(self, fields: dict[str, Any]) -> str:
