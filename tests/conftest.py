@@ -92,3 +92,16 @@ def go2_run(tmp_path_factory):
 def _private_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own zoo cache dir: no test reads another's memo or the user's."""
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path_factory.mktemp("zoo-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _worker_priority_unchanged():
+    """A test that runs ``zoo watch`` in-process must pass ``--nice 0 --max-cpu 0``: the watcher's defaults renice
+    the process and pin it to one core, which would slow every later test of this worker (and fail
+    test_watch's priority test there). Fails the test that changed them."""
+    before = (os.nice(0), os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None)
+    yield
+    after = (os.nice(0), os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None)
+    assert after == before, (
+        "this test reniced or pinned the test process: pass --nice 0 --max-cpu 0 to zoo watch"
+    )

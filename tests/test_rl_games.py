@@ -175,7 +175,22 @@ def test_watch_follows_the_checkpoint_series_never_the_best(rl_games_runs, tmp_p
         assert f"{name}.pth" not in names
     run = _copy(rl_games_runs["pendulum"], tmp_path / "logs" / "rl_games" / "pendulum" / STAMP)
     last = adapter.checkpoints(run)[-1].step
-    watched = zoo("watch", run, "--until", last, "-n", "1", "--num-envs", "1", "--poll", "0.2")
+    watched = zoo(
+        "watch",
+        run,
+        "--until",
+        last,
+        "-n",
+        "1",
+        "--num-envs",
+        "1",
+        "--poll",
+        "0.2",
+        "--nice",
+        "0",
+        "--max-cpu",
+        "0",
+    )
     assert watched.exit_code == 0, watched.stderr
     lines = [json.loads(line) for line in (run / "evals.jsonl").read_text().splitlines()]
     assert [line["step"] for line in lines] == [c.step for c in adapter.checkpoints(run)]

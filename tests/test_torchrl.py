@@ -312,7 +312,22 @@ def test_zoo_watch_keeps_the_best_rotated_checkpoint_as_a_directory_checkpoint(t
     never as its latest checkpoint."""
     rotation = tmp_path / "dqn" / "checkpoints"
     shutil.copytree(DATA / "dqn", tmp_path / "dqn")
-    watched = zoo("watch", rotation, "--until", "400", "-n", "2", "--num-envs", "2", "--poll", "0.1")
+    watched = zoo(
+        "watch",
+        rotation,
+        "--until",
+        "400",
+        "-n",
+        "2",
+        "--num-envs",
+        "2",
+        "--poll",
+        "0.1",
+        "--nice",
+        "0",
+        "--max-cpu",
+        "0",
+    )
     assert watched.exit_code == 0, watched.stderr
     assert "best_model/manifest.json" in watched.stdout + watched.stderr
     (report,) = zoo("check", rotation, "--json").json()

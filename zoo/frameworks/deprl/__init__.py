@@ -107,7 +107,7 @@ class DeprlAdapter(Adapter):
         "(it needs the full_save files: time.pt, the optimizers and the replay buffer)"
     )
     train_return_tags = ("train/episode_score/mean",)  # a column of deprl's log.csv (deprl writes no events)
-    layout_hint = "deprl: {working_dir}/{name}/config.yaml with checkpoints/step_{N}.pt"
+    layout_hint = "DEP-RL: {working_dir}/{name}/config.yaml with checkpoints/step_{N}.pt"
     #: A hub repo of a DEP-RL run holds its config and step files: ``zoo enjoy`` fetches both and reads a run.
     hub = HubNaming(
         library_name="deprl",

@@ -33,7 +33,7 @@ from zoo.frameworks.base import (
 from zoo.frameworks.kinds import SpaceKinds
 from zoo.frameworks.rl_games import discover as _discover
 from zoo.frameworks.rl_games.config import AGENT_YAML, ENV_YAML, RunConfig, run_config
-from zoo.frameworks.rl_games.network import Architecture, architecture, model_state
+from zoo.frameworks.rl_games.layout import Architecture, architecture, model_state
 
 if TYPE_CHECKING:
     from zoo.policy import Policy
@@ -250,7 +250,8 @@ class RlGamesAdapter(Adapter):
         """The actor rebuilt in plain torch (rl_games is not imported), weights loaded strictly."""
         import numpy as np
 
-        from zoo.frameworks.rl_games.network import NET, RlGamesActor
+        from zoo.frameworks.rl_games.layout import NET
+        from zoo.frameworks.rl_games.network import RlGamesActor
         from zoo.frameworks.rl_games.policy import RlGamesPolicy
 
         assert isinstance(view, RlGamesView) and spaces is not None

@@ -12,7 +12,7 @@ import copy
 from typing import TYPE_CHECKING
 
 from zoo.exporter.obs import obs_layout
-from zoo.frameworks.rl_games.network import CLAMP, EPSILON
+from zoo.frameworks.rl_games.layout import CLAMP, EPSILON
 from zoo.policy import ExportSpec
 
 if TYPE_CHECKING:

@@ -30,6 +30,8 @@ from zoo.errors import BrokenFile, UnsupportedError
 from zoo.frameworks.sample_factory.config import SfConfig
 
 CHECKPOINT_KEYS = frozenset({"train_step", "env_steps", "best_performance", "model", "optimizer", "curr_lr"})
+#: Sample Factory's running_mean_std.py's _NORM_EPS and _DEFAULT_CLIP (the observation normalizer), misc.EPS.
+NORM_EPS, NORM_CLIP, EPS = 1e-5, 5.0, 1e-8
 OBS_KEY = "obs"  # Sample Factory wraps a non-dict observation as {"obs": ...}
 NORM = f"obs_normalizer.running_mean_std.running_mean_std.{OBS_KEY}."
 HEAD = "action_parameterization.distribution_linear."

@@ -10,11 +10,14 @@ buffers), the encoder, the GRU/LSTM core (stateless: ``forward(obs, h, c) -> (ac
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zoo.exporter.obs import obs_layout
-from zoo.frameworks.sample_factory.policy import _CLIP, _NORM_EPS, SfActor
+from zoo.frameworks.sample_factory.checkpoint import NORM_CLIP, NORM_EPS
 from zoo.policy import ExportSpec, RecurrentSpec
+
+if TYPE_CHECKING:
+    from zoo.frameworks.sample_factory.policy import SfActor
 
 
 def export_spec(actor: SfActor, observation_space: Any) -> ExportSpec:
@@ -30,8 +33,8 @@ def export_spec(actor: SfActor, observation_space: Any) -> ExportSpec:
         normalization = {
             "kind": "sample_factory_running_mean_std",
             "formula": "clamp((x - mean) * (1 / sqrt(var + eps)), -clip, clip)",
-            "eps": _NORM_EPS,
-            "clip": _CLIP,
+            "eps": NORM_EPS,
+            "clip": NORM_CLIP,
         }
         baked.append("RunningMeanStdInPlace observation normalization")
     recurrent = None

@@ -30,10 +30,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from zoo.frameworks.sample_factory.checkpoint import HEAD, NORM, STDDEV, Architecture
+from zoo.frameworks.sample_factory.checkpoint import (
+    EPS,
+    HEAD,
+    NORM,
+    NORM_CLIP,
+    NORM_EPS,
+    STDDEV,
+    Architecture,
+)
 from zoo.frameworks.sample_factory.config import SfConfig
 
-_NORM_EPS, _CLIP, _EPS = 1e-5, 5.0, 1e-8  # running_mean_std.py's _NORM_EPS and _DEFAULT_CLIP, misc.EPS
 _ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh}
 
 
@@ -57,14 +64,14 @@ class SfActor(nn.Module):
         self.learned_stddev = arch.learned_stddev
         self.tanh_scale = float(arch.tanh_scale)
         self.head_out = arch.head_out
-        self.sub_mean = float(config.obs_subtract_mean) if abs(config.obs_subtract_mean) > _EPS else None
-        self.scale = 1.0 / float(config.obs_scale) if abs(config.obs_scale - 1.0) > _EPS else None
+        self.sub_mean = float(config.obs_subtract_mean) if abs(config.obs_subtract_mean) > EPS else None
+        self.scale = 1.0 / float(config.obs_scale) if abs(config.obs_scale - 1.0) > EPS else None
         self.normalized = arch.normalized
         mean = torch.zeros(arch.obs_dim)
         inv_std = torch.ones(arch.obs_dim)
         if arch.normalized:
             mean = state[f"{NORM}running_mean"].float()
-            inv_std = 1 / torch.sqrt(state[f"{NORM}running_var"].float() + _NORM_EPS)
+            inv_std = 1 / torch.sqrt(state[f"{NORM}running_var"].float() + NORM_EPS)
         self.register_buffer("mean", mean.clone())
         self.register_buffer("inv_std", inv_std.clone())
         self.encoder = _mlp(arch.encoder, arch.obs_dim, arch.nonlinearity)
@@ -89,7 +96,7 @@ class SfActor(nn.Module):
         if self.scale is not None:
             x = x * self.scale
         if self.normalized:
-            x = ((x - self.mean) * self.inv_std).clamp(-_CLIP, _CLIP)
+            x = ((x - self.mean) * self.inv_std).clamp(-NORM_CLIP, NORM_CLIP)
         return x
 
     def params(

@@ -37,8 +37,7 @@ from zoo.frameworks.base import (
 from zoo.frameworks.kinds import SpaceKinds
 from zoo.frameworks.tianshou import discover as _discover
 from zoo.frameworks.tianshou.discover import EXPERIMENT, obs_rms_file
-from zoo.frameworks.tianshou.model import Actor, short
-from zoo.frameworks.tianshou.policy import ObsNorm
+from zoo.frameworks.tianshou.model import Actor, ObsNorm, short
 
 if TYPE_CHECKING:
     from zoo.frameworks.tianshou.objects import Loaded
@@ -164,7 +163,7 @@ class TianshouAdapter(Adapter):
     }
     train_return_tags = ("train/returns_stat/mean", "test/returns_stat/mean")
     layout_hint = (
-        "tianshou: {persistence_base_dir}/{Algo}Experiment_{YYYYMMDD-HHMMSS}/exp_seed={seed}/"
+        "Tianshou: {persistence_base_dir}/{Algo}Experiment_{YYYYMMDD-HHMMSS}/exp_seed={seed}/"
         "{experiment.pkl, policy.pt[, env_obs_rms.pkl]}"
     )
     #: A low-level example's ``policy.pth`` holds weights only: its activation comes from ``--model-config``.

@@ -358,3 +358,13 @@ def low_level_actor(state: dict[str, Any], config: ModelConfig | None, algorithm
         bound_method=config.action_bound_method if config else "clip",
         scaling=config.action_scaling if config else True,
     )
+
+
+@dataclass
+class ObsNorm:
+    """Tianshou's ``RunningMeanStd`` as its ``norm`` applies it."""
+
+    mean: np.ndarray
+    var: np.ndarray
+    eps: float
+    clip_max: float | None

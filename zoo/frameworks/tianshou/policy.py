@@ -18,24 +18,13 @@ discrete actor; drawn from the policy's seeded generator.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from zoo.errors import UnsupportedError
-from zoo.frameworks.tianshou.model import Actor
+from zoo.frameworks.tianshou.model import Actor, ObsNorm
 from zoo.policy import ExportSpec
-
-
-@dataclass
-class ObsNorm:
-    """Tianshou's ``RunningMeanStd`` as its ``norm`` applies it."""
-
-    mean: np.ndarray
-    var: np.ndarray
-    eps: float
-    clip_max: float | None
 
 
 def _activation(name: str, arguments: tuple[tuple[str, Any], ...]):

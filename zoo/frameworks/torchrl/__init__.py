@@ -188,7 +188,7 @@ class TorchRLAdapter(Adapter):
     }
     train_return_tags = ("train/episode_reward", "train/reward")
     layout_hint = (
-        "torchrl: a torchrl.checkpoint (manifest.json + components/, or its zip archive) or a .pt beside "
+        "TorchRL: a torchrl.checkpoint (manifest.json + components/, or its zip archive) or a .pt beside "
         "torchrl_policy.yaml; CheckpointRotation's checkpoint-NNNNNNNNNNNN/"
     )
     hub = HubNaming(
