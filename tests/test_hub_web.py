@@ -212,13 +212,25 @@ def _attrs(driver, css: str, name: str) -> list[str]:
 
 def _navigate(driver, element) -> None:
     """Click ``element`` (a link or a submit button) and wait until the next page has replaced this one."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.wait import WebDriverWait
 
     old = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 10).until(expected_conditions.staleness_of(old))
+
+    def replaced(_driver) -> bool:
+        try:
+            old.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:  # Chrome may name a node of the replaced page this way mid-swap
+            if "does not belong to the document" in (exc.msg or ""):
+                return True
+            raise
+        return False
+
+    WebDriverWait(driver, 10).until(replaced)
     WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
