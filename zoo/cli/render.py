@@ -154,9 +154,10 @@ def network_hints(framework: str) -> list[str]:
     from zoo.frameworks import get_adapter
 
     adapter = get_adapter(framework)
+    name = adapter.hub.display_name
+    owner = f"{name}'" if name.endswith("s") else f"{name}'s"  # rl_games' --track, CleanRL's --track
     return [
-        f"{adapter.hub.display_name}'s {flag} sends {f.sends} (network, {f.credential}): its own consent; "
-        "zoo never turns it on"
+        f"{owner} {flag} sends {f.sends} (network, {f.credential}): its own consent; zoo never turns it on"
         for flag, f in adapter.network_flags.items()
     ]
 
