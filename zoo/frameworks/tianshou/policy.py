@@ -21,6 +21,7 @@ import copy
 from typing import Any
 
 import numpy as np
+import torch
 
 from zoo.errors import UnsupportedError
 from zoo.frameworks.tianshou.model import Actor, ObsNorm
@@ -28,16 +29,12 @@ from zoo.policy import ExportSpec
 
 
 def _activation(name: str, arguments: tuple[tuple[str, Any], ...]):
-    import torch
-
     kwargs = {key: value for key, value in arguments if value is not None}
     return getattr(torch.nn, name)(**kwargs)
 
 
 def build_actor(actor: Actor, weights: dict[str, np.ndarray], norm: ObsNorm | None):
     """The :class:`TianshouActor` module of ``actor`` with ``weights`` (arrays by tensor key)."""
-    import torch
-
     steps: list[torch.nn.Module] = []
     for layer in actor.layers:
         if layer.kind == "linear":
@@ -59,18 +56,10 @@ def build_actor(actor: Actor, weights: dict[str, np.ndarray], norm: ObsNorm | No
     return TianshouActor(torch.nn.Sequential(*steps), actor, norm).eval()
 
 
-def _module_base():
-    import torch
-
-    return torch.nn.Module
-
-
-class TianshouActor(_module_base()):  # type: ignore[misc]
+class TianshouActor(torch.nn.Module):
     """obs -> normalizer -> network -> Tianshou's deterministic action (int64 indices or float actions)."""
 
     def __init__(self, body, actor: Actor, norm: ObsNorm | None):
-        import torch
-
         super().__init__()
         self.body = body
         self.argmax = actor.head == "argmax"
@@ -97,8 +86,6 @@ class TianshouActor(_module_base()):  # type: ignore[misc]
 
     def features(self, obs):
         """The network's output for raw observations (normalized first, as the run's env did)."""
-        import torch
-
         x = obs
         if self.normalized:
             x = x.to(self.mean.dtype)
@@ -109,8 +96,6 @@ class TianshouActor(_module_base()):  # type: ignore[misc]
 
     def mapped(self, mu):
         """A Gaussian's action as ``Policy.map_action`` hands it to the env."""
-        import torch
-
         if self.bound == "clip":
             mu = torch.clamp(mu, -1.0, 1.0)
         elif self.bound == "tanh":
@@ -121,8 +106,6 @@ class TianshouActor(_module_base()):  # type: ignore[misc]
 
     def mode(self, out):
         """The bounded actor's ``max_action * tanh(mu)`` (the distribution's mode, before the mapping)."""
-        import torch
-
         return self.max_action * torch.tanh(out) if self.bounded else out
 
     def forward(self, obs):
@@ -148,8 +131,6 @@ class TianshouPolicy:
         sigma: np.ndarray | None,
         epsilon: float,
     ):
-        import torch
-
         self.device = torch.device(device)
         self.module = module.to(self.device)
         self.actor = actor
@@ -164,8 +145,6 @@ class TianshouPolicy:
     def act(
         self, obs_batch: np.ndarray, state: Any = None, deterministic: bool = True
     ) -> tuple[np.ndarray, Any]:
-        import torch
-
         obs = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32, device=self.device)
         with torch.inference_mode():
             if deterministic:
@@ -173,8 +152,6 @@ class TianshouPolicy:
             return self._sample(obs).cpu().numpy(), state
 
     def _sample(self, obs):
-        import torch
-
         out = self.module.features(obs)
         if self.actor.head == "argmax" and self.actor.policy_class == "DiscreteQLearningPolicy":
             greedy = out.argmax(dim=1)
