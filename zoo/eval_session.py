@@ -42,10 +42,13 @@ class EvalSession:
         env_id: str | None = None,
         max_steps: int | None = None,
         max_seconds: float | None = None,
+        lanes: int | None = None,
     ):
+        """``lanes``: processes each rollout may be split across (:mod:`zoo.lanes`; None: chosen by the rollout,
+        1: never split, for a caller that already runs one session per core)."""
         self.registry, self.episodes, self.num_envs, self.seed = registry, episodes, num_envs, seed
         self.device, self.exp_name, self.env_id = device, exp_name, env_id
-        self.max_steps, self.max_seconds = max_steps, max_seconds
+        self.max_steps, self.max_seconds, self.lanes = max_steps, max_seconds, lanes
         self._envs = None
         self._built_for: tuple | None = None  # (spec, num_envs, device) of the kept env
 
@@ -97,6 +100,7 @@ class EvalSession:
                 on_episode=on_episode,
                 envs=self._kept_env(spec, planned.num_envs, planned.device, planned.seed),
                 max_seconds=planned.max_seconds,
+                lanes=self.lanes,
             )
         except BaseException:
             self.close()  # an env a failed rollout left behind is not trusted again: the next one is new

@@ -6,7 +6,8 @@ with a :class:`zoo.policy.Policy`. Episodes are counted with per-env quotas
 envs): counting the first ``N`` episodes to finish would over-sample short
 episodes and bias the mean down. Returns come from ``RecordEpisodeStatistics``
 directly on the raw env, so reward clipping or episodic-life tricks in the
-training stack never leak into the reported score. Every rollout is bounded and checked by the rules of
+training stack never leak into the reported score. The loop itself is :mod:`zoo.vector_rollout`; where it pays it
+goes on in several processes at once (:mod:`zoo.lanes`), with the same episodes. Every rollout is bounded and checked by the rules of
 :mod:`zoo.rollout_guard`: a step bound per episode, a wall-time budget, finite actions and returns, and an
 env that raises named as the cause.
 """
@@ -24,11 +25,12 @@ import numpy as np
 from zoo.envs import EnvSpec, make_vector_env, reset_restores
 from zoo.episodes import Episode, episode_quotas
 from zoo.policy import Policy
-from zoo.rollout_guard import CUT_INFO, Deadline, check_returns, env_error, gym_env_label, require_finite
+from zoo.rollout_guard import gym_env_label
 from zoo.tensor_env import TensorEnvSpec
+from zoo.vector_rollout import action_masks, rollout
 from zoo.version import __version__
 
-_CUT_MASK = f"_{CUT_INFO}"  # the vector env's mask of the sub-envs whose info has the key
+__all__ = ["EvalResult", "action_masks", "episode_quotas", "evaluate", "resolve_device", "rollout"]
 
 
 @dataclass
@@ -97,114 +99,6 @@ class EvalResult:
         return {k: data[k] for k in order}
 
 
-class _Quotas:
-    """Per-env episode quotas and the episodes each env finished, fed one vector step's ``info`` at a time."""
-
-    def __init__(self, episodes: int, num_envs: int, on_episode: Callable[[int], None] | None):
-        self.episodes, self.on_episode = episodes, on_episode
-        self.quotas = episode_quotas(episodes, num_envs)
-        self.counts = np.zeros(num_envs, dtype=np.int64)
-        self.per_env: list[list[Episode]] = [[] for _ in range(num_envs)]
-        self.finished = 0
-
-    @property
-    def filled(self) -> bool:
-        return self.finished >= self.episodes
-
-    def record(self, info: dict, offset: int = 0) -> None:
-        """The episodes that ended in this step of the vector env whose first sub-env is env ``offset``."""
-        if "_episode" not in info:
-            return
-        has_success = info.get("_is_success")
-        cut = info.get(_CUT_MASK)
-        for j in np.flatnonzero(info["_episode"]):
-            i = offset + j
-            if self.counts[i] < self.quotas[i]:
-                success = bool(info["is_success"][j]) if has_success is not None and has_success[j] else None
-                self.per_env[i].append(
-                    Episode(
-                        int(i),
-                        float(info["episode"]["r"][j]),
-                        int(info["episode"]["l"][j]),
-                        success,
-                        truncated=cut is not None and bool(cut[j]),
-                    )
-                )
-                self.finished += 1
-                if self.on_episode is not None:
-                    self.on_episode(self.finished)
-            self.counts[i] += 1
-
-    def in_env_order(self) -> list[Episode]:
-        return [e for env_episodes in self.per_env for e in env_episodes]
-
-
-def rollout(
-    policy: Policy,
-    envs,
-    episodes: int,
-    seed: int,
-    deterministic: bool,
-    on_episode: Callable[[int], None] | None = None,
-    *,
-    max_seconds: float | None = None,
-    who: str = "the env",
-) -> list[Episode]:
-    """Step ``envs`` with ``policy`` until every sub-env has filled its quota, within ``max_seconds`` (None: the
-    default budget). Float actions are checked finite before the env gets them; ``who`` names the env in the
-    error when it raises."""
-    num_envs = envs.num_envs
-    log = _Quotas(episodes, num_envs, on_episode)
-    state = None
-    prev_done = np.zeros(num_envs, dtype=bool)
-    masked = getattr(policy, "uses_action_masks", False)
-    steps = 0
-    with Deadline(max_seconds) as deadline:
-        try:
-            obs, _ = envs.reset(seed=seed)
-        except Exception as exc:  # noqa: BLE001 - whatever the env raises is the env's, said in one line
-            raise env_error(exc, who, f"reset(seed={seed})") from None
-        while not log.filled:
-            if masked:
-                actions, state = policy.act(obs, state, deterministic, action_masks=action_masks(envs))
-            else:
-                actions, state = policy.act(obs, state, deterministic)
-            if type(actions) is np.ndarray and actions.dtype.kind == "f":
-                require_finite(actions, "actions")
-            try:
-                obs, _rew, terminated, truncated, info = envs.step(actions)
-            except Exception as exc:  # noqa: BLE001
-                raise env_error(exc, who, f"step(actions) at step {steps + 1}") from None
-            steps += 1
-            log.record(info)
-            if deadline.passed() and not log.filled:
-                raise deadline.error(log.finished, episodes, steps)
-            if policy.is_recurrent:
-                # NEXT_STEP autoreset: an env done at step t ignores the action of step t+1 and returns
-                # its reset observation then, so recurrent state is cleared after both steps.
-                done = np.logical_or(terminated, truncated)
-                if (done | prev_done).any():
-                    policy.reset(done | prev_done)
-                prev_done = done
-    found = log.in_env_order()
-    check_returns(found)
-    return found
-
-
-def action_masks(envs) -> np.ndarray:
-    """Every sub-env's ``action_masks()`` stacked, ``(num_envs, ...)`` bool: the valid actions of this step."""
-    from zoo.errors import ZooError
-
-    try:
-        masks = envs.call("action_masks")
-    except AttributeError:
-        raise ZooError(
-            "the policy acts on action masks, but the env has no action_masks() method",
-            hint="evaluate it on the env it was trained on (with its action-mask wrapper)",
-        ) from None
-    return np.stack([np.asarray(m, dtype=bool) for m in masks])
-
-
 @contextmanager
 def single_cpu_thread(device: str):
     """One intra-op thread while stepping on the CPU.
@@ -259,6 +153,7 @@ def evaluate(
     on_episode: Callable[[int], None] | None = None,
     envs=None,
     max_seconds: float | None = None,
+    lanes: int | None = None,
 ) -> EvalResult:
     """Run the rollouts and time them; an env built here is always closed, also on failure. A gymnasium ``spec``
     is stepped as a vector env on the host; a :class:`~zoo.tensor_env.TensorEnvSpec` on its device. Each episode
@@ -269,7 +164,11 @@ def evaluate(
     must not rebuild the simulator per checkpoint): a vector env (:func:`~zoo.envs.make_vector_env`) of a
     spec whose seeded reset restores everything (:func:`~zoo.envs.reset_restores`), or a tensor env that
     can be reseeded (:func:`~zoo.tensor_env.reseeds`). It starts from the state a fresh one with ``seed``
-    would, so the episodes are a fresh env's, and is left open; no other env is taken."""
+    would, so the episodes are a fresh env's, and is left open; no other env is taken.
+
+    ``lanes``: processes a gymnasium rollout may be split across (:mod:`zoo.lanes`; None: chosen by its first
+    steps, 1: never split); the episodes do not depend on it. A policy on an accelerator, and a rollout that
+    records a video, are never split."""
     from zoo.tensor_env import reseeds
 
     num_envs = max(1, min(num_envs, episodes))
@@ -289,7 +188,15 @@ def evaluate(
             with single_cpu_thread(device):
                 start = time.perf_counter()
                 result_episodes = rollout(
-                    policy, envs, episodes, seed, deterministic, on_episode, max_seconds=max_seconds, who=who
+                    policy,
+                    envs,
+                    episodes,
+                    seed,
+                    deterministic,
+                    on_episode,
+                    max_seconds=max_seconds,
+                    who=who,
+                    lanes=lanes if device == "cpu" and spec.video_dir is None else 1,
                 )
                 wall = time.perf_counter() - start
         finally:

@@ -22,6 +22,11 @@ class Policy(Protocol):
     the evaluator then calls ``act(obs, state, deterministic, action_masks=masks)`` each step, with
     ``masks`` every sub-env's ``action_masks()`` stacked (bool, ``(num_envs, ...)``). Policies that
     do not set it are called without masks and never query the env for them.
+
+    A gymnasium rollout on the CPU may go on in forked processes (:mod:`zoo.lanes`), each calling ``act`` on
+    the full-width batch and keeping its own rows: a policy must compute each row from that row alone (and its
+    own state), and draw a batch's randomness by the batch's shape, not its values. A policy holding what does
+    not survive a fork (a thread it needs, a device handle) sets ``forks_safely = False``.
     """
 
     observation_space: Any

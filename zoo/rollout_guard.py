@@ -128,9 +128,11 @@ class Deadline:
     guard) that fires first is left as it is; one that fires later is re-armed on exit.
     """
 
-    def __init__(self, max_seconds: float | None):
+    def __init__(self, max_seconds: float | None, at: float | None = None):
+        """``at``: when the budget runs out (``time.perf_counter()``), for a budget started elsewhere (a rollout
+        lane's process goes on with its parent's); by default ``max_seconds`` from now."""
         self.max_seconds = DEFAULT_MAX_SECONDS if max_seconds is None else float(max_seconds)
-        self.at = time.perf_counter() + self.max_seconds
+        self.at = time.perf_counter() + self.max_seconds if at is None else at
         self._restore: tuple | None = None
 
     def passed(self) -> bool:

@@ -36,7 +36,7 @@ class Worker:
     def __init__(self) -> None:
         from zoo.eval_session import EvalSession
 
-        self.session = EvalSession(registry=None)
+        self.session = EvalSession(registry=None, lanes=1)  # an actor per CPU: its rollouts stay on its own
 
     def run(self, planned) -> tuple[str, object]:
         """``("ok", eval_json)``, or ``("failed", one line)`` for a failure zoo or a library raised."""
