@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "examples"))
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+from every_kind import mismatch_runs, untrained  # noqa: E402, F401 - session fixtures: a model of every kind
 
 #: Fixtures that train with a real library (seconds to minutes each): their tests are marked ``trains``.
 TRAINING_FIXTURES = frozenset(
