@@ -106,7 +106,12 @@ def test_versions_read_from_dist_info_are_importlib_metadata_s():
     names = {d.metadata["Name"] for d in distributions()}
     assert len(names) > 20
     for name in names:
-        for spelling in (name, name.upper(), name.replace("-", "_"), name.replace("_", "-").replace(".", "-")):
+        for spelling in (
+            name,
+            name.upper(),
+            name.replace("-", "_"),
+            name.replace("_", "-").replace(".", "-"),
+        ):
             assert dist_info.version(spelling) == version(spelling), spelling
     assert dist_info.version("no-such-distribution-zoo") is None
 
