@@ -221,17 +221,25 @@ def _imported_after(args: list[str]) -> set[str]:
         "import contextlib, io, sys\nfrom zoo.cli import cli\n"
         f"with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    try:\n        cli({args!r}, prog_name='zoo')\n    except SystemExit:\n        pass\n"
-        "print(' '.join(m for m in ('torch', 'gymnasium', 'tensorboard') if m in sys.modules))"
+        f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return set(proc.stdout.split())
 
 
+#: What start-up must not pay for: the heavy libraries, and what the commands that need them import later
+#: (yaml: the registry; rich.console: tables; importlib.metadata: each distribution's metadata parsed).
+HEAVY = ("torch", "gymnasium", "tensorboard", "numpy", "yaml", "jinja2", "rich.console", "importlib.metadata")
+
+
 def test_help_and_check_without_model_files_import_no_heavy_library(tmp_path):
     (tmp_path / "runs" / "CartPole-v1__dqn__1__1700000000").mkdir(parents=True)
     assert _imported_after(["--help"]) == set()
-    assert _imported_after(["check", str(tmp_path / "runs"), "--json"]) == set()
-    assert _imported_after(["registry", "list"]) == set()
+    assert _imported_after(["eval", "--help"]) == set()
+    assert _imported_after(["--version"]) == set()  # every adapter imported, none of their libraries
+    light = {"yaml", "rich.console"}  # the registry and the table: all a check of runs without models needs
+    assert _imported_after(["check", str(tmp_path / "runs"), "--json"]) <= light
+    assert _imported_after(["registry", "list"]) <= light
 
 
 def test_verdicts_are_remembered_until_a_file_of_the_run_changes(tmp_path):

@@ -96,6 +96,46 @@ def test_version_reports_the_libraries_found():
     assert lines["rsl-rl-lib"] == version("rsl-rl-lib")
 
 
+def test_versions_read_from_dist_info_are_importlib_metadata_s():
+    """zoo --version and the check memo read versions from the dist-info files directly: the same answer as
+    importlib.metadata for every installed distribution, under each spelling of its name, and for none."""
+    from importlib.metadata import distributions, version
+
+    from zoo import dist_info
+
+    names = {d.metadata["Name"] for d in distributions()}
+    assert len(names) > 20
+    for name in names:
+        for spelling in (
+            name,
+            name.upper(),
+            name.replace("-", "_"),
+            name.replace("_", "-").replace(".", "-"),
+        ):
+            assert dist_info.version(spelling) == version(spelling), spelling
+    assert dist_info.version("no-such-distribution-zoo") is None
+
+
+def test_plugin_group_is_looked_up_only_when_a_distribution_names_it(tmp_path, monkeypatch):
+    """framework_names() skips importlib.metadata's entry points when no entry_points.txt names the group,
+    and asks it when one does (a dist-info folder put on sys.path)."""
+    from zoo import dist_info
+
+    assert not dist_info.may_declare("zoo.no-such-group")
+    info = tmp_path / "zoo_example_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zoo-example-plugin\nVersion: 1.0\n\nText\n")
+    (info / "entry_points.txt").write_text("[zoo.no-such-group]\nexample = zoo_example_plugin:ADAPTER\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    dist_info._index.cache_clear()
+    try:
+        assert dist_info.may_declare("zoo.no-such-group")
+        assert dist_info.version("zoo_example.plugin") == "1.0"
+    finally:
+        monkeypatch.undo()
+        dist_info._index.cache_clear()
+
+
 def test_check_lists_a_path_given_twice_once_and_names_rows_by_their_path(tmp_path):
     for parent in ("a", "b"):
         make_run(tmp_path / parent, "CartPole-v1", "dqn")

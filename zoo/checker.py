@@ -170,7 +170,11 @@ def _meant(
     """The runs ``run_filter`` means, as :func:`check_paths` reads them. In a path that holds one run (a run
     dir, a model file) ``--exp-name`` and ``--env-id`` say what it is, as they do for ``zoo eval``: it is
     checked as that experiment on that env; among several runs they pick. ``--run-seed`` always picks.
-    A model file that no adapter recognises by name is the experiment ``--exp-name`` names."""
+    A model file that no adapter recognises by name is the experiment ``--exp-name`` names. Without a filter
+    every run found is meant, as found: no run's JSON is parsed (a cold check of 10,000 runs spent a tenth of
+    its serial time here)."""
+    if not run_filter.active():
+        return found, returns
     runs = [json.loads(key) for key, _ in found]
     owners = [_owner(paths, run) for run in runs]
     alone = {owner for owner, count in Counter(owners).items() if count == 1}

@@ -30,22 +30,17 @@ import math
 import time
 from typing import Any
 
+# the bounds' defaults are defined in zoo.defaults (the CLI's flags show them), and named here too
+from zoo.defaults import DEFAULT_MAX_SECONDS as DEFAULT_MAX_SECONDS
+from zoo.defaults import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
+from zoo.defaults import MAX_SECONDS_LIMIT as MAX_SECONDS_LIMIT
 from zoo.errors import RolloutError, UsageError, ZooError
 
-#: Steps per episode for an env without a time limit of its own (``--max-steps`` default), counted as eval.json's
-#: ``length`` counts them (the raw env's steps). 100,000 is 200x CartPole's limit and 100x MuJoCo's; Atari's
-#: 108,000-frame limit is the env's own (ALE's), so it is never cut shorter by this one.
-DEFAULT_MAX_STEPS = 100_000
-#: Seconds of rollout an evaluation may take (``--max-seconds`` default): an hour, far more than evaluations of
-#: envs that end take, so that only a rollout that does not end reaches it. Long evaluations raise it.
-DEFAULT_MAX_SECONDS = 3600.0
 #: The info key of the step on which the step bound cut an episode (:class:`zoo.step_bound.StepBound`).
 CUT_INFO = "zoo_max_steps"
 #: Seconds past the budget after which a call that has not returned is interrupted (:class:`Deadline`): the
 #: budget itself is looked at between steps, so only a call that hangs ever reaches this.
 STUCK_GRACE = 2.0
-#: The largest ``--max-seconds`` accepted (a year): a finite number, which eval.json can record.
-MAX_SECONDS_LIMIT = 365 * 24 * 3600.0
 
 
 def check_bounds(max_steps: int | None, max_seconds: float | None) -> None:

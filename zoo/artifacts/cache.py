@@ -64,16 +64,13 @@ def context(
     """A digest of what a verdict depends on besides the run's own files: zoo's sources and ``sources`` (the
     plug-in adapters'), the registry files, and the versions of :data:`CONTEXT_PACKAGES` and ``packages``
     (the adapters' libraries)."""
-    from importlib.metadata import PackageNotFoundError, version
+    from zoo.dist_info import version
 
     digest = hashlib.sha256(f"{_SCHEMA}:{__version__}".encode())
     package = Path(__file__).parent.parent  # the zoo package: its sources are part of every verdict
     digest.update(stamp([*sorted(package.rglob("*.py")), *sources, *registry_sources]).encode())
     for name in dict.fromkeys([*CONTEXT_PACKAGES, *packages]):
-        try:
-            digest.update(f"{name}={version(name)};".encode())
-        except PackageNotFoundError:
-            digest.update(f"{name}=-;".encode())
+        digest.update(f"{name}={version(name) or '-'};".encode())
     return digest.hexdigest()[:32]
 
 

@@ -68,18 +68,15 @@ def _versions(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     their metadata: nothing is imported)."""
     if not value or ctx.resilient_parsing:
         return
-    from importlib.metadata import PackageNotFoundError, version
-
+    from zoo.dist_info import version
     from zoo.frameworks import framework_names, get_adapter
 
     click.echo(f"zoo {__version__}")
     names = ["torch", "gymnasium", "numpy", "huggingface_hub", "onnxruntime"]
     names += [pkg for name in framework_names() for pkg in get_adapter(name).packages]
     for name in dict.fromkeys(names):
-        try:
-            click.echo(f"{name} {version(name)}")
-        except PackageNotFoundError:
-            click.echo(f"{name} not installed")
+        found = version(name)
+        click.echo(f"{name} {found if found is not None else 'not installed'}")
     ctx.exit()
 
 

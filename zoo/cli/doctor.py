@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from zoo import defaults
 from zoo.cli import options as opt
 from zoo.cli.render import err, print_json, render_checks, render_environment
-from zoo.doctor.config import Guardrail
 
 
 @click.command("doctor")
@@ -56,35 +56,35 @@ from zoo.doctor.config import Guardrail
 @click.option(
     "--max-timesteps",
     type=click.IntRange(min=1),
-    default=Guardrail.max_timesteps,
+    default=defaults.GUARDRAIL_MAX_TIMESTEPS,
     show_default=True,
     help="Guardrail: env steps per run.",
 )
 @click.option(
     "--max-envs",
     type=click.IntRange(min=1),
-    default=Guardrail.max_envs,
+    default=defaults.GUARDRAIL_MAX_ENVS,
     show_default=True,
     help="Guardrail: parallel envs per run.",
 )
 @click.option(
     "--max-wall-minutes",
     type=click.FloatRange(min=0, min_open=True),
-    default=Guardrail.max_wall_minutes,
+    default=defaults.GUARDRAIL_MAX_WALL_MINUTES,
     show_default=True,
     help="Guardrail: wall time per run.",
 )
 @click.option(
     "--max-gpus",
     type=click.IntRange(min=0),
-    default=Guardrail.max_gpus,
+    default=defaults.GUARDRAIL_MAX_GPUS,
     show_default=True,
     help="Guardrail: GPUs per run.",
 )
 @click.option(
     "--max-runs",
     type=click.IntRange(min=1),
-    default=Guardrail.max_runs,
+    default=defaults.GUARDRAIL_MAX_RUNS,
     show_default=True,
     help="Guardrail: runs a sweep may launch.",
 )
@@ -134,6 +134,7 @@ def doctor_cmd(
     authorizes training.
     """
     from zoo import api
+    from zoo.doctor.config import Guardrail
 
     guardrail = Guardrail(
         max_timesteps=max_timesteps,

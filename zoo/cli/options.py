@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from zoo.rollout_guard import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS, MAX_SECONDS_LIMIT
+from zoo.defaults import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS, MAX_SECONDS_LIMIT
 
 Decorator = Callable[[Callable], Callable]
 
@@ -217,7 +217,7 @@ def out(help_text: str) -> Decorator:
     )
 
 
-#: What bounds a rollout (zoo.rollout_guard): eval, enjoy, watch, sweeps and leaderboard --eval take both.
+#: What bounds a rollout (zoo.rollout_guard, its defaults in zoo.defaults): eval, enjoy, watch, sweeps and leaderboard --eval take both.
 bounds = _stack(
     click.option(
         "--max-steps",

@@ -17,8 +17,8 @@ The modules, in the order a diagnosis meets them: :mod:`~zoo.doctor.installed` (
 :mod:`~zoo.doctor.config` (the experiment config and the :class:`Guardrail`), :mod:`~zoo.doctor.checks`
 and :mod:`~zoo.doctor.policy` (the ordered checks), :mod:`~zoo.doctor.diagnosis` (the verdict),
 :mod:`~zoo.doctor.handoff` (the plan) and :mod:`~zoo.doctor.runbook` (how to follow, stop, recover and clean up
-what it runs, and what doctor could not establish). The names below are imported on first use: ``zoo``'s CLI reads
-:class:`Guardrail`'s defaults for its flags, and must not load the checks to start.
+what it runs, and what doctor could not establish). The names below are imported on first use: ``zoo``'s CLI must not load the checks to
+start (its flags' defaults are :mod:`zoo.defaults`).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo import defaults
 from zoo.errors import BrokenFile, UsageError
 
 LAUNCHERS = ("local", "hydra-local", "submitit", "slurm")
@@ -27,11 +28,11 @@ CLUSTER_LAUNCHERS = ("submitit", "slurm")
 class Guardrail:
     """The bounds of a run doctor calls "bounded" (each one a ``zoo doctor`` flag)."""
 
-    max_timesteps: int = 1_000_000  # env steps over all envs
-    max_envs: int = 64
-    max_wall_minutes: float = 120.0
-    max_gpus: int = 1
-    max_runs: int = 1  # a multirun sweep is this many runs or fewer
+    max_timesteps: int = defaults.GUARDRAIL_MAX_TIMESTEPS  # env steps over all envs
+    max_envs: int = defaults.GUARDRAIL_MAX_ENVS
+    max_wall_minutes: float = defaults.GUARDRAIL_MAX_WALL_MINUTES
+    max_gpus: int = defaults.GUARDRAIL_MAX_GPUS
+    max_runs: int = defaults.GUARDRAIL_MAX_RUNS  # a multirun sweep is this many runs or fewer
     allowed_launchers: tuple[str, ...] = ("local", "hydra-local")
 
     def to_json(self) -> dict:

@@ -67,7 +67,14 @@ def _distribution(entry_point: EntryPoint) -> str:
 @functools.cache
 def _plugins() -> dict[str, EntryPoint]:
     """The installed plug-in adapters by framework name, from the installed distributions' metadata (no
-    plug-in is imported). A name that a built-in adapter or another plug-in already has is refused."""
+    plug-in is imported). A name that a built-in adapter or another plug-in already has is refused.
+    When no distribution's entry points name the group (the usual case), ``importlib.metadata`` is not
+    asked: building every distribution's entry points costs ``zoo check`` and ``zoo --version`` more than
+    the rest of their start-up."""
+    from zoo.dist_info import may_declare
+
+    if not may_declare(ENTRY_POINT_GROUP):
+        return {}
     from importlib.metadata import entry_points
 
     found: dict[str, EntryPoint] = {}

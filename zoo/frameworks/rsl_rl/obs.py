@@ -10,10 +10,9 @@ of a Box env reads the whole observation, flattened, as Isaac Lab's concatenated
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 if TYPE_CHECKING:
     from zoo.frameworks.rsl_rl.checkpoint import Architecture
@@ -40,6 +39,7 @@ class ObsLayout:
 
     def tensordict(self, obs_batch: Any, device):
         """A batch of env observations as the TensorDict the model reads."""
+        import numpy as np
         import torch
         from tensordict import TensorDict
 
@@ -83,7 +83,7 @@ def _shape(space) -> tuple[int, ...]:
 
 
 def _flat(space) -> tuple[int]:
-    return (int(np.prod(_shape(space), dtype=np.int64)),)
+    return (math.prod(_shape(space)),)
 
 
 def _policy_groups(keys: list[str], configured: list[str] | None, role: str) -> list[str]:

@@ -19,13 +19,14 @@ is refused with what it is.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from zoo.artifacts.weights_only import TensorInfo
 from zoo.errors import UnsupportedError
 from zoo.frameworks.tianshou.objects import Record, is_record
+
+if TYPE_CHECKING:
+    import numpy as np  # only named in annotations: the adapter is imported by commands that read no array
 
 #: Activation classes (``torch.nn.modules.activation``) zoo rebuilds, with the attributes their output depends on.
 ACTIVATIONS: dict[str, tuple[str, ...]] = {

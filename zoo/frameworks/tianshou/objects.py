@@ -27,14 +27,15 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from zoo.artifacts import limits, weights_only
 from zoo.artifacts.pickles import UNSAFE_HINT, HardenedUnpickler, is_dangerous, normalized
 from zoo.artifacts.weights_only import TensorInfo
 from zoo.errors import BrokenFile, RefusedError
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where arrays are made: the adapter is imported by commands that read none
 
 #: Module prefixes whose globals a Tianshou weights file (``policy.pt``, ``policy.pth``, ``env_obs_rms.pkl``)
 #: may name: Tianshou's own classes, the torch modules and optimizers they hold, gymnasium's spaces, numpy's
@@ -225,6 +226,8 @@ class Loaded:
     def array(self, info: TensorInfo) -> np.ndarray:
         """The tensor's values, copied out of its storage's bytes (offset, shape and strides as recorded). Only
         the storages of the tensors asked for are read: a policy file holds optimizer states too."""
+        import numpy as np
+
         dtype = np.dtype(info.dtype if info.dtype != "bfloat16" else "uint16")
         try:
             with zipfile.ZipFile(self.path) as zf:
@@ -304,6 +307,8 @@ class Numpy:
         return BrokenFile(f"{self.path}: {what} is not a numpy number array zoo reads")
 
     def dtype(self, record: object) -> np.dtype:
+        import numpy as np
+
         if not is_record(record, "numpy.dtype") or not isinstance(record, Record):
             raise self._bad("a dtype")
         args, state = record.args, record.state  # type: ignore[attr-defined]
@@ -321,6 +326,8 @@ class Numpy:
         return dtype.newbyteorder(">") if order == ">" else dtype
 
     def array(self, record: object) -> np.ndarray:
+        import numpy as np
+
         if not isinstance(record, Record) or record.qualname not in _RECONSTRUCT:
             raise self._bad(f"a {short_name(record)}")
         state = record.state  # type: ignore[attr-defined]
@@ -337,6 +344,8 @@ class Numpy:
         return values.astype(dtype.newbyteorder("="))
 
     def number(self, value: object) -> float | int:
+        import numpy as np
+
         if isinstance(value, bool | int | float):
             return value
         if not isinstance(value, Record) or value.qualname not in _SCALAR:
