@@ -3,27 +3,32 @@
 For each env (CartPole-v1, HalfCheetah-v5, and BreakoutNoFrameskip-v4 on CleanRL's and on rl_zoo3's
 Atari wrapper stacks, 8 envs each) this measures, in one run:
 
-  (a) a gymnasium SyncVectorEnv stepping random actions: the limit any evaluator can reach;
-  (b) zoo's rollout loop (``zoo.evaluator.rollout``) with a CleanRL policy from the registry, or for
-      rl_zoo3's stack an SB3 PPO CnnPolicy saved by SB3 and loaded by zoo;
+  (a) a gymnasium SyncVectorEnv stepping random actions: the limit of a loop in one process;
+  (g) a gymnasium AsyncVectorEnv (one worker process per env, shared memory) stepping random actions;
+  (h) EnvPool stepping random actions (drawn beforehand): its own C++ implementation of the env (for Atari
+      its own wrapper stack), on its own threads;
+  (b) zoo's rollout loop (``zoo.evaluator.rollout``) as ``zoo eval`` runs it: the exact torch path, split
+      into lanes (``zoo.lanes``) where its first steps say that pays; the policy is a CleanRL policy from
+      the registry, or for rl_zoo3's stack an SB3 PPO CnnPolicy saved by SB3 and loaded by zoo;
+  (b1) the same loop kept in one process (``lanes=1``): what ``zoo eval`` ran before lanes;
   (c) stable-baselines3's ``evaluate_policy`` on a DummyVecEnv of 8 envs;
   (d) a CleanRL-style loop: one env, one forward pass per step;
   (f) zoo's rollout loop with ``--engine onnxruntime``: the same policy exported in memory and run by
       onnxruntime (one thread), after its parity check on the env's observations (not timed).
 
-Every variant's sub-envs are wrapped in the same step counter, so the rates count real env
-steps (including the extra steps a vector env takes to fill per-env quotas); (a) and (b) are measured ``--rounds`` times,
-interleaved, and their medians compared. Targets:
-CartPole (b) >= 0.7 x (a) and >= 2 x (c); HalfCheetah (b) >= 0.9 x (a); Breakout (b) >= 0.8 x (a)
-on both stacks (a Nature-CNN forward pass per step; (c) runs on rl_zoo3's stack only, with SB3's own
-VecFrameStack, and so does (e): the same policy exported by ``zoo export`` to ONNX and run by
-``zoo eval policy.onnx``, onnxruntime on one thread). CartPole uses the
-bundled trained dqn (500-step episodes, what a user evaluates); HalfCheetah has no bundled run, so
-it is measured with fresh weights of two policy sizes: the TD3 actor (256x256) and the PPO agent
-(64x64).
+Every variant's sub-envs are wrapped in the same step counter (shared memory: steps taken in a lane's or an
+AsyncVectorEnv's worker process count), so the rates count real env steps (including the extra steps a
+vector env takes to fill per-env quotas). (a), (g), (h), (b), (b1) and (f) are measured ``--rounds`` times,
+interleaved, and their medians compared; "fastest" is the best of (a), (g) and (h) in the same round.
+Targets: (b) >= 1.0 x (a) on HalfCheetah and on Breakout (both stacks), >= 0.9 x (a) on CartPole, and
+>= 0.8 x the fastest random stepping everywhere; CartPole (b) >= 2 x (c). Breakout's (c) runs on rl_zoo3's
+stack only, with SB3's own VecFrameStack, and so does (e): the same policy exported by ``zoo export`` to ONNX
+and run by ``zoo eval policy.onnx``, onnxruntime on one thread. CartPole uses the bundled trained dqn
+(500-step episodes, what a user evaluates); HalfCheetah has no bundled run, so it is measured with fresh
+weights of two policy sizes: the TD3 actor (256x256) and the PPO agent (64x64).
 
     python benchmarks/eval_throughput.py [--episodes-cartpole 400] [--episodes-cheetah 16] [--rounds 3]
-                                         [--only cartpole|cheetah]
+                                         [--only cartpole|cheetah|breakout]
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from stepcount import counted
 from stepcount import rate as _rate
 
 import zoo
+import zoo.lanes
 from zoo.env_wrappers import WrapperRef
 from zoo.envs import EnvSpec, env_factory
 from zoo.evaluator import rollout, single_cpu_thread
@@ -71,6 +77,67 @@ def random_actions(spec: EnvSpec, num_envs: int, vector_steps: int) -> float:
         envs.close()
 
 
+def async_random(spec: EnvSpec, num_envs: int, vector_steps: int) -> float:
+    """(g): the same envs, each in a worker process of an AsyncVectorEnv (shared memory), random actions."""
+    envs = gym.vector.AsyncVectorEnv(
+        [counted(env_factory(spec, i)) for i in range(num_envs)], shared_memory=True
+    )
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+
+    def run():
+        for _ in range(vector_steps):
+            envs.step(envs.action_space.sample())
+
+    try:
+        return rate(run)
+    finally:
+        envs.close()
+
+
+#: (h): EnvPool's task for each env measured here (its own implementation; for Atari, its own wrapper stack).
+ENVPOOL_TASKS = {
+    "CartPole-v1": "CartPole-v1",
+    "HalfCheetah-v5": "HalfCheetah-v5",
+    "BreakoutNoFrameskip-v4": "Breakout-v5",
+}
+
+
+def envpool_random(env_id: str, num_envs: int, vector_steps: int) -> float | None:
+    """(h): EnvPool's synchronous step of ``num_envs`` envs on its own threads, with random actions drawn
+    before the clock starts; None without envpool."""
+    import time
+
+    try:
+        import envpool
+    except ImportError:
+        return None
+    envs = envpool.make_gymnasium(ENVPOOL_TASKS[env_id], num_envs=num_envs, seed=0)
+    space = envs.action_space
+    space.seed(0)
+    actions = [np.array([space.sample() for _ in range(num_envs)]) for _ in range(vector_steps)]
+    envs.reset()
+    start = time.perf_counter()
+    for action in actions:
+        envs.step(action)
+    elapsed = time.perf_counter() - start
+    envs.close()
+    return num_envs * vector_steps / elapsed
+
+
+#: Lanes of each rollout that split (``zoo.lanes.run_lanes``), for the report's "split into" line.
+SPLITS: list[int] = []
+_run_lanes = zoo.lanes.run_lanes
+
+
+def _counted_run_lanes(whole, count, deadline):
+    SPLITS.append(count)
+    _run_lanes(whole, count, deadline)
+
+
+zoo.lanes.run_lanes = _counted_run_lanes
+
+
 def zoo_policy(exp_name: str, spec: EnvSpec) -> tuple[CleanRLPolicy, str]:
     """The bundled trained example for this env when there is one (what users evaluate), else fresh weights."""
     entry = load_registry().get(exp_name)
@@ -87,11 +154,16 @@ def zoo_policy(exp_name: str, spec: EnvSpec) -> tuple[CleanRLPolicy, str]:
     ), f"{exp_name} (fresh weights)"
 
 
-def zoo_rollout(policy, spec: EnvSpec, num_envs: int, episodes: int, deterministic: bool = True) -> float:
+def zoo_rollout(
+    policy, spec: EnvSpec, num_envs: int, episodes: int, deterministic: bool = True, lanes: int | None = None
+) -> float:
+    """(b) with ``lanes=None`` (``zoo eval``'s choice), (b1) with ``lanes=1``."""
     envs = gym.vector.SyncVectorEnv([counted(env_factory(spec, i)) for i in range(num_envs)])
     try:
         with single_cpu_thread("cpu"):
-            return rate(lambda: rollout(policy, envs, episodes, seed=0, deterministic=deterministic))
+            return rate(
+                lambda: rollout(policy, envs, episodes, seed=0, deterministic=deterministic, lanes=lanes)
+            )
     finally:
         envs.close()
 
@@ -146,32 +218,47 @@ def bench(
     deterministic = preset != "atari"
     engine = engine_policy(policy, spec, exp_name) if deterministic else None
     zoo_rollout(policy, spec, num_envs, num_envs, deterministic)  # warm-up: imports, first forward passes
-    # (a), (b) and (f) interleaved round by round, the medians kept: this machine's speed drifts by 2x over minutes
+    SPLITS.clear()
+    # interleaved round by round, the medians kept: this machine's speed drifts by 2x over minutes
+    steps = max(200, episodes * 60 // num_envs)
     rounds = [
-        (
-            random_actions(spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs)),
-            zoo_rollout(policy, spec, num_envs, episodes, deterministic),
-            zoo_rollout(engine, spec, num_envs, episodes) if engine else None,
-        )
+        limits(spec, num_envs, steps)
+        | {
+            "b": zoo_rollout(policy, spec, num_envs, episodes, deterministic),
+            "b1": zoo_rollout(policy, spec, num_envs, episodes, deterministic, lanes=1),
+            "f": zoo_rollout(engine, spec, num_envs, episodes) if engine else None,
+        }
         for _ in range(ROUNDS)
     ]
-    a = float(np.median([r[0] for r in rounds]))
-    b = float(np.median([r[1] for r in rounds]))
-    f = float(np.median([r[2] for r in rounds])) if engine else None
-    ratios = sorted(r[1] / r[0] for r in rounds)  # each round's b/a: (a) and (b) a few seconds apart
-    engine_ratios = sorted(r[2] / r[0] for r in rounds) if engine else None
     c = sb3_evaluate(spec, num_envs, episodes, sb3_algo) if sb3_algo else None
     d = cleanrl_single(policy, spec, max(2, episodes // 8), deterministic)
+    return summary(rounds) | {"c": c, "d": d, "policy": label}
+
+
+def limits(spec: EnvSpec, num_envs: int, vector_steps: int) -> dict:
+    """One round of (a), (g) and (h): random-action stepping of the same envs, three ways."""
     return {
-        "a": a,
-        "b": b,
-        "c": c,
-        "d": d,
-        "f": f,
-        "policy": label,
-        "ratios": ratios,
-        "engine_ratios": engine_ratios,
+        "a": random_actions(spec, num_envs, vector_steps),
+        "g": async_random(spec, num_envs, vector_steps),
+        "h": envpool_random(spec.env_id, num_envs, vector_steps),
     }
+
+
+def summary(rounds: list[dict]) -> dict:
+    """Medians of each variant over the rounds, and each round's ratios (variants a few seconds apart)."""
+    out = {
+        key: float(np.median([r[key] for r in rounds])) if rounds[0].get(key) is not None else None
+        for key in rounds[0]
+    }
+    fastest = [max(r["a"], r["g"], r["h"] or 0.0) for r in rounds]
+    out["ratios"] = {
+        "b/a": sorted(r["b"] / r["a"] for r in rounds),
+        "b/fastest": sorted(r["b"] / f for r, f in zip(rounds, fastest, strict=True)),
+        "b/b1": sorted(r["b"] / r["b1"] for r in rounds),
+    }
+    if rounds[0].get("f") is not None:
+        out["ratios"]["f/a"] = sorted(r["f"] / r["a"] for r in rounds)
+    return out
 
 
 def engine_policy(policy, spec: EnvSpec, exp_name: str):
@@ -218,16 +305,22 @@ def sb3_atari(episodes: int, num_envs: int = 8) -> dict:
         policy = zoo.load_policy(path, env_id=spec.env_id)
         exported = zoo.load_policy(zoo.export(path, Path(tmp) / "policy.onnx", env_id=spec.env_id).path)
         zoo_rollout(policy, spec, num_envs, num_envs, deterministic=False)  # warm-up
-        a = random_actions(spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs))
-        b = zoo_rollout(policy, spec, num_envs, episodes, deterministic=False)
+        SPLITS.clear()
+        steps = max(200, episodes * 60 // num_envs)
+        rounds = [
+            limits(spec, num_envs, steps)
+            | {
+                "b": zoo_rollout(policy, spec, num_envs, episodes, deterministic=False),
+                "b1": zoo_rollout(policy, spec, num_envs, episodes, deterministic=False, lanes=1),
+            }
+            for _ in range(ROUNDS)
+        ]
         with single_cpu_thread("cpu"):
             c = rate(lambda: evaluate_policy(model, venv, n_eval_episodes=episodes, deterministic=False))
         # the exported file acts greedily; a fresh greedy CNN may never press FIRE again: a fixed step budget
         e = exported_steps(exported, spec, num_envs, vector_steps=max(200, episodes * 60 // num_envs))
     venv.close()
-    return {
-        "a": a,
-        "b": b,
+    return summary(rounds) | {
         "c": c,
         "d": None,
         "e": e,
@@ -253,28 +346,41 @@ def exported_steps(policy, spec: EnvSpec, num_envs: int, vector_steps: int) -> f
 
 
 def report(env_id: str, r: dict, targets: str) -> None:
+    def per_round(key: str) -> str:
+        values = r["ratios"][key]
+        return f"median {float(np.median(values)):.2f}, range {values[0]:.2f}-{values[-1]:.2f}"
+
+    fastest = max(r["a"], r["g"], r["h"] or 0.0)
     print(f"\n{env_id}, 8 envs, policy: {r['policy']} (env steps per second)")
-    print(f"  (a) SyncVectorEnv, random actions : {r['a']:10,.0f}")
-    print(f"  (b) zoo eval rollout loop         : {r['b']:10,.0f}   b/a = {r['b'] / r['a']:.2f}")
-    if r.get("ratios"):
-        ratios = r["ratios"]
+    print(f"  (a) SyncVectorEnv, random actions    : {r['a']:10,.0f}")
+    print(f"  (g) AsyncVectorEnv, random actions   : {r['g']:10,.0f}")
+    if r["h"] is not None:
         print(
-            f"      b/a per round: median {float(np.median(ratios)):.2f}, "
-            f"range {ratios[0]:.2f}-{ratios[-1]:.2f} over {len(ratios)} interleaved rounds"
+            f"  (h) EnvPool, random actions          : {r['h']:10,.0f}   (its own implementation of the env)"
         )
+    print(
+        f"  (b) zoo eval (exact, lanes chosen)   : {r['b']:10,.0f}   b/a = {r['b'] / r['a']:.2f}   "
+        f"b/fastest = {r['b'] / fastest:.2f}"
+    )
+    print(f"  (b1) zoo eval in one process         : {r['b1']:10,.0f}   b/b1 = {r['b'] / r['b1']:.2f}")
+    print(
+        f"      per round ({ROUNDS}, interleaved): b/a {per_round('b/a')}; b/fastest {per_round('b/fastest')}"
+    )
+    print(
+        f"      b/b1 {per_round('b/b1')}; lanes used by (b) and (f): {sorted(set(SPLITS)) or 'none (not split)'}"
+    )
     if r.get("f") is not None:
-        ratios = r["engine_ratios"]
         print(
-            f"  (f) zoo eval --engine onnxruntime : {r['f']:10,.0f}   f/a = {r['f'] / r['a']:.2f}   (per round: "
-            f"median {float(np.median(ratios)):.2f}, range {ratios[0]:.2f}-{ratios[-1]:.2f})"
+            f"  (f) zoo eval --engine onnxruntime    : {r['f']:10,.0f}   f/a = {r['f'] / r['a']:.2f}   ({per_round('f/a')})"
         )
     if r["c"] is not None:
-        print(f"  (c) SB3 evaluate_policy           : {r['c']:10,.0f}   b/c = {r['b'] / r['c']:.2f}")
+        print(f"  (c) SB3 evaluate_policy              : {r['c']:10,.0f}   b/c = {r['b'] / r['c']:.2f}")
     if r.get("e") is not None:
-        print(f"  (e) zoo eval of its ONNX export   : {r['e']:10,.0f}   e/a = {r['e'] / r['a']:.2f}")
+        print(f"  (e) zoo eval of its ONNX export      : {r['e']:10,.0f}   e/a = {r['e'] / r['a']:.2f}")
     if r["d"] is not None:
-        print(f"  (d) CleanRL-style single env      : {r['d']:10,.0f}   b/d = {r['b'] / r['d']:.2f}")
+        print(f"  (d) CleanRL-style single env         : {r['d']:10,.0f}   b/d = {r['b'] / r['d']:.2f}")
     print(f"  targets: {targets}")
+    SPLITS.clear()
 
 
 def main() -> None:
@@ -285,28 +391,33 @@ def main() -> None:
     parser.add_argument("--episodes-cheetah", type=int, default=16)
     parser.add_argument("--episodes-breakout", type=int, default=16)
     parser.add_argument(
-        "--rounds", type=int, default=3, help="interleaved rounds of (a) and (b), medians kept"
+        "--rounds", type=int, default=3, help="interleaved rounds of (a) to (f), medians kept"
     )
-    parser.add_argument("--only", choices=["cartpole", "cheetah"], help="just one env (quick loop)")
+    parser.add_argument(
+        "--only", choices=["cartpole", "cheetah", "breakout"], help="just one env (quick loop)"
+    )
     args = parser.parse_args()
     global ROUNDS
     ROUNDS = args.rounds
     torch.manual_seed(0)
     np.random.seed(0)
     warnings.filterwarnings("ignore", message="Evaluation environment is not wrapped")
-    print(f"torch {torch.__version__}, gymnasium {gym.__version__}, threads {torch.get_num_threads()}")
-    if args.only != "cheetah":
+    print(
+        f"torch {torch.__version__}, gymnasium {gym.__version__}, threads {torch.get_num_threads()}, "
+        f"cores {zoo.lanes.usable_cores()}"
+    )
+    if args.only in (None, "cartpole"):
         cart = bench("CartPole-v1", "dqn", "ppo", args.episodes_cartpole)
-        report("CartPole-v1", cart, "b/a >= 0.7 and b/c >= 2")
-    if args.only != "cartpole":
+        report("CartPole-v1", cart, "b/a >= 0.9, b/fastest >= 0.8 and b/c >= 2")
+    if args.only in (None, "cheetah"):
         for exp_name, algo in (("td3_continuous_action", "td3"), ("ppo_continuous_action", "ppo")):
             cheetah = bench("HalfCheetah-v5", exp_name, algo, args.episodes_cheetah)
-            report("HalfCheetah-v5", cheetah, "b/a >= 0.9")
-    if args.only:
-        return
-    breakout = bench("BreakoutNoFrameskip-v4", "dqn_atari", None, args.episodes_breakout, preset="atari")
-    report("BreakoutNoFrameskip-v4 (CleanRL's Atari stack)", breakout, "b/a >= 0.8")
-    report("BreakoutNoFrameskip-v4 (rl_zoo3's Atari stack)", sb3_atari(args.episodes_breakout), "b/a >= 0.8")
+            report("HalfCheetah-v5", cheetah, "b/a >= 1.0 and b/fastest >= 0.8")
+    if args.only in (None, "breakout"):
+        breakout = bench("BreakoutNoFrameskip-v4", "dqn_atari", None, args.episodes_breakout, preset="atari")
+        target = "b/a >= 1.0 and b/fastest >= 0.8"
+        report("BreakoutNoFrameskip-v4 (CleanRL's Atari stack)", breakout, target)
+        report("BreakoutNoFrameskip-v4 (rl_zoo3's Atari stack)", sb3_atari(args.episodes_breakout), target)
 
 
 if __name__ == "__main__":

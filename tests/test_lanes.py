@@ -235,6 +235,7 @@ def test_a_split_happens_only_where_the_envs_cost_enough_and_cores_are_free(monk
     monkeypatch.setattr(lanes, "usable_cores", lambda: 2)
     assert lanes.lanes_now(_probed_lane(1e-3, 1e-4), 2, forced=False) == 2  # MuJoCo-like: the envs cost most
     assert lanes.lanes_now(_probed_lane(1e-4, 1e-3), 2, forced=False) == 1  # a big network on a cheap env
+    assert lanes.lanes_now(_probed_lane(1e-4, 1e-5), 2, forced=False) == 1  # CartPole: too little to save
     monkeypatch.setattr(lanes, "runnable_tasks", lambda: 2)  # another process busy: no core to spare
     assert lanes.lanes_now(_probed_lane(1e-3, 1e-4), 2, forced=False) == 1
     assert lanes.lanes_now(_probed_lane(1e-3, 1e-4), 2, forced=True) == 2  # asked for: split anyway

@@ -11,8 +11,9 @@ counts as one JSON message on a pipe (nothing is unpickled) and the parent keeps
 
 When it pays. A lane step costs the policy's full-width call plus its share of the env steps, so ``L``
 lanes turn a step of ``E + P`` seconds into one of ``E / L + P``. The rollout splits when that is at least
-:data:`MIN_SPEEDUP` times faster, once it has run :data:`PROBE_SECONDS` unsplit: a fork costs milliseconds,
-and an evaluation shorter than that never pays them. A big policy on a cheap env (``P`` much more than
+:data:`MIN_SPEEDUP` times faster and saves at least :data:`MIN_SAVED_SECONDS` of env time per step (a tiny
+env such as CartPole saves less than two busy processes cost each other), once it has run
+:data:`PROBE_SECONDS` unsplit: a fork costs milliseconds, and an evaluation shorter than that never pays them. A big policy on a cheap env (``P`` much more than
 ``E``) never splits; nor does a process with one usable core, or one whose other cores other processes
 keep busy (:func:`free_cores`).
 
@@ -43,8 +44,12 @@ from zoo.vector_rollout import Lane
 PROBE_STEPS = 4
 #: Seconds the rollout runs unsplit before it may split: what a few forks cost, so a short rollout never forks.
 PROBE_SECONDS = 0.1
-#: The expected speed-up below which the rollout stays sequential.
-MIN_SPEEDUP = 1.2
+#: The speed-up (of an ideal split: each lane's share of the env steps plus the full policy call) below which
+#: the rollout stays whole. Two processes on a small shared machine realize 65-90% of it (docs/benchmarks.md).
+MIN_SPEEDUP = 1.25
+#: Env seconds a split must save per step: below it (CartPole's 8 steps take about 0.1 ms), two processes
+#: slowing each other down on shared caches and clocks cost what the split saves (docs/benchmarks.md).
+MIN_SAVED_SECONDS = 1e-4
 #: Most lanes a rollout is split into (one process each), whatever the core count.
 MAX_LANES = 8
 #: Parent lane steps between two looks at the children's messages (a look is a system call).
@@ -98,7 +103,9 @@ def lanes_now(lane: Lane, count: int, forced: bool) -> int:
         return count
     count = min(count, free_cores())
     env, policy = lane.env_seconds / lane.steps, lane.policy_seconds / lane.steps
-    return count if count > 1 and (env + policy) >= MIN_SPEEDUP * (env / count + policy) else 1
+    saved = env - env / count
+    pays_ = saved >= MIN_SAVED_SECONDS and (env + policy) >= MIN_SPEEDUP * (env / count + policy)
+    return count if count > 1 and pays_ else 1
 
 
 def splittable(lane: Lane) -> bool:
