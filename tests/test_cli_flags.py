@@ -127,13 +127,13 @@ def test_plugin_group_is_looked_up_only_when_a_distribution_names_it(tmp_path, m
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zoo-example-plugin\nVersion: 1.0\n\nText\n")
     (info / "entry_points.txt").write_text("[zoo.no-such-group]\nexample = zoo_example_plugin:ADAPTER\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    dist_info._index.cache_clear()
+    dist_info._index_of.cache_clear()
     try:
         assert dist_info.may_declare("zoo.no-such-group")
         assert dist_info.version("zoo_example.plugin") == "1.0"
     finally:
         monkeypatch.undo()
-        dist_info._index.cache_clear()
+        dist_info._index_of.cache_clear()
 
 
 def test_check_lists_a_path_given_twice_once_and_names_rows_by_their_path(tmp_path):

@@ -33,14 +33,20 @@ def _exact() -> bool:
     return not any(os.path.isfile(entry) or entry.lower().endswith(".egg") for entry in sys.path)
 
 
-@functools.cache
 def _index() -> dict[str, str] | None:
+    """:func:`_index_of` the current ``sys.path`` (a library may add folders to it, as setuptools adds its
+    vendored distributions)."""
+    return _index_of(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=4)
+def _index_of(path: tuple[str, ...]) -> dict[str, str] | None:
     """Each installed distribution's metadata folder by normalized name, the first ``sys.path`` entry's
     winning (as with imports); None when only ``importlib.metadata`` can answer (:func:`_exact`)."""
     if not _exact():
         return None
     found: dict[str, str] = {}
-    for entry in sys.path:
+    for entry in path:
         folder = entry or "."
         try:
             names = os.listdir(folder)

@@ -31,13 +31,15 @@ import os
 import sys
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from zoo.episodes import Episode
 from zoo.rollout_guard import STUCK_GRACE, Deadline
-from zoo.vector_rollout import Lane
+
+if TYPE_CHECKING:  # the loop imports this module when it may split, not the other way round
+    from zoo.vector_rollout import Lane
 
 #: Steps the rollout takes unsplit before it may split (its timing needs a few; a forced split waits for them
 #: too, so that a split always starts mid-episode, from state the children inherit).
