@@ -30,6 +30,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -167,10 +168,15 @@ def sub_vector_env(envs, lo: int, hi: int):
     import gymnasium as gym
 
     sub = gym.vector.SyncVectorEnv(
-        [lambda env=env: env for env in envs.envs[lo:hi]], copy=envs.copy, autoreset_mode=envs.autoreset_mode
+        [_as_made(env) for env in envs.envs[lo:hi]], copy=envs.copy, autoreset_mode=envs.autoreset_mode
     )
     sub._autoreset_envs = envs._autoreset_envs[lo:hi].copy()
     return sub
+
+
+def _as_made(env: Any) -> Callable[[], Any]:
+    """An env factory that gives ``env`` itself (SyncVectorEnv builds its sub-envs from factories)."""
+    return lambda: env
 
 
 def run_lanes(whole: Lane, count: int, deadline: Deadline) -> None:

@@ -119,7 +119,8 @@ class Lane:
                 self.masks = masks
             else:
                 self.masks[lo:hi] = masks
-            actions, self.state = self.policy.act(
+            masked: Any = self.policy  # its act takes the masks too (the Policy protocol's docstring)
+            actions, self.state = masked.act(
                 self.obs, self.state, self.deterministic, action_masks=self.masks
             )
         else:
