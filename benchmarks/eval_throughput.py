@@ -59,11 +59,13 @@ def rate(fn) -> float:
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runs"
-ROUNDS = 3  # --rounds: (a) and (b) measured this many times, interleaved; medians reported
+ROUNDS = 3  # --rounds: (a) to (f) measured this many times, interleaved; medians reported
 
 
-def random_actions(spec: EnvSpec, num_envs: int, vector_steps: int) -> float:
-    envs = gym.vector.SyncVectorEnv([counted(env_factory(spec, i)) for i in range(num_envs)])
+def random_actions(spec: EnvSpec, num_envs: int, vector_steps: int, vector=gym.vector.SyncVectorEnv) -> float:
+    """(a): the envs in one process (``SyncVectorEnv``) stepping random actions; (g) with
+    ``vector=async_vector``: each in a worker process."""
+    envs = vector([counted(env_factory(spec, i)) for i in range(num_envs)])
     envs.reset(seed=0)
     envs.action_space.seed(0)
 
@@ -77,22 +79,9 @@ def random_actions(spec: EnvSpec, num_envs: int, vector_steps: int) -> float:
         envs.close()
 
 
-def async_random(spec: EnvSpec, num_envs: int, vector_steps: int) -> float:
-    """(g): the same envs, each in a worker process of an AsyncVectorEnv (shared memory), random actions."""
-    envs = gym.vector.AsyncVectorEnv(
-        [counted(env_factory(spec, i)) for i in range(num_envs)], shared_memory=True
-    )
-    envs.reset(seed=0)
-    envs.action_space.seed(0)
-
-    def run():
-        for _ in range(vector_steps):
-            envs.step(envs.action_space.sample())
-
-    try:
-        return rate(run)
-    finally:
-        envs.close()
+def async_vector(env_fns):
+    """(g)'s vector env: an AsyncVectorEnv, one worker process per env, observations in shared memory."""
+    return gym.vector.AsyncVectorEnv(env_fns, shared_memory=True)
 
 
 #: (h): EnvPool's task for each env measured here (its own implementation; for Atari, its own wrapper stack).
@@ -239,7 +228,7 @@ def limits(spec: EnvSpec, num_envs: int, vector_steps: int) -> dict:
     """One round of (a), (g) and (h): random-action stepping of the same envs, three ways."""
     return {
         "a": random_actions(spec, num_envs, vector_steps),
-        "g": async_random(spec, num_envs, vector_steps),
+        "g": random_actions(spec, num_envs, vector_steps, vector=async_vector),
         "h": envpool_random(spec.env_id, num_envs, vector_steps),
     }
 

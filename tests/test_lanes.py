@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from every_kind import COMMITTED, MORE, TRAINED, WRONG_KIND, committed_run, entry_name
-from helpers import zoo
+from helpers import hang_guard, zoo
 
 import zoo.lanes as lanes
 from zoo.errors import RolloutError
@@ -181,7 +181,7 @@ def test_a_lane_that_raises_fails_the_rollout_with_its_error_and_leaves_no_proce
 
 
 def test_a_lane_that_hangs_runs_out_of_budget():
-    with pytest.raises(RolloutError, match="--max-seconds 1"):
+    with hang_guard(60), pytest.raises(RolloutError, match="--max-seconds 1"):
         rollout(_Policy(lambda: time.sleep(3600)), _cartpoles(), 40, 0, True, lanes=2, max_seconds=1)
 
 

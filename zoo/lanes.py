@@ -203,13 +203,10 @@ def run_lanes(whole: Lane, count: int, deadline: Deadline) -> None:
         lo, hi = ranges[0]
         lane = whole.narrowed(sub_vector_env(whole.envs, lo, hi), lo)
         while not lane.filled:
-            lane.step()
-            if deadline.passed() and not whole.log.filled():
-                raise deadline.error(whole.log.finished, whole.log.episodes, lane.steps)
+            lane.step_within(deadline)
             if lane.steps % POLL_EVERY == 0:
                 for child in children:
                     child.drain(whole.log, timeout=0)
-        whole.steps = lane.steps
         for child in children:
             while not child.done:
                 left = deadline.at + STUCK_GRACE - time.perf_counter()
@@ -225,16 +222,13 @@ def _lane_process(whole: Lane, lo: int, hi: int, writer, deadline: Deadline) -> 
     """A child's lane: step sub-envs ``[lo, hi)`` until they have filled their quotas, sending each episode that
     counts, then ``done`` (or the error that stopped it) to the parent."""
     try:
-        with Deadline(
-            deadline.max_seconds, at=deadline.at
-        ) as own:  # its own alarm, for a call that hangs here
+        # the parent's budget, with an alarm of this process's own for a call that hangs here
+        with Deadline(deadline.max_seconds, at=deadline.at) as own:
             lane = whole.narrowed(sub_vector_env(whole.envs, lo, hi), lo)
             lane.log.on_episode = None  # the parent reports progress
             while not lane.filled:
-                for episode in lane.step():
+                for episode in lane.step_within(own):
                     writer.send_bytes(json.dumps({"episode": asdict(episode)}).encode())
-                if own.passed() and not lane.filled:
-                    raise own.error(lane.log.finished, lane.log.episodes, lane.steps)
         writer.send_bytes(b'{"done": true}')
     except BaseException as exc:  # noqa: BLE001 - every failure goes to the parent, which raises it
         writer.send_bytes(json.dumps({"error": _said(exc)}).encode())

@@ -81,7 +81,7 @@ class Lane:
     """Sub-envs ``[lo, hi)`` of a rollout, stepped by ``envs`` (the whole vector env, or a vector env over those
     sub-envs alone), with the full-width observations, recurrent state and action masks the policy is called on.
 
-    It also times its env steps and its policy calls, which is what :func:`zoo.lanes.lanes_pay` decides from."""
+    It also times its env steps and its policy calls, which is what :func:`zoo.lanes.lanes_now` decides from."""
 
     def __init__(self, policy: Policy, envs, obs: Any, deterministic: bool, log: Quotas, who: str):
         self.policy, self.envs, self.obs, self.deterministic = policy, envs, obs, deterministic
@@ -94,9 +94,8 @@ class Lane:
         self.prev_done = np.zeros(self.width, dtype=bool)
         self.steps = 0
         self.env_seconds = self.policy_seconds = 0.0
-        self.actions: Any = (
-            None  # the last step's actions (full width): what decides whether a split is possible
-        )
+        #: the last step's actions (full width): whether they are one array decides whether a split is possible
+        self.actions: Any = None
 
     def narrowed(self, envs, lo: int) -> Lane:
         """This lane's rollout from here on, for sub-envs ``[lo, lo + envs.num_envs)`` stepped by ``envs``."""
@@ -108,6 +107,14 @@ class Lane:
     @property
     def filled(self) -> bool:
         return self.log.filled(self.lo, self.hi)
+
+    def step_within(self, deadline: Deadline) -> list[Episode]:
+        """:meth:`step`, then the rollout's budget: past it with this lane's episodes unfinished, the rollout
+        fails (every lane's loop goes through here)."""
+        found = self.step()
+        if deadline.passed() and not self.filled:
+            raise deadline.error(self.log.finished, self.log.episodes, self.steps)
+        return found
 
     def step(self) -> list[Episode]:
         """One step of this lane's envs; the episodes it finished that count."""
@@ -190,10 +197,8 @@ def rollout(
             raise env_error(exc, who, f"reset(seed={seed})") from None
         lane = Lane(policy, envs, obs, deterministic, log, who)
         count, started = lanes_.lane_count(lanes, envs.num_envs), time.perf_counter()
-        while not log.filled():
-            lane.step()
-            if deadline.passed() and not log.filled():
-                raise deadline.error(log.finished, episodes, lane.steps)
+        while not lane.filled:
+            lane.step_within(deadline)
             if count > 1 and lanes_.probed(lane, started, forced=lanes is not None):
                 count = lanes_.lanes_now(lane, count, forced=lanes is not None)
                 if count > 1:
